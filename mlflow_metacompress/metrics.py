@@ -1,0 +1,70 @@
+"""The catalogue of every metric the evaluator logs: its definition and direction.
+
+Directions let gates derive ``MetricThreshold(greater_is_better=...)`` instead of
+retyping them (torchmetrics' ``higher_is_better``). Keys may carry a variant suffix
+(``mr1_violation_rate/rename_variables``, ``…/metamorphic``, ``…/attack_mhm_zhang_2020``),
+an attack prefix (``attack_<a>/<model>_asr``) and the evaluator's ``metric_prefix``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    greater_is_better: bool
+    definition: str
+
+
+_SPECS = [
+    MetricSpec("mr1_violation_rate", False, "MR1: fraction of samples where the student's predicted class differs from the teacher's"),
+    MetricSpec("mr1_label_loyalty", True, "MR1: 1 − mr1_violation_rate"),
+    MetricSpec("mr2_violation_rate", False, "MR2: fraction of samples with KL(P_T‖P_S) > kl_threshold (0.1)"),
+    MetricSpec("mr2_mean_kl", False, "MR2: mean per-sample KL(P_T‖P_S), natural log"),
+    MetricSpec("mr3_violation_rate", False, "MR3: among samples the teacher predicts with confidence ≥ τ (0.8), the fraction where the student predicts another class or gives the teacher's class < τ"),
+    MetricSpec("mr3_hcar", True, "MR3: high-confidence agreement rate, 1 − mr3_violation_rate"),
+    MetricSpec("mr3_support", True, "MR3: fraction of samples in the high-confidence set H"),
+    MetricSpec("mr4_eca", False, "MR4: expected calibration alignment, Σ_b |B_b|/N·|mean a_T − mean a_S| over bins of the teacher's confidence"),
+    MetricSpec("mr4_violation_rate", False, "MR4: fraction of samples in bins whose alignment gap exceeds eca_threshold (0.05)"),
+    MetricSpec("mr4_ece_gap", False, "MR4 (labels): |student_ece − teacher_ece|"),
+    MetricSpec("any_violation_rate", False, "Headline discrepancy: fraction of samples violating MR1, MR2, MR3 (in H) or MR4 (violating bin)"),
+    MetricSpec("teacher_accuracy", True, "Teacher accuracy (labels)"),
+    MetricSpec("student_accuracy", True, "Student accuracy (labels)"),
+    MetricSpec("accuracy_drop", False, "teacher_accuracy − student_accuracy"),
+    MetricSpec("teacher_f1", True, "Teacher F1, class 1 positive (K = 2)"),
+    MetricSpec("student_f1", True, "Student F1, class 1 positive (K = 2)"),
+    MetricSpec("teacher_ece", False, "Teacher top-label expected calibration error (Guo et al. 2017)"),
+    MetricSpec("student_ece", False, "Student top-label expected calibration error"),
+    MetricSpec("teacher_flip_rate", False, "Per transformation: fraction of samples whose teacher prediction changes from original to transformed (MORPH's prediction flips)"),
+    MetricSpec("student_flip_rate", False, "Per transformation: fraction of samples whose student prediction changes"),
+    MetricSpec("transform_applicable_rate", True, "Per transformation: fraction of samples the transformation changed"),
+    MetricSpec("transform_parse_failures", False, "Samples whose code tree-sitter could not parse (skipped for transformations)"),
+    MetricSpec("asr", False, "Attack success rate: successes / attacked samples (attack_<a>/<model>_asr)"),
+    MetricSpec("mean_queries", True, "Mean model queries per attacked sample"),
+    MetricSpec("accuracy_under_attack", True, "Accuracy after replacing each successfully attacked sample by its adversarial version"),
+    MetricSpec("excess_drop_pct", False, "100·(student drop − teacher drop)/teacher drop under attack (the paper's 285% figure)"),
+]
+CATALOGUE: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
+
+
+def base_name(key: str, prefix: str = "") -> str:
+    """Strip the metric prefix, a ``/variant`` suffix and an ``attack_<a>/<model>_`` head."""
+    if prefix and key.startswith(prefix):
+        key = key[len(prefix):]
+    if key.startswith("attack_") and "/" in key:
+        key = key.split("/", 1)[1]
+        for model in ("teacher_", "student_"):
+            if key.startswith(model) and key[len(model):] in CATALOGUE:
+                return key[len(model):]
+        return key
+    return key.split("/", 1)[0]
+
+
+def greater_is_better(key: str, prefix: str = "") -> bool:
+    """Direction of a logged metric key; ``KeyError`` for a metric this tool never logs."""
+    name = base_name(key, prefix)
+    if name not in CATALOGUE:
+        raise KeyError(f"unknown metric {key!r}: not in the metacompress catalogue ({sorted(CATALOGUE)})")
+    return CATALOGUE[name].greater_is_better

@@ -1,0 +1,156 @@
+"""An MLflow ``PythonModel`` returning class probabilities for code classifiers.
+
+``pyfunc.predict(df)`` returns a DataFrame with one float column per class, in the
+model's label order. It wraps either a :class:`~.classifier.CodeClassifier` directory
+(``metacompress.json`` present) or any Hugging Face sequence classifier saved with
+``save_pretrained`` (tokenizer in the same directory). Loading works offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pandas as pd
+
+logger = logging.getLogger(__name__)
+
+HF_ARTIFACT = "hf_dir"
+
+
+class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
+    """``predict`` → DataFrame of class probabilities.
+
+    ``model_config`` keys: ``code_columns`` (one or two column names; default: the
+    first one or two string columns of the input), ``batch_size`` (default 32).
+    """
+
+    def load_context(self, context: Any) -> None:
+        from .classifier import META_FILE, CodeClassifier
+
+        directory = Path(context.artifacts[HF_ARTIFACT])
+        self._config = dict(getattr(context, "model_config", None) or {})
+        if (directory / META_FILE).exists():
+            self._model, self._tokenizer = CodeClassifier.load(directory)
+            self._hf = None
+        else:
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+            self._hf = AutoModelForSequenceClassification.from_pretrained(directory).eval()
+            self._tokenizer = AutoTokenizer.from_pretrained(directory)
+            self._model = None
+
+    @property
+    def labels(self) -> list[str]:
+        if self._model is not None:
+            return list(self._model.meta.labels)
+        id2label = self._hf.config.id2label
+        return [str(id2label[i]) for i in range(len(id2label))]
+
+    def _columns(self, df: pd.DataFrame) -> list[str]:
+        cols = self._config.get("code_columns")
+        if cols:
+            missing = [c for c in cols if c not in df.columns]
+            if missing:
+                raise KeyError(f"input is missing code column(s) {missing}; it has {list(df.columns)}")
+            return list(cols)
+        pair = self._model is not None and self._model.meta.pair_mode is not None
+        text_cols = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
+        need = 2 if pair else 1
+        if len(text_cols) < need:
+            raise KeyError(f"expected {need} code column(s) of strings; found {text_cols}")
+        return text_cols[:need]
+
+    def predict(self, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> pd.DataFrame:
+        if isinstance(model_input, pd.Series):
+            model_input = model_input.to_frame()
+        if not isinstance(model_input, pd.DataFrame):
+            model_input = pd.DataFrame({"text": list(model_input)})
+        cols = self._columns(model_input)
+        texts = [str(x) for x in model_input[cols[0]]]
+        texts_b = [str(x) for x in model_input[cols[1]]] if len(cols) > 1 else None
+        batch_size = int((params or {}).get("batch_size", self._config.get("batch_size", 32)))
+        if self._model is not None:
+            probs = self._model.predict_proba(self._tokenizer, texts, texts_b, batch_size=batch_size)
+        else:
+            probs = _hf_predict_proba(self._hf, self._tokenizer, texts, texts_b, batch_size)
+        return pd.DataFrame(probs, columns=self.labels, index=model_input.index)
+
+
+def _hf_predict_proba(model: Any, tokenizer: Any, texts: list[str], texts_b: list[str] | None, batch_size: int) -> Any:
+    import numpy as np
+    import torch
+
+    out = []
+    with torch.no_grad():
+        for s in range(0, len(texts), batch_size):
+            args = (texts[s : s + batch_size],) + ((texts_b[s : s + batch_size],) if texts_b else ())
+            enc = tokenizer(*args, truncation=True, padding=True, return_tensors="pt")
+            out.append(torch.softmax(model(**enc).logits.float(), dim=-1).numpy())
+    return np.concatenate(out) if out else np.zeros((0, model.config.num_labels))
+
+
+def log_code_classifier(
+    model_or_dir: Any,
+    tokenizer: Any = None,
+    *,
+    name: str = "model",
+    registered_model_name: str | None = None,
+    code_columns: list[str] | None = None,
+    input_example: pd.DataFrame | None = None,
+    tags: dict[str, str] | None = None,
+) -> Any:
+    """Log a classifier as a pyfunc model (and register it when a name is given).
+
+    ``model_or_dir`` is a :class:`CodeClassifier` (then ``tokenizer`` is required) or a
+    directory holding either format. ``tags`` go on the registered model version.
+    Returns MLflow's ``ModelInfo``; ``info.registered_model_version`` is set when registered.
+    """
+    from mlflow.models import infer_signature
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if isinstance(model_or_dir, (str, Path)):
+            directory = Path(model_or_dir)
+        else:
+            if tokenizer is None:
+                raise ValueError("log_code_classifier needs the tokenizer with a model object")
+            directory = model_or_dir.save(Path(tmp) / "hf", tokenizer)
+        wrapper = CodeClassifierPyfunc()
+        cols = code_columns or ["func"]
+        example = input_example if input_example is not None else pd.DataFrame({c: ["int f(int a) { return a; }"] for c in cols})
+        signature = None
+        try:
+            ctx = type("Ctx", (), {"artifacts": {HF_ARTIFACT: str(directory)}, "model_config": {"code_columns": cols}})()
+            wrapper.load_context(ctx)
+            signature = infer_signature(example, wrapper.predict(ctx, example))
+        except Exception as exc:  # signature is a nicety; logging must not fail on it
+            logger.warning("could not infer a signature: %s", exc)
+        info = mlflow.pyfunc.log_model(
+            name=name,
+            python_model=CodeClassifierPyfunc(),
+            artifacts={HF_ARTIFACT: str(directory)},
+            model_config={"code_columns": cols},
+            signature=signature,
+            registered_model_name=registered_model_name,
+            pip_requirements=_requirements(),
+        )
+    if registered_model_name and tags:
+        client = mlflow.MlflowClient()
+        for k, v in tags.items():
+            client.set_model_version_tag(registered_model_name, str(info.registered_model_version), k, str(v))
+    return info
+
+
+def _requirements() -> list[str]:
+    from importlib.metadata import version
+
+    reqs = []
+    for pkg in ("mlflow", "torch", "transformers", "tokenizers", "pandas", "numpy"):
+        try:
+            reqs.append(f"{pkg}=={version(pkg)}")
+        except Exception:
+            reqs.append(pkg)
+    return reqs

@@ -1,0 +1,108 @@
+"""GatePolicy: YAML parsing, errors, presets and MLflow-judged threshold semantics."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from mlflow_metacompress.gate_policy import PRESETS, GatePolicy, PolicyError, load_policy
+from mlflow_metacompress.metrics import greater_is_better
+
+
+def _write(tmp_path, data, name="p.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
+    return path
+
+
+def test_yaml_forms_and_derived_directions(tmp_path):
+    path = _write(tmp_path, {"name": "mine", "thresholds": {
+        "accuracy_drop": "<= 0.02",
+        "mr1_violation_rate/metamorphic": {"direction": "<=", "threshold": 0.15},
+        "mr3_hcar": 0.9,
+        "attack_alert_yang_2022/excess_drop_pct": "<=100",
+    }})
+    policy = load_policy(path)
+    got = {t.metric: (t.direction, t.value) for t in policy.thresholds}
+    assert got == {"accuracy_drop": ("<=", 0.02), "mr1_violation_rate/metamorphic": ("<=", 0.15),
+                   "mr3_hcar": (">=", 0.9), "attack_alert_yang_2022/excess_drop_pct": ("<=", 100.0)}
+    assert policy.name == "mine"
+
+
+@pytest.mark.parametrize("rule, needle", [
+    ("< 0.1", "unknown direction '<'"),
+    ({"direction": "lt", "threshold": 0.1}, "unknown direction 'lt'"),
+    ("<= abc", "threshold must be a number, got 'abc'"),
+    ({"direction": "<=", "threshold": "ten"}, "threshold must be a number, got 'ten'"),
+    ({"direction": "<=", "threshold": True}, "threshold must be a number"),
+    ("<= nan", "threshold must be finite"),
+    (">= 0.1", "contradicts the metric catalogue"),
+    ({"limit": 0.1}, "needs 'threshold'"),
+])
+def test_yaml_rule_errors_name_the_metric_and_value(tmp_path, rule, needle):
+    path = _write(tmp_path, {"name": "bad", "thresholds": {"accuracy_drop": rule}})
+    with pytest.raises(PolicyError) as err:
+        load_policy(path)
+    assert needle in str(err.value)
+    assert "accuracy_drop" in str(err.value) and str(path) in str(err.value)
+
+
+def test_unknown_metric_and_structure_errors(tmp_path):
+    with pytest.raises(PolicyError, match="unknown metric 'accuracy_dorp'"):
+        GatePolicy.from_mapping({"name": "x", "thresholds": {"accuracy_dorp": "<= 0.1"}})
+    with pytest.raises(PolicyError, match="'name' must be a non-empty string"):
+        GatePolicy.from_mapping({"thresholds": {"accuracy_drop": 0.1}})
+    with pytest.raises(PolicyError, match="non-empty mapping"):
+        GatePolicy.from_mapping({"name": "x", "thresholds": []})
+    with pytest.raises(PolicyError, match="not valid YAML"):
+        load_policy(_write(tmp_path, "name: [unclosed\n"))
+    with pytest.raises(PolicyError, match="unknown policy 'strictest'"):
+        load_policy("strictest")
+    with pytest.raises(PolicyError, match="does not exist"):
+        load_policy(tmp_path / "missing.yaml")
+
+
+def test_presets_load_are_ordered_by_strictness_and_match_catalogue():
+    policies = {name: load_policy(name) for name in PRESETS}
+    for name, policy in policies.items():
+        assert policy.name == name
+        for t in policy.thresholds:
+            assert t.greater_is_better == greater_is_better(t.metric)
+    # every bound shared by two tiers is at least as tight in the stricter tier
+    order = ["safety_critical", "standard", "lenient"]
+    for strict, loose in zip(order, order[1:]):
+        s = {t.metric: t.value for t in policies[strict].thresholds}
+        lo = {t.metric: t.value for t in policies[loose].thresholds}
+        assert set(lo) <= set(s)
+        for metric in lo:
+            assert s[metric] <= lo[metric], (strict, loose, metric)
+    assert any(t.metric.startswith("attack_") for t in policies["standard"].thresholds)
+    assert any(t.metric.endswith("/metamorphic") for t in policies["standard"].thresholds)
+
+
+def test_inclusive_bounds_and_nan_judged_by_mlflow():
+    policy = GatePolicy.from_mapping({"name": "p", "thresholds": {"accuracy_drop": "<= 0.1", "mr3_hcar": ">= 0.9"}})
+    at = policy.check({"accuracy_drop": 0.1, "mr3_hcar": 0.9})
+    assert all(c.passed for c in at)
+    above = policy.check({"accuracy_drop": float(np.nextafter(0.1, 1)), "mr3_hcar": float(np.nextafter(0.9, 0))})
+    assert [c.passed for c in above] == [False, False]
+    nan = policy.check({"accuracy_drop": math.nan, "mr3_hcar": np.float64(0.95)})
+    assert [c.passed for c in nan] == [False, True]
+    assert "is NaN" in nan[0].message
+
+
+def test_missing_metric_fails_with_hint_and_glob_expands():
+    policy = GatePolicy.from_mapping({"name": "p", "thresholds": {
+        "mr1_violation_rate/metamorphic": "<= 0.1", "attack_*/excess_drop_pct": "<= 100"}})
+    res = policy.check({"mr1_violation_rate": 0.0, "mr1_violation_rate/rename_variables": 0.0})
+    assert [c.passed for c in res] == [False, False]
+    assert "did not produce it" in res[0].message and "mr1_violation_rate/rename_variables" in res[0].message
+    assert res[1].metric == "attack_*/excess_drop_pct" and res[1].actual is None
+    res = policy.check({"mr1_violation_rate/metamorphic": 0.05, "attack_mhm_zhang_2020/excess_drop_pct": 50.0,
+                        "attack_alert_yang_2022/excess_drop_pct": 150.0, "attack_mhm_zhang_2020/student_asr": 0.9})
+    by_key = {c.metric: c.passed for c in res}
+    assert by_key == {"mr1_violation_rate/metamorphic": True, "attack_alert_yang_2022/excess_drop_pct": False,
+                      "attack_mhm_zhang_2020/excess_drop_pct": True}

@@ -1,0 +1,101 @@
+"""``MetaCompressEvaluator``: the ``metacompress`` MLflow evaluator plugin.
+
+Implements the testing procedure of MetaCompress (Awal, Rochan, Roy, arXiv 2511.05476):
+the teacher is the oracle, and the student is judged by four metamorphic relations
+(MR1 prediction agreement, MR2 distribution similarity, MR3 high-confidence
+preservation, MR4 calibration alignment) on original, transformed and adversarial code.
+
+    mlflow.models.evaluate(model="models:/vuln-student@candidate", data=df, targets="target",
+        model_type="metacompress", evaluators="metacompress",
+        evaluator_config={"teacher": "models:/vuln-teacher@champion", "code_columns": ["func"]})
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mlflow.models.evaluation.artifacts import (
+    CsvEvaluationArtifact,
+    ImageEvaluationArtifact,
+    JsonEvaluationArtifact,
+    ParquetEvaluationArtifact,
+)
+from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
+
+logger = logging.getLogger(__name__)
+
+ARTIFACT_DIR = "metacompress"
+_ARTIFACT_TYPES = {".json": JsonEvaluationArtifact, ".png": ImageEvaluationArtifact,
+                   ".parquet": ParquetEvaluationArtifact, ".csv": CsvEvaluationArtifact}
+
+
+class MetaCompressEvaluator(ModelEvaluator):
+    """Compare a student (``model``) with ``evaluator_config["teacher"]``."""
+
+    name = "metacompress"
+
+    def can_evaluate(self, *, model_type: str, evaluator_config: dict[str, Any] | None, **kwargs: Any) -> bool:
+        if model_type == "metacompress":
+            return True
+        return model_type == "classifier" and bool((evaluator_config or {}).get("teacher"))
+
+    def evaluate(
+        self, *, model_type: str, dataset: Any, run_id: str, evaluator_config: dict[str, Any] | None,
+        model: Any = None, extra_metrics: Any = None, custom_artifacts: Any = None, predictions: Any = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
+        from .config import parse_config
+        from .engine import run_evaluation
+        from .predictors import resolve_model
+        from .validation import check_code_columns, check_nonempty
+
+        df = dataset.features_data
+        y = dataset.labels_data
+        check_nonempty(df)
+        cfg = parse_config(evaluator_config, df, model_given=model is not None)
+        if cfg.code_columns and not cfg.static:
+            check_code_columns(df, cfg.code_columns)
+        teacher = student = None
+        if not cfg.static:
+            kw = dict(cache_dir=cfg.cache_path, batch_size=cfg.batch_size, progress=cfg.progress)
+            teacher = resolve_model(cfg.teacher, "teacher", **kw)
+            student = resolve_model(model, "student", **kw)
+        outcome = run_evaluation(df, y, cfg, teacher, student)
+        prefix = cfg.metric_prefix or ""
+        metrics = {f"{prefix}{k}": float(v) for k, v in outcome.metrics.items() if not math.isnan(float(v))}
+        if teacher is not None:
+            outcome.notes["teacher_rows_run"] = teacher.rows_run
+            outcome.notes["student_rows_run"] = student.rows_run
+        artifacts = self._log(run_id, metrics, outcome, cfg)
+        return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
+
+    @staticmethod
+    def _log(run_id: str, metrics: dict[str, float], outcome: Any, cfg: Any) -> dict[str, Any]:
+        """Write artifacts, then log every metric in batches and the artifact folder."""
+        import time
+
+        from mlflow.entities import Metric
+        from mlflow.tracking import MlflowClient
+
+        from .artifacts import write_artifacts
+
+        client = MlflowClient()
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / ARTIFACT_DIR
+            written = write_artifacts(outcome, cfg.as_loggable(), cfg.calibration_bins, out, cfg.max_examples)
+            now = int(time.time() * 1000)
+            items = [Metric(k, v, now, 0) for k, v in sorted(metrics.items())]
+            for start in range(0, len(items), 1000):
+                client.log_batch(run_id, metrics=items[start : start + 1000], synchronous=True)
+            client.log_artifacts(run_id, str(out), ARTIFACT_DIR)
+        root = client.get_run(run_id).info.artifact_uri.rstrip("/")
+        artifacts = {}
+        for rel in written:
+            key = rel.rsplit(".", 1)[0].replace("/", "_")
+            cls = _ARTIFACT_TYPES[Path(rel).suffix]
+            artifacts[key] = cls(uri=f"{root}/{ARTIFACT_DIR}/{rel}")
+        return artifacts

@@ -1,0 +1,126 @@
+"""The ``metacompress`` command line.
+
+Subcommands are registered by small ``_add_<name>(subparsers)`` functions listed in
+``SUBCOMMANDS``; each sets ``func`` to a handler ``(args) -> exit code``. To add one
+(``evaluate``, ``attack``), write its ``_add_...`` function (or import it from the
+module that owns it) and append it to ``SUBCOMMANDS``. Handlers import heavy modules
+lazily so ``metacompress --help`` stays fast.
+
+Exit codes: 0 success (for ``gate``: the version passed), 1 the gate failed or refused,
+2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Callable, Sequence
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _add_gate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("gate", help="judge a registered model version with a gate policy and move its alias if it passes",
+                       description="Evaluate (or read an evaluation run) and promote a model version. "
+                                   "Give --data to evaluate against the teacher in the version's "
+                                   "'metacompress.teacher' tag, or --evaluation-run-id to reuse an evaluation.")
+    p.add_argument("--model-name", required=True, help="registered model name")
+    p.add_argument("--version", required=True, help="model version to judge")
+    p.add_argument("--policy", default="standard",
+                   help="preset (safety_critical, standard, lenient) or path to a policy YAML (default: standard)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", help="evaluation data (.jsonl, .json, .csv, .parquet)")
+    src.add_argument("--evaluation-run-id", help="id of a run holding metacompress metrics")
+    p.add_argument("--targets", default="target", help="label column of --data (default: target)")
+    p.add_argument("--evaluator-config", default="{}", help="extra evaluator_config as JSON, e.g. '{\"transforms\": \"all\"}'")
+    p.add_argument("--alias", default="champion", help="alias to move when the version passes (default: champion)")
+    p.add_argument("--force", action="store_true", help="move the alias even over a more recent passing verdict")
+    p.add_argument("--stage", default=None, help="also perform the legacy stage transition (e.g. Production)")
+    p.add_argument("--json", action="store_true", help="print the decision as JSON")
+    p.set_defaults(func=_run_gate)
+
+
+def _run_gate(args: argparse.Namespace) -> int:
+    from .gates import PromotionRefusedError, decision_json, gate_version, promote
+
+    try:
+        config = json.loads(args.evaluator_config)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--evaluator-config is not valid JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise ValueError("--evaluator-config must be a JSON object")
+    common = dict(policy=args.policy, alias=args.alias or None, force=args.force, stage=args.stage)
+    try:
+        if args.data:
+            decision = gate_version(args.model_name, args.version, args.data, targets=args.targets,
+                                    evaluator_config=config, **common)
+        else:
+            decision = promote(args.model_name, args.version, args.evaluation_run_id, **common)
+    except PromotionRefusedError as exc:
+        print(decision_json(exc.decision) if args.json else f"{exc.decision.summary()}\nrefused: {exc}")
+        return 1
+    print(decision_json(decision) if args.json else decision.summary())
+    return 0 if decision.passed else 1
+
+
+def _add_policies(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("policies", help="show the preset gate policies (or the given policy files)")
+    p.add_argument("names", nargs="*", help="presets or YAML paths (default: every preset)")
+    p.set_defaults(func=_run_policies)
+
+
+def _run_policies(args: argparse.Namespace) -> int:
+    from .gate_policy import PRESETS, load_policy
+
+    for name in args.names or PRESETS:
+        print(load_policy(name).describe())
+    return 0
+
+
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_gate, _add_policies]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="metacompress", description=(
+        "Behavioural fidelity of distilled models of code (MetaCompress, arXiv 2511.05476): "
+        "registry gates and tools."))
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow tracking (and registry) URI; default: MLFLOW_TRACKING_URI or MLflow's default")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for register in SUBCOMMANDS:
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if args.tracking_uri:
+        import mlflow
+
+        mlflow.set_tracking_uri(args.tracking_uri)
+        mlflow.set_registry_uri(args.tracking_uri)
+    handler: Handler = args.func
+    try:
+        return handler(args)
+    except Exception as exc:  # report input problems in one line, not a traceback
+        from mlflow.exceptions import MlflowException
+
+        if isinstance(exc, (ValueError, KeyError, FileNotFoundError, TypeError, MlflowException)):
+            message = exc.message if isinstance(exc, MlflowException) else exc
+            print(f"metacompress {args.command}: error: {message}", file=sys.stderr)
+            if args.verbose:
+                logger.exception("details")
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Distillation losses as small functions with explicit temperatures.
+
+Soft-label knowledge distillation (Hinton, Vinyals, Dean, "Distilling the Knowledge in
+a Neural Network", 2015), as used by Compressor (Shi et al., ASE 2022) with T = 1:
+
+    L_KD = T² · KL( softmax(t / T) ‖ softmax(s / T) )
+         = T² · Σ_k p_k (log p_k − log q_k),  p = softmax(t/T), q = softmax(s/T),
+
+averaged over the batch. The T² factor keeps gradient magnitudes comparable across
+temperatures. Softmax is always taken over the class dimension (the last one).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """KL(softmax(teacher/T) ‖ softmax(student/T)) · T², mean over the batch (N×K inputs)."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    if student_logits.shape != teacher_logits.shape:
+        raise ValueError(
+            f"student logits {tuple(student_logits.shape)} and teacher logits "
+            f"{tuple(teacher_logits.shape)} differ in shape"
+        )
+    log_q = F.log_softmax(student_logits.float() / temperature, dim=-1)
+    log_p = F.log_softmax(teacher_logits.float() / temperature, dim=-1)
+    kl = F.kl_div(log_q, log_p, reduction="batchmean", log_target=True)
+    return kl * temperature**2
+
+
+def hard_label_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy against integer labels (on logits, never on probabilities)."""
+    return F.cross_entropy(logits.float(), labels.long())

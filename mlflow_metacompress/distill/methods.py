@@ -1,0 +1,189 @@
+"""The registry of distillation methods and the pipeline they share.
+
+A method is a function ``method(ctx: DistillContext) -> StudentOutcome`` registered in
+:data:`METHODS` (``@register_method("name")``). The shared pipeline
+(:func:`distill_student`) loads the task, computes the teacher's soft labels on the
+unlabeled half of the training split once (cached, see :mod:`.soft_labels`), calls the
+method, measures the student on the test split and registers it with the metacompress
+tags. :func:`train_student` is the reusable training step: a student, its tokenizer, a
+list of training inputs, a loss and an optional extra-loss hook.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .datasets import CodeExamples, load_splits, split_halves
+from .results import TrainingResult, accuracy_on, log_json, register
+from .training import FitConfig, FitResult, fit
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class DistillContext:
+    """Everything a method needs; the teacher itself is deliberately absent."""
+
+    task: str
+    code_columns: tuple[str, ...]
+    unlabeled: CodeExamples  # texts + teacher_logits (no labels)
+    valid: CodeExamples  # texts + labels (+ teacher_logits when computed)
+    labels: list[str]
+    pair_mode: str | None
+    size_mb: float
+    max_length: int
+    fit_config: FitConfig
+    seed: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StudentOutcome:
+    """A trained student plus what the method searched and how training went."""
+
+    model: Any
+    tokenizer: Any
+    config: dict[str, Any]
+    fit: FitResult | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+StudentMethod = Callable[[DistillContext], StudentOutcome]
+METHODS: dict[str, StudentMethod] = {}
+
+
+def register_method(name: str) -> Callable[[StudentMethod], StudentMethod]:
+    """Decorator adding a method to :data:`METHODS` under ``name``."""
+
+    def deco(fn: StudentMethod) -> StudentMethod:
+        if name in METHODS and METHODS[name] is not fn:
+            raise ValueError(f"distillation method {name!r} is already registered")
+        METHODS[name] = fn
+        return fn
+
+    return deco
+
+
+def get_method(name: str) -> StudentMethod:
+    """The method called ``name``, importing the built-in ones first."""
+    from . import compressor  # noqa: F401  (registers "compressor")
+
+    for extra in ("avatar", "morph"):  # later methods register themselves on import
+        try:
+            __import__(f"{__package__}.{extra}")
+        except ImportError:
+            pass
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ValueError(f"unknown distillation method {name!r}; available: {sorted(METHODS)}") from None
+
+
+def train_student(
+    model: Any,
+    tokenizer: Any,
+    inputs: Sequence[CodeExamples],
+    valid: CodeExamples | None,
+    loss_fn: Any = None,
+    extra_loss: Any = None,
+    fit_config: FitConfig | None = None,
+    lr: float = 1e-3,
+    output_hidden_states: bool = False,
+    checkpoint_dir: str | Path | None = None,
+) -> FitResult:
+    """Train ``model`` on the concatenation of ``inputs`` with ``loss_fn`` (default:
+    KD at T = 1 on cached teacher logits) plus ``extra_loss``; keep the best
+    validation checkpoint. Only the student enters the Lightning module."""
+    from torch.utils.data import ConcatDataset
+
+    from .modules import ClassifierModule, soft_label_loss
+
+    if not inputs:
+        raise ValueError("train_student needs at least one CodeExamples input")
+    module = ClassifierModule(model, loss_fn or soft_label_loss(1.0), extra_loss, lr=lr,
+                              output_hidden_states=output_hidden_states)
+    data = inputs[0] if len(inputs) == 1 else ConcatDataset(list(inputs))
+    return fit(module, tokenizer, data, valid, fit_config, checkpoint_dir=checkpoint_dir)
+
+
+def distill_student(
+    data: str | Path | dict[str, pd.DataFrame] | None,
+    teacher_uri: str,
+    task: str = "devign",
+    *,
+    method: str = "compressor",
+    size_mb: float = 3.0,
+    max_length: int = 256,
+    epochs: int = 3,
+    batch_size: int = 16,
+    max_steps: int = -1,
+    seed: int = 0,
+    limit: int | None = None,
+    registered_name: str | None = "metacompress-student",
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+    **options: Any,
+) -> TrainingResult:
+    """Distil a student from ``teacher_uri`` with ``method`` and register it.
+
+    ``options`` go to the method (e.g. ``population``, ``generations`` for Compressor).
+    The run logs params, per-epoch metrics, ``student_config.json`` (the searched
+    configuration) and a registered version tagged with method, size, params, GFLOPs
+    and the teacher URI.
+    """
+    import mlflow
+
+    from ..data.codexglue import get_task
+    from .soft_labels import DEFAULT_CACHE, resolve_model_uri, teacher_logits
+
+    fn = get_method(method)
+    spec = get_task(task)
+    frames = load_splits(data, task, limit, seed)
+    _, unlabeled = split_halves(frames["train"], seed)
+    cols, label_col = spec.code_columns, spec.label_column
+    pinned = resolve_model_uri(teacher_uri)
+    started = time.perf_counter()
+    with mlflow.start_run(run_name=f"{method}-{task}", nested=mlflow.active_run() is not None) as run:
+        soft = teacher_logits(pinned, unlabeled, cols, cache_dir if cache_dir is not None else DEFAULT_CACHE)
+        ctx = DistillContext(
+            task=task, code_columns=cols, unlabeled=CodeExamples.from_frame(unlabeled, cols, teacher_logits=soft),
+            valid=CodeExamples.from_frame(frames["valid"], cols, label_col), labels=["0", "1"],
+            pair_mode=options.pop("pair_mode", "concat_cls") if spec.is_pair else None, size_mb=size_mb,
+            max_length=max_length, seed=seed, options=options,
+            fit_config=FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress),
+        )
+        mlflow.log_params({"method": method, "task": task, "teacher": pinned, "size_mb_target": size_mb,
+                           "max_length": max_length, "epochs": epochs, "batch_size": batch_size, "seed": seed,
+                           "limit": limit, "unlabeled_rows": len(unlabeled), **{f"opt.{k}": v for k, v in options.items()}})
+        outcome = fn(ctx)
+        if outcome.params:
+            mlflow.log_params(outcome.params)
+        log_json(outcome.config, "student_config.json")
+        model, tokenizer = outcome.model, outcome.tokenizer
+        teacher_agree = _agreement(model, tokenizer, ctx.unlabeled)
+        metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
+                   "best_val_acc": (outcome.fit.best_val_acc or 0.0) if outcome.fit else 0.0,
+                   "train_agreement": teacher_agree, "train_seconds": time.perf_counter() - started}
+        uri, version, sizes = register(model, tokenizer, method=method, registered_name=registered_name,
+                                       code_columns=cols, teacher=pinned, extra_tags={"task": task})
+        metrics.update(sizes)
+        mlflow.log_metrics(metrics)
+    logger.info("student %s: %s", uri, metrics)
+    return TrainingResult(uri, run.info.run_id, registered_name, version, metrics, outcome.config)
+
+
+def _agreement(model: Any, tokenizer: Any, examples: CodeExamples) -> float:
+    """Share of unlabeled inputs where student and teacher pick the same class."""
+    import numpy as np
+
+    if examples.teacher_logits is None or len(examples) == 0:
+        return float("nan")
+    probs = model.predict_proba(tokenizer, examples.texts, examples.texts_b, batch_size=64)
+    return float(np.mean(probs.argmax(axis=1) == examples.teacher_logits.argmax(axis=1)))

@@ -1,0 +1,127 @@
+"""Fit a :class:`~.modules.ClassifierModule` with Lightning and keep the best checkpoint.
+
+Metrics go to the active MLflow run through Lightning's ``MLFlowLogger`` (attached by
+run id, and never closing that run). The best validation-accuracy checkpoint is
+reloaded at the end, as Compressor (Shi et al., ASE 2022) selects its students.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.loggers import MLFlowLogger
+
+from .datasets import CodeExamples, Collator
+from .modules import ClassifierModule
+
+logger = logging.getLogger(__name__)
+
+
+class AttachedMLFlowLogger(MLFlowLogger):
+    """``MLFlowLogger`` writing into an existing run and leaving its status alone."""
+
+    def finalize(self, status: str = "success") -> None:  # the owner of the run ends it
+        return None
+
+
+def active_run_logger(prefix: str = "") -> MLFlowLogger | None:
+    """A logger for the active MLflow run, or None when no run is active."""
+    import mlflow
+
+    run = mlflow.active_run()
+    if run is None:
+        return None
+    return AttachedMLFlowLogger(tracking_uri=mlflow.get_tracking_uri(), run_id=run.info.run_id, prefix=prefix)
+
+
+@dataclass
+class FitConfig:
+    """Budget and optimiser settings of one training run."""
+
+    epochs: int = 3
+    batch_size: int = 16
+    eval_batch_size: int = 64
+    max_steps: int = -1
+    seed: int = 0
+    progress: bool = True
+
+
+@dataclass
+class FitResult:
+    """Outcome of :func:`fit`; ``module.model`` holds the best weights afterwards."""
+
+    best_val_acc: float | None
+    best_checkpoint: str | None
+    epochs_run: int
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+class _History(L.Callback):
+    def __init__(self) -> None:
+        self.rows: list[dict[str, float]] = []
+
+    def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.sanity_checking:
+            return
+        row = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
+        row["epoch"] = float(trainer.current_epoch)
+        self.rows.append(row)
+
+
+def fit(
+    module: ClassifierModule,
+    tokenizer: Any,
+    train: CodeExamples,
+    val: CodeExamples | None,
+    config: FitConfig | None = None,
+    mlflow_logger: MLFlowLogger | None | bool = None,
+    checkpoint_dir: str | Path | None = None,
+) -> FitResult:
+    """Train ``module`` on ``train``; validate on ``val`` each epoch; reload the best
+    ``val_acc`` checkpoint. ``mlflow_logger=None`` attaches to the active MLflow run
+    (if any); ``False`` disables logging."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from torch.utils.data import DataLoader
+
+    config = config or FitConfig()
+    L.seed_everything(config.seed, workers=True, verbose=False)
+    collate = Collator(functools.partial(module.model.encode, tokenizer))
+    train_dl = DataLoader(train, batch_size=config.batch_size, shuffle=True, collate_fn=collate,
+                          generator=torch.Generator().manual_seed(config.seed))
+    val_dl = DataLoader(val, batch_size=config.eval_batch_size, shuffle=False, collate_fn=collate) if val else None
+    if mlflow_logger is None:
+        mlflow_logger = active_run_logger()
+    tmp = None
+    if checkpoint_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="metacompress-ckpt-")
+        checkpoint_dir = tmp.name
+    monitor = "val_acc" if val is not None and val.labels is not None else None
+    ckpt = ModelCheckpoint(dirpath=str(checkpoint_dir), monitor=monitor, mode="max", save_top_k=1,
+                           save_weights_only=True, filename="best")
+    history = _History()
+    trainer = L.Trainer(
+        accelerator="cpu", devices=1, max_epochs=config.epochs, max_steps=config.max_steps,
+        logger=mlflow_logger or False, callbacks=[ckpt, history], enable_progress_bar=config.progress,
+        enable_model_summary=False, num_sanity_val_steps=0, log_every_n_steps=1, deterministic=False,
+    )
+    try:
+        trainer.fit(module, train_dl, val_dl)
+        best = ckpt.best_model_path or None
+        best_score = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
+        if best:
+            state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
+            module.load_state_dict(state)
+            logger.info("reloaded best checkpoint (val_acc=%s) from %s", best_score, best)
+        if tmp is not None:
+            best = None  # deleted with the temporary directory
+        return FitResult(best_score, best, trainer.current_epoch, history.rows)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()

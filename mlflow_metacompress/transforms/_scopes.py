@@ -1,0 +1,291 @@
+"""Scope analysis behind the single identifier renamer (C, Java, Python).
+
+Finds, for every name, its *occurrences* in variable position and its *declarations*
+with the scope node that owns them. A name is a renamable local when it is declared in
+a function and every occurrence resolves to a declaration in an enclosing scope inside
+a function; names that may denote globals, fields, macros, types, imports, labels or
+(for Python) parameters are blocked. Renaming all occurrences of such a name to a
+fresh name is then consistent. The conditions implement the identifier-renaming rules of
+NatGen (Chakraborty et al., FSE 2022), CODA (Tian et al., ASE 2023) and Rabin et al.
+(IST 2021), with the pitfalls measured on real programs listed in issue 3.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from mlflow_metacompress.transforms._tree import Node, Source
+
+_WORD = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*")
+
+_UNITS = {
+    "c": {"function_definition"},
+    "java": {"method_declaration", "constructor_declaration", "compact_constructor_declaration"},
+    "python": {"function_definition"},
+}
+_SCOPES = {
+    "c": {"compound_statement", "for_statement", "function_definition"},
+    "java": {"block", "for_statement", "enhanced_for_statement", "catch_clause", "switch_block",
+             "try_with_resources_statement", "lambda_expression", "method_declaration",
+             "constructor_declaration", "compact_constructor_declaration"},
+    "python": {"function_definition", "lambda", "list_comprehension", "set_comprehension",
+               "dictionary_comprehension", "generator_expression", "class_definition"},
+}
+_C_DECLARATOR_WRAPPERS = {"init_declarator", "pointer_declarator", "array_declarator",
+                          "parenthesized_declarator", "attributed_declarator"}
+_JAVA_SKIP_FIELDS = {
+    ("method_invocation", "name"), ("field_access", "field"), ("method_declaration", "name"),
+    ("constructor_declaration", "name"), ("class_declaration", "name"),
+    ("interface_declaration", "name"), ("enum_declaration", "name"), ("record_declaration", "name"),
+    ("annotation_type_declaration", "name"), ("annotation", "name"), ("marker_annotation", "name"),
+    ("enum_constant", "name"), ("element_value_pair", "key"),
+    ("compact_constructor_declaration", "name"),
+}
+_JAVA_SKIP_PARENTS = {"labeled_statement", "break_statement", "continue_statement",
+                      "scoped_identifier", "package_declaration", "import_declaration",
+                      "type_parameter", "annotation_type_element_declaration"}
+_PY_SKIP_FIELDS = {("attribute", "attribute"), ("keyword_argument", "name"),
+                   ("function_definition", "name"), ("class_definition", "name")}
+_PY_DYNAMIC = {b"locals", b"vars", b"eval", b"exec", b"dir", b"globals"}
+
+
+@dataclass
+class Analysis:
+    """Result of scope analysis: occurrences, declarations and blocked names."""
+
+    occurrences: dict[str, list[Node]] = field(default_factory=dict)
+    valid: dict[str, bool] = field(default_factory=dict)
+    declared: set[str] = field(default_factory=set)
+    params: set[str] = field(default_factory=set)
+    blocked: set[str] = field(default_factory=set)
+    macros: set[str] = field(default_factory=set)
+    order: list[str] = field(default_factory=list)
+
+
+def _enclosing(node: Node, types: set[str]) -> Node | None:
+    for anc in node.ancestors():
+        if anc.type in types:
+            return anc
+    return None
+
+
+def _is_c_function_name(node: Node) -> bool:
+    """True for the declared name of a function (definition or prototype)."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type in _C_DECLARATOR_WRAPPERS - {"pointer_declarator",
+                                                                         "parenthesized_declarator"}:
+        child, parent = parent, parent.parent
+    return parent is not None and parent.type == "function_declarator" and child.field == "declarator"
+
+
+def _c_declaration(src: Source, node: Node) -> tuple[str, Node | None] | None:
+    """Classify an identifier as ('decl'|'param'|'ignore', scope) or None if a plain use."""
+    parent = node.parent
+    if parent is None:
+        return None
+    if parent.type == "parameter_list":  # K&R parameter names
+        return ("param", _enclosing(node, {"function_definition"}))
+    if node.field != "declarator":
+        return None
+    child, cur = node, parent
+    while cur is not None and cur.type in _C_DECLARATOR_WRAPPERS | {"function_declarator"}:
+        if cur.type == "function_declarator" and child is node:
+            return None
+        child, cur = cur, cur.parent
+        if child.field != "declarator" and not (cur is not None and cur.type == "parenthesized_declarator"):
+            return None
+    if cur is None:
+        return None
+    if cur.type == "declaration":
+        return ("decl", _enclosing(node, _SCOPES["c"]))
+    if cur.type == "parameter_declaration":
+        fdecl = _enclosing(node, {"function_declarator"})
+        if fdecl is not None and fdecl.parent is not None and fdecl.parent.type == "function_definition":
+            return ("param", fdecl.parent)
+        return ("ignore", None)
+    return None
+
+
+def _c_analyse(src: Source, out: Analysis) -> None:
+    for node in src.nodes("preproc_def", "preproc_function_def", "preproc_call", "preproc_if",
+                          "preproc_ifdef", "preproc_elif", "preproc_include"):
+        for tok in _WORD.findall(src.data[node.start:node.end]):
+            out.macros.add(tok.decode())
+    out.blocked |= out.macros
+    decls: dict[str, set[int]] = {}
+    for node in src.nodes("identifier"):
+        name = src.text(node)
+        if _is_c_function_name(node):
+            out.blocked.add(name)
+            continue
+        kind = _c_declaration(src, node)
+        if kind is not None and kind[0] == "ignore":
+            continue
+        if kind is not None and kind[1] is not None:
+            decls.setdefault(name, set()).add(id(kind[1]))
+            out.declared.add(name)
+        _record(out, name, node)
+    _resolve(src, out, decls, _SCOPES["c"], _UNITS["c"])
+
+
+def _java_declaration(node: Node) -> Node | None:
+    """The scope node that a declaring identifier declares into, else None."""
+    parent = node.parent
+    if parent is None:
+        return None
+    ptype = parent.type
+    if ptype == "variable_declarator" and node.field == "name":
+        holder = parent.parent
+        if holder is not None and holder.type in ("local_variable_declaration", "spread_parameter"):
+            return _enclosing(node, _SCOPES["java"])
+        return None
+    if (ptype in ("formal_parameter", "catch_formal_parameter", "enhanced_for_statement", "resource")
+            and node.field == "name"):
+        return _enclosing(node, _SCOPES["java"])
+    if ptype == "inferred_parameters" or (ptype == "lambda_expression" and node.field == "parameters"):
+        return _enclosing(node, {"lambda_expression"})
+    if ptype in ("instanceof_expression", "type_pattern", "record_pattern_component") and node.field in (
+            "name", None):
+        return _enclosing(node, _UNITS["java"])
+    return None
+
+
+def _java_analyse(src: Source, out: Analysis) -> None:
+    for node in src.nodes("variable_declarator"):
+        holder = node.parent
+        name_node = node.child("name")
+        if name_node is not None and holder is not None and holder.type in ("field_declaration",
+                                                                            "constant_declaration"):
+            out.blocked.add(src.text(name_node))
+    decls: dict[str, set[int]] = {}
+    for node in src.nodes("identifier"):
+        parent = node.parent
+        name = src.text(node)
+        if parent is None:
+            continue
+        if (parent.type, node.field) in _JAVA_SKIP_FIELDS or parent.type in _JAVA_SKIP_PARENTS:
+            continue
+        if parent.type == "method_reference" and parent.children and parent.children[0] is not node:
+            continue
+        if _enclosing(node, {"import_declaration", "package_declaration"}) is not None:
+            continue
+        scope = _java_declaration(node)
+        if scope is not None:
+            decls.setdefault(name, set()).add(id(scope))
+            out.declared.add(name)
+        _record(out, name, node)
+    _resolve(src, out, decls, _SCOPES["java"], _UNITS["java"])
+
+
+def _py_targets(node: Node | None) -> list[Node]:
+    if node is None:
+        return []
+    if node.type == "identifier":
+        return [node]
+    if node.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "list",
+                     "parenthesized_expression", "list_splat_pattern", "as_pattern_target",
+                     "expression_list"):
+        return [t for ch in node.named_children for t in _py_targets(ch)]
+    return []
+
+
+def _py_param_names(params: Node) -> list[Node]:
+    out = []
+    for ch in params.named_children:
+        if ch.type == "identifier":
+            out.append(ch)
+        elif ch.type in ("default_parameter", "typed_default_parameter"):
+            out.extend(n for n in [ch.child("name")] if n is not None and n.type == "identifier")
+        elif ch.type in ("typed_parameter", "list_splat_pattern", "dictionary_splat_pattern"):
+            out.extend(n for n in ch.named_children[:1] if n.type == "identifier")
+            out.extend(n for n in ch.named_children[:1] if n.type in ("list_splat_pattern",
+                                                                      "dictionary_splat_pattern")
+                       for n in n.named_children if n.type == "identifier")
+    return out
+
+
+def _py_analyse(src: Source, out: Analysis) -> None:
+    scopes = _SCOPES["python"]
+    decls: dict[str, set[int]] = {}
+
+    def declare(ident: Node, scope: Node | None) -> None:
+        if scope is None:
+            return
+        name = src.text(ident)
+        if scope.type == "class_definition":
+            out.blocked.add(name)
+        decls.setdefault(name, set()).add(id(scope))
+        out.declared.add(name)
+
+    for p in src.nodes("parameters", "lambda_parameters"):
+        for ident in _py_param_names(p):
+            out.params.add(src.text(ident))
+            out.blocked.add(src.text(ident))
+    for node in src.nodes("assignment", "augmented_assignment"):
+        for ident in _py_targets(node.child("left")):
+            declare(ident, _enclosing(node, scopes))
+    for node in src.nodes("for_statement", "for_in_clause"):
+        for ident in _py_targets(node.child("left")):
+            declare(ident, _enclosing(node, scopes))
+    for node in src.nodes("as_pattern"):
+        for ident in _py_targets(node.child("alias")):
+            declare(ident, _enclosing(node, scopes))
+    for node in src.nodes("named_expression"):
+        name = node.child("name")
+        if name is not None:
+            declare(name, _enclosing(node, {"function_definition", "lambda", "class_definition"}))
+    for node in src.nodes("global_statement", "nonlocal_statement", "import_statement",
+                          "import_from_statement", "future_import_statement", "case_pattern",
+                          "function_definition", "class_definition"):
+        idents = ([node.child("name")] if node.type in ("function_definition", "class_definition")
+                  else [n for n in node.walk() if n.type == "identifier"])
+        for ident in idents:
+            if ident is not None:
+                out.blocked.add(src.text(ident))
+    for node in src.nodes("interpolation"):
+        if any(ch.type == "=" for ch in node.children):
+            out.blocked.update(src.text(n) for n in node.walk() if n.type == "identifier")
+    for call in src.nodes("call"):
+        fn = call.child("function")
+        if fn is not None and fn.type == "identifier" and src.data[fn.start:fn.end] in _PY_DYNAMIC:
+            unit = _enclosing(call, {"function_definition"})
+            for n in (unit.walk() if unit is not None else src.root.walk()):
+                if n.type == "identifier":
+                    out.blocked.add(src.text(n))
+    for node in src.nodes("identifier"):
+        parent = node.parent
+        if parent is None or (parent.type, node.field) in _PY_SKIP_FIELDS:
+            continue
+        if parent.type == "dotted_name":
+            continue
+        _record(out, src.text(node), node)
+    _resolve(src, out, decls, scopes - {"class_definition"}, _UNITS["python"])
+
+
+def _record(out: Analysis, name: str, node: Node) -> None:
+    if name not in out.occurrences:
+        out.occurrences[name] = []
+        out.order.append(name)
+    out.occurrences[name].append(node)
+
+
+def _resolve(src: Source, out: Analysis, decls: dict[str, set[int]], scopes: set[str],
+             units: set[str]) -> None:
+    """Mark a name valid iff each occurrence sees a declaration in an enclosing scope."""
+    for name, nodes in out.occurrences.items():
+        owners = decls.get(name)
+        ok = bool(owners)
+        for node in nodes:
+            if not ok:
+                break
+            ok = any(anc.type in scopes and id(anc) in owners for anc in node.ancestors()) and \
+                _enclosing(node, units) is not None
+        out.valid[name] = ok
+
+
+def analyse(src: Source) -> Analysis:
+    """Run the language's scope analysis over a parsed source."""
+    out = Analysis()
+    {"c": _c_analyse, "java": _java_analyse, "python": _py_analyse}[src.language](src, out)
+    return out

@@ -36,8 +36,9 @@ def as_predict(model: Any) -> Callable[[pd.DataFrame], np.ndarray]:
         pyfunc = model
 
         def predict(df: pd.DataFrame) -> np.ndarray:
-            out = pyfunc.predict(df)
-            return out.to_numpy() if isinstance(out, pd.DataFrame) else np.asarray(out)
+            from ..predictors import to_probabilities
+
+            return to_probabilities(pyfunc.predict(df), len(df))[0]
 
         return predict
     if callable(model):

@@ -9,8 +9,8 @@ evaluation samples of the target's second most likely class most similar to it
 the code difference to those references in CODA's order:
 
 1. **Equivalent structure transformations** whose target form the references use
-   more than the sample does — for→while and while→for, if-else branch swapping
-   (if-else↔if-if), compound assignment and increment expansion, and
+   more than the sample does — for→while and while→for, if-else branch swapping,
+   if-else→if-if, compound assignment and increment expansion, and
    literal→constant — applied greedily, one batch per round, each kept only when it
    lowers ``p(y)``. Rewrites come from ``mlflow_metacompress.transforms``.
 2. **Identifier renaming** with identifiers taken from the references, ranked by
@@ -37,7 +37,8 @@ from ..substitutes import name_similarity
 
 _TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|\+\+|--|<<=|>>=|[-+*/%&|^]=|\S")
 COMPOUND = ("++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
-STRUCTURE = ("for_to_while", "while_to_for", "swap_if_else", "expand_compound_assignment", "literal_to_constant")
+STRUCTURE = ("for_to_while", "while_to_for", "swap_if_else", "if_else_to_if_if", "expand_compound_assignment",
+             "literal_to_constant")
 
 
 def structure_features(tokens: list[str]) -> dict[str, float]:
@@ -47,6 +48,7 @@ def structure_features(tokens: list[str]) -> dict[str, float]:
     loops = c["for"] + c["while"]
     return {
         "for": c["for"], "while": c["while"], "else": c["else"],
+        "else_rate": c["else"] / c["if"] if c["if"] else 0.0,
         "while_share": c["while"] / loops if loops else 0.0,
         "for_share": c["for"] / loops if loops else 0.0,
         "compound": sum(c[k] for k in COMPOUND) / n,
@@ -67,6 +69,8 @@ def eligible(target: dict[str, float], refs: list[dict[str, float]]) -> list[str
         out.append("while_to_for")
     if target["else"] and mean["else"] > 0:
         out.append("swap_if_else")
+    if target["else"] and mean["else_rate"] < target["else_rate"]:
+        out.append("if_else_to_if_if")
     if target["compound"] and mean["compound"] < target["compound"]:
         out.append("expand_compound_assignment")
     if target["literal"] and mean["constant"] > target["constant"]:

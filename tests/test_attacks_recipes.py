@@ -1,0 +1,207 @@
+"""The four recipes against synthetic models: budgets, real flips, parsing, consistent
+renaming checked token by token on tree-sitter leaves, seeds, clone pairs."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlflow_metacompress.attacks import AttackStatus, list_attacks, run_attack
+from mlflow_metacompress.attacks.recipes.coda_tian_2023 import eligible, structure_features
+
+ATTACKS = ["mhm_zhang_2020", "alert_yang_2022", "wir_random_zeng_2022", "coda_tian_2023"]
+
+WITH_COUNT = [
+    "int sum_items(int *items, int count) {\n  int total = 0;\n  for (int i = 0; i < count; i++) {\n"
+    "    total += items[i];\n  }\n  return total;\n}\n",
+    "int max_value(const int *data, int count) {\n  int best = data[0];\n  int k;\n"
+    "  for (k = 1; k < count; k++) {\n    if (data[k] > best) best = data[k];\n  }\n  return best;\n}\n",
+    "void clear_buffer(char *buffer, int count) {\n  int pos = 0;\n  while (pos < count) {\n"
+    "    buffer[pos] = 0;\n    pos++;\n  }\n}\n",
+    "int count_zeros(const int *values, int length) {\n  int count = 0;\n  int j;\n"
+    "  for (j = 0; j < length; j++) {\n    if (values[j] == 0) count += 1;\n  }\n  return count;\n}\n",
+    "static int scale_all(int *arr, int count, int factor) {\n  int idx;\n"
+    "  for (idx = 0; idx < count; ++idx) {\n    arr[idx] *= factor; /* in place */\n  }\n  return count;\n}\n",
+    "int first_negative(int *nums, int count) {\n  int index = 0;\n  while (index < count) {\n"
+    "    if (nums[index] < 0) {\n      return index;\n    }\n    index += 1;\n  }\n  return -1;\n}\n",
+]
+WITHOUT = [
+    "int mean(int *samples, int n) {\n  int acc = 0;\n  int m = 0;\n  while (m < n) {\n"
+    "    acc = acc + samples[m];\n    m = m + 1;\n  }\n  return acc / n;\n}\n",
+    "int find(int *table, int size, int key) {\n  int lo = 0, hi = size - 1;\n  while (lo <= hi) {\n"
+    "    int mid = (lo + hi) / 2;\n    if (table[mid] == key) return mid;\n    if (table[mid] < key) lo = mid + 1;\n"
+    "    else hi = mid - 1;\n  }\n  return -1;\n}\n",
+    "void copy_bytes(char *dst, const char *src, int len) {\n  int offset = 0;\n  while (offset < len) {\n"
+    "    dst[offset] = src[offset];\n    offset = offset + 1;\n  }\n}\n",
+    "int parity(unsigned int word) {\n  int bits = 0;\n  while (word) {\n    bits = bits ^ (word & 1);\n"
+    "    word = word >> 1;\n  }\n  return bits;\n}\n",
+]
+CODES = WITH_COUNT + WITHOUT
+LABELS = np.array([1] * len(WITH_COUNT) + [0] * len(WITHOUT))
+
+
+def name_sensitive(df: pd.DataFrame) -> np.ndarray:
+    """p(class 1) is high exactly when a variable named ``count`` appears."""
+    p = np.array([0.85 if re.search(r"\bcount\b", c) else 0.15 for c in df[df.columns[0]]])
+    return np.stack([1 - p, p], axis=1)
+
+
+def constant(df: pd.DataFrame) -> np.ndarray:
+    return np.tile([0.3, 0.7], (len(df), 1))
+
+
+def leaves(code: str) -> list[tuple[str, str]]:
+    """(type, text) of every tree-sitter leaf; asserts a clean parse."""
+    import tree_sitter as ts
+    import tree_sitter_c
+
+    tree = ts.Parser(ts.Language(tree_sitter_c.language())).parse(code.encode())
+    assert not tree.root_node.has_error, f"adversarial code does not parse:\n{code}"
+    out, stack = [], [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.child_count == 0:
+            out.append((node.type, node.text.decode()))
+        stack.extend(reversed(node.children))
+    return out
+
+
+def assert_consistent_renaming(original: str, adversarial: str, renaming: dict[str, str]) -> None:
+    a, b = leaves(original), leaves(adversarial)
+    assert len(a) == len(b), "renaming changed the number of tokens"
+    seen: dict[str, str] = {}
+    for (ta, xa), (tb, xb) in zip(a, b):
+        assert ta == tb, f"token kinds differ: {ta} vs {tb}"
+        if xa != xb:
+            assert "identifier" in ta, f"non-identifier token changed: {xa!r} -> {xb!r}"
+        if "identifier" in ta:
+            assert seen.setdefault(xa, xb) == xb, f"{xa} renamed inconsistently"
+    changed = {k: v for k, v in seen.items() if k != v}
+    assert changed == renaming
+    assert len(set(seen.values())) == len(seen), "two identifiers merged into one name"
+
+
+def check_report(report, predict, renaming_only: bool, budget: int) -> None:
+    for r in report.results:
+        assert r.queries <= budget
+        if r.status is AttackStatus.SUCCEEDED:
+            probs = predict(pd.DataFrame({"func": [r.adversarial_code]}))[0]
+            assert int(np.argmax(probs)) != r.label, "reported success is not a real label flip"
+            np.testing.assert_allclose(probs, r.adversarial_probs)
+            leaves(r.adversarial_code)
+            if renaming_only or not r.transformations:
+                assert_consistent_renaming(r.original_code, r.adversarial_code, r.renaming)
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return pd.DataFrame({"func": CODES, "target": LABELS}, index=[f"s{i}" for i in range(len(CODES))])
+
+
+def test_registry_lists_the_four_recipes():
+    assert list_attacks() == sorted(ATTACKS)
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_name_sensitive_model_is_flipped_validly(name, frame):
+    report = run_attack(name, name_sensitive, frame, ["func"], LABELS, "c", budget=200, seed=1, progress=False)
+    check_report(report, name_sensitive, name != "coda_tian_2023", 200)
+    by_index = {r.index: r for r in report.results}
+    for i in frame.index[: len(WITH_COUNT)]:
+        assert by_index[i].status is AttackStatus.SUCCEEDED, f"{name} missed the flip on {i}"
+        assert "count" in by_index[i].renaming or by_index[i].transformations
+    m = report.metrics()
+    assert m["asr"] >= len(WITH_COUNT) / len(CODES)
+    adv = report.adversarial_frame()
+    assert set(adv.index) == {r.index for r in report.results if r.status is AttackStatus.SUCCEEDED}
+    assert (adv["target"] == frame.loc[adv.index, "target"]).all()
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_constant_model_is_never_flipped_and_budget_holds(name, frame):
+    calls = []
+
+    def counted(df):
+        calls.append(len(df))
+        return constant(df)
+
+    report = run_attack(name, counted, frame, ["func"], LABELS, "c", budget=40, seed=0, progress=False)
+    statuses = [r.status for r in report.results]
+    assert AttackStatus.SUCCEEDED not in statuses
+    assert statuses.count(AttackStatus.SKIPPED) == len(WITHOUT)  # label 0 is always mispredicted
+    assert all(r.queries <= 40 for r in report.results)
+    assert sum(calls) == report.forward_rows <= len(CODES) + 40 * len(WITH_COUNT)
+    assert report.metrics()["asr"] == 0.0
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_seeds_reproduce(name, frame):
+    def run(seed):
+        rep = run_attack(name, name_sensitive, frame, ["func"], LABELS, "c", budget=60, seed=seed, progress=False)
+        return rep.table().drop(columns=["original_probs", "adversarial_probs"])
+
+    pd.testing.assert_frame_equal(run(3), run(3))
+
+
+def test_clone_pairs_change_only_the_first_function(frame):
+    pairs = pd.DataFrame({"func1": CODES, "func2": CODES[::-1]})
+    seen_second: set[str] = set()
+
+    def pair_model(df):
+        seen_second.update(df["func2"])
+        return name_sensitive(df[["func1"]])
+
+    report = run_attack("alert_yang_2022", pair_model, pairs, ["func1", "func2"], LABELS, "c", budget=80,
+                        progress=False)
+    assert seen_second == set(CODES)
+    adv = report.adversarial_frame()
+    assert len(adv) >= len(WITH_COUNT)
+    assert (adv["func2"] == pairs.loc[adv.index, "func2"]).all()
+    assert (adv["func1"] != pairs.loc[adv.index, "func1"]).all()
+
+
+def test_unparsable_or_identifier_free_code_is_skipped():
+    df = pd.DataFrame({"func": ["int f(void) { return 1; }"]})
+    report = run_attack("mhm_zhang_2020", lambda d: np.tile([0.2, 0.8], (len(d), 1)), df, ["func"], [1], "c",
+                        progress=False)
+    (r,) = report.results
+    assert r.status is AttackStatus.SKIPPED and r.skip_reason == "no_identifiers" and r.queries == 1
+
+
+def test_bad_inputs_name_the_fault(frame):
+    with pytest.raises(KeyError, match="nope"):
+        run_attack("nope", constant, frame, ["func"], LABELS, "c")
+    with pytest.raises(KeyError, match="code"):
+        run_attack("mhm_zhang_2020", constant, frame, ["code"], LABELS, "c")
+    with pytest.raises(ValueError, match="one label per row"):
+        run_attack("mhm_zhang_2020", constant, frame, ["func"], LABELS[:2], "c")
+    with pytest.raises(ValueError, match="integer class indices"):
+        run_attack("mhm_zhang_2020", constant, frame, ["func"], LABELS + 0.5, "c")
+
+
+def test_coda_structure_step_copies_the_references_loops(frame):
+    """A model keyed on ``for`` loops: CODA's references (class 0) use while loops, so
+    for→while is eligible and flips the label without any renaming."""
+
+    def loop_model(df):
+        p = np.array([0.8 if re.search(r"\bfor\b", c) else 0.2 for c in df["func"]])
+        return np.stack([1 - p, p], axis=1)
+
+    labels = np.array([int(bool(re.search(r"\bfor\b", c))) for c in CODES])
+    report = run_attack("coda_tian_2023", loop_model, frame, ["func"], labels, "c", budget=100, progress=False)
+    check_report(report, loop_model, False, 100)
+    flipped = [r for r in report.results if r.label == 1]
+    assert flipped and all(r.status is AttackStatus.SUCCEEDED for r in flipped)
+    assert all(r.transformations == ["for_to_while"] and not r.renaming for r in flipped)
+
+
+def test_coda_eligibility_rules():
+    f = structure_features
+    target = f("for ( i = 0 ; i < n ; i ++ ) x += 1 ;".split())
+    refs = [f("while ( i < n ) { x = x + 1 ; i = i + 1 ; } return MAX_SIZE ;".split())]
+    assert eligible(target, refs) == ["for_to_while", "expand_compound_assignment", "literal_to_constant"]
+    assert eligible(target, []) == []
+    assert eligible(refs[0], [target]) == ["while_to_for"]

@@ -27,9 +27,16 @@ def tiny():
     tok = train_tokenizer(CODES * 3, vocab_size=400, min_frequency=1)
     model = CodeClassifier.from_config(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1,
                                        num_attention_heads=2, intermediate_size=64, max_length=128)
-    with torch.no_grad():  # sharpen the head so names matter more than rounding
-        model.head.out_proj.weight.mul_(20)
     model.eval()
+    # A random encoder barely separates inputs: rescale the head so the logit margin
+    # spans about ±2 around the median over the data, putting inputs near the boundary.
+    logits = model.predict_logits(tok, CODES)
+    margin = logits[:, 1] - logits[:, 0]
+    scale = 4.0 / float(margin.max() - margin.min())
+    with torch.no_grad():
+        model.head.out_proj.weight.mul_(scale)
+        model.head.out_proj.bias.mul_(scale)
+        model.head.out_proj.bias[1] -= float(np.median(margin)) * scale
     return model, tok
 
 
@@ -42,7 +49,8 @@ def test_code_classifier_through_the_goal_function(tiny):
     df = pd.DataFrame({"func": CODES[:5]})
     labels = predict(df).argmax(axis=1)  # the model's own verdicts: every row is attacked
     report = run_attack("alert_yang_2022", predict, df, ["func"], labels, "c", budget=40, progress=False)
-    assert [r.status for r in report.results].count(AttackStatus.SKIPPED) == 0
+    statuses = [r.status for r in report.results]
+    assert statuses.count(AttackStatus.SKIPPED) == 0 and AttackStatus.SUCCEEDED in statuses
     for r in report.results:
         assert r.queries <= 40
         if r.status is AttackStatus.SUCCEEDED:

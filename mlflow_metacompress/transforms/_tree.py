@@ -13,7 +13,6 @@ spaces (the defect of space-joined token rewriting noted for ALERT/MHM in the st
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from typing import Iterator
 
 LANGUAGES: tuple[str, ...] = ("c", "java", "python")
@@ -39,18 +38,24 @@ def _parser(language: str):  # -> tree_sitter.Parser
     return ts.Parser(ts.Language(grammar.language()))
 
 
-@dataclass(eq=False)
 class Node:
     """One tree-sitter node, flattened. ``field`` is the field name under its parent."""
 
-    type: str
-    start: int
-    end: int
-    named: bool
-    field: str | None
-    parent: "Node | None"
-    row: int
-    children: list["Node"] = field(default_factory=list)
+    __slots__ = ("type", "start", "end", "named", "field", "parent", "row", "children")
+
+    def __init__(self, type: str, start: int, end: int, named: bool, field: str | None,
+                 parent: "Node | None", row: int) -> None:
+        self.type = type
+        self.start = start
+        self.end = end
+        self.named = named
+        self.field = field
+        self.parent = parent
+        self.row = row
+        self.children: list[Node] = []
+
+    def __repr__(self) -> str:
+        return f"Node({self.type}, {self.start}:{self.end})"
 
     def child(self, field_name: str) -> "Node | None":
         for ch in self.children:
@@ -107,12 +112,17 @@ class Source:
         current = root
         if not cursor.goto_first_child():
             return root
+        by_type = self.by_type
         while True:
             ts_node = cursor.node
             node = Node(ts_node.type, ts_node.start_byte, ts_node.end_byte, ts_node.is_named,
-                        cursor.field_name, current, ts_node.start_point[0])
+                        cursor.field_name, current, ts_node.start_point.row)
             current.children.append(node)
-            self.by_type.setdefault(node.type, []).append(node)
+            bucket = by_type.get(node.type)
+            if bucket is None:
+                by_type[node.type] = [node]
+            else:
+                bucket.append(node)
             if cursor.goto_first_child():
                 current = node
                 continue

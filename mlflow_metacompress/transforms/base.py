@@ -56,6 +56,7 @@ class Transformation:
 
 
 REGISTRY: dict[str, Transformation] = {}
+_LOADED = False
 
 
 def register(name: str, languages: tuple[str, ...] = LANGUAGES) -> Callable[[TransformFn], TransformFn]:
@@ -70,7 +71,9 @@ def register(name: str, languages: tuple[str, ...] = LANGUAGES) -> Callable[[Tra
 
 def load_all() -> dict[str, Transformation]:
     """Import every transformation module once (lazily: they are not needed at import)."""
-    if len(REGISTRY) < len(_MODULES):
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
         for mod in _MODULES:
             try:
                 importlib.import_module(f"mlflow_metacompress.transforms.{mod}")

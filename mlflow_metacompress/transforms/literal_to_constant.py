@@ -89,7 +89,8 @@ def _eligible(src: Source, lit: Node, unit: Node) -> bool:
         if anc is unit:
             return True
         if anc.type in blocked or anc.type.startswith("preproc"):
-            if not (anc.type == "case_statement" and not anc.child("value").contains(lit)):
+            value = anc.child("value") if anc.type == "case_statement" else None
+            if not (anc.type == "case_statement" and (value is None or not value.contains(lit))):
                 return False
         if lang == "c" and anc.type == "call_expression":
             fn = anc.child("function")

@@ -115,8 +115,12 @@ def search_architecture(
         while len(children) < population:
             a, b = (pop[max(rng.choice(population, 3, replace=False), key=lambda i: fit[i])] for _ in range(2))
             child = np.where(rng.random(len(sizes)) < 0.5, a, b)  # uniform crossover
+            # mutation: half the time a random reset, half the time a step to a neighbour
             mutate = rng.random(len(sizes)) < mutation_rate
-            child[mutate] = rng.integers(0, sizes[mutate])
+            reset = mutate & (rng.random(len(sizes)) < 0.5)
+            child[reset] = rng.integers(0, sizes[reset])
+            step = mutate & ~reset
+            child[step] = np.clip(child[step] + rng.choice([-2, -1, 1, 2], size=int(step.sum())), 0, sizes[step] - 1)
             children.append(child)
         pop = np.stack(children)
     for g in pop:

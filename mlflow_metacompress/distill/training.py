@@ -67,9 +67,7 @@ class _History(L.Callback):
     def __init__(self) -> None:
         self.rows: list[dict[str, float]] = []
 
-    def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        if trainer.sanity_checking:
-            return
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         row = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
         row["epoch"] = float(trainer.current_epoch)
         self.rows.append(row)

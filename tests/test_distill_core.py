@@ -1,0 +1,92 @@
+"""The Lightning student module: no teacher weights in its state_dict or checkpoints,
+best-checkpoint reload, per-epoch history; plus the data plumbing it relies on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from mlflow_metacompress.distill.arch import ArchSpec
+from mlflow_metacompress.distill.datasets import CodeExamples, split_halves
+from mlflow_metacompress.distill.methods import train_student
+from mlflow_metacompress.distill.modules import ClassifierModule, soft_label_loss
+from mlflow_metacompress.distill.training import FitConfig
+from mlflow_metacompress.models.tokenizer import train_tokenizer
+from tests.conftest import TOY_CODE, toy_frame
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return train_tokenizer(TOY_CODE * 5, vocab_size=300)
+
+
+def test_checkpoint_and_state_dict_hold_only_the_student(tok, tmp_path):
+    torch.manual_seed(0)
+    teacher = ArchSpec(vocab_size=len(tok), hidden_size=48, num_hidden_layers=2, num_attention_heads=2,
+                       intermediate_size=96, max_length=64).build().eval()
+    student = ArchSpec(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1,
+                       intermediate_size=32, max_length=64).build()
+    train, val = toy_frame(24, seed=0), toy_frame(16, seed=1)
+    soft = teacher.predict_logits(tok, list(train["func"]))
+    loss = soft_label_loss(1.0)
+    loss.teacher = teacher  # even a loss that references the teacher must not leak it
+    result = train_student(student, tok, [CodeExamples.from_frame(train, ["func"], teacher_logits=soft)],
+                           CodeExamples.from_frame(val, ["func"], "target"), loss,
+                           fit_config=FitConfig(epochs=2, batch_size=8, progress=False), checkpoint_dir=tmp_path)
+    ckpt = torch.load(result.best_checkpoint, map_location="cpu", weights_only=True)
+    student_keys = {f"model.{k}" for k in student.state_dict()}
+    assert set(ckpt["state_dict"]) == student_keys
+    assert sum(v.numel() for v in ckpt["state_dict"].values()) == sum(v.numel() for v in student.state_dict().values())
+    teacher_shapes = {tuple(v.shape) for v in teacher.state_dict().values()} - {tuple(v.shape) for v in student.state_dict().values()}
+    assert not any(tuple(v.shape) in teacher_shapes for v in ckpt["state_dict"].values())
+    assert not any(isinstance(v, torch.Tensor) for v in (ckpt.get("hyper_parameters") or {}).values())
+    # the best checkpoint is what the student holds afterwards, and it is the best epoch
+    for k, v in student.state_dict().items():
+        torch.testing.assert_close(v, ckpt["state_dict"][f"model.{k}"])
+    assert len(result.history) == 2
+    assert result.best_val_acc == pytest.approx(max(r["val_acc"] for r in result.history))
+    assert all("val_agreement" not in r for r in result.history)  # val has labels only
+
+
+def test_module_state_dict_keys_are_student_only(tok):
+    student = ArchSpec(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1,
+                       intermediate_size=32, max_length=32).build()
+    teacher = ArchSpec(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=1,
+                       intermediate_size=32, max_length=32).build()
+    module = ClassifierModule(student, soft_label_loss(2.0), extra_loss=lambda out, batch: teacher(**{})[0])
+    assert all(k.startswith("model.") for k in module.state_dict())
+    assert sum(p.numel() for p in module.parameters()) == sum(p.numel() for p in student.parameters())
+
+
+def test_training_reduces_kd_loss_toward_teacher(tok):
+    torch.manual_seed(0)
+    df = toy_frame(32, seed=3)
+    # a teacher that is certain of the label: the student should learn to agree with it
+    soft = np.where(df["target"].to_numpy()[:, None] == np.array([[0, 1]]), 4.0, -4.0).astype(np.float32)
+    student = ArchSpec(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                       intermediate_size=64, max_length=64).build()
+    ex = CodeExamples.from_frame(df, ["func"], "target", teacher_logits=soft)
+    result = train_student(student, tok, [ex], ex, fit_config=FitConfig(epochs=8, batch_size=8, progress=False), lr=5e-3)
+    assert result.best_val_acc >= 0.9
+    assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
+
+
+def test_split_halves_is_a_seeded_partition():
+    df = pd.DataFrame({"func": [f"f{i}" for i in range(11)], "target": [i % 2 for i in range(11)]})
+    a, b = split_halves(df, seed=3)
+    a2, _ = split_halves(df, seed=3)
+    assert len(a) == 5 and len(b) == 6 and set(a["func"]) | set(b["func"]) == set(df["func"])
+    assert not set(a["func"]) & set(b["func"]) and a.equals(a2)
+    assert not split_halves(df, seed=4)[0].equals(a)
+
+
+def test_examples_name_missing_columns_and_misaligned_rows():
+    df = pd.DataFrame({"func": ["a", "b"], "target": [0, 1]})
+    with pytest.raises(KeyError, match=r"\['label'\]"):
+        CodeExamples.from_frame(df, ["func"], "label")
+    with pytest.raises(ValueError, match="teacher_logits has 3 rows, texts has 2"):
+        CodeExamples.from_frame(df, ["func"], teacher_logits=np.zeros((3, 2)))
+    pair = CodeExamples.from_frame(pd.DataFrame({"func1": ["a"], "func2": ["b"], "label": [1]}), ["func1", "func2"], "label")
+    assert pair[0] == {"index": 0, "text": "a", "text_b": "b", "label": 1}

@@ -164,11 +164,12 @@ def test_clone_pairs_change_only_the_first_function(frame):
 
 
 def test_unparsable_or_identifier_free_code_is_skipped():
-    df = pd.DataFrame({"func": ["int f(void) { return 1; }"]})
-    report = run_attack("mhm_zhang_2020", lambda d: np.tile([0.2, 0.8], (len(d), 1)), df, ["func"], [1], "c",
+    df = pd.DataFrame({"func": ["int f(void) { return 1; }", "int g(int a) { return a +; }"]})
+    report = run_attack("mhm_zhang_2020", lambda d: np.tile([0.2, 0.8], (len(d), 1)), df, ["func"], [1, 1], "c",
                         progress=False)
-    (r,) = report.results
-    assert r.status is AttackStatus.SKIPPED and r.skip_reason == "no_identifiers" and r.queries == 1
+    assert [r.skip_reason for r in report.results] == ["no_identifiers", "unparsable"]
+    assert all(r.status is AttackStatus.SKIPPED and r.queries == 1 for r in report.results)
+    assert report.metrics()["accuracy_under_attack"] == 1.0  # nothing could be attacked
 
 
 def test_bad_inputs_name_the_fault(frame):

@@ -69,27 +69,29 @@ class Context:
     def space(self, code: str | None = None, names: list[str] | None = None, start: GoalResult | None = None,
               max_changed: int | None = None) -> RenameSpace:
         """A rename space over ``code`` (default: the original function)."""
-        from ..transforms import rename_identifiers
+        from ..transforms import Source
+        from ..transforms.identifiers import rename_in_source
 
         code = self.code if code is None else code
         names = self.names if names is None else names
-        constraints = RenameConstraints.for_code(code, self.language, names, max_changed)
+        source = Source(code, self.language)  # parsed once; every candidate renames it by byte ranges
+        constraints = RenameConstraints.for_code(source, self.language, names, max_changed)
 
         def apply(mapping: Mapping[str, str]) -> str:
-            return rename_identifiers(code, self.language, dict(mapping))
+            return rename_in_source(source, dict(mapping))
 
         return RenameSpace(self.goal, apply, names, constraints, start or self.start)
 
 
-def renamable(code: str, language: str) -> list[str]:
-    """Distinct renamable identifiers in order of first appearance ([] if unparsable)."""
-    from ..transforms import renamable_identifiers
+def renamable(code: str, language: str) -> list[str] | None:
+    """Distinct renamable identifiers in order of first appearance; None if unparsable."""
+    from ..transforms import TransformError, renamable_identifiers
 
     try:
         return list(dict.fromkeys(renamable_identifiers(code, language)))
-    except Exception as exc:
-        logger.warning("could not list identifiers (%s); the sample will be skipped", exc)
-        return []
+    except TransformError as exc:
+        logger.debug("could not list identifiers: %s", exc)
+        return None
 
 
 class Attack(ABC):
@@ -135,11 +137,12 @@ class Attack(ABC):
         base = dict(index=index, original_code=code, label=int(label), original_probs=start.probs)
         if start.succeeded:
             return AttackResult(status=AttackStatus.SKIPPED, queries=goal.queries, adversarial_code=None,
-                                skip_reason="wrong_prediction", **base)
+                                skip_reason="wrong_prediction", requests=goal.requests, **base)
         names = renamable(code, language)
         if not names:
             return AttackResult(status=AttackStatus.SKIPPED, queries=goal.queries, adversarial_code=None,
-                                skip_reason="no_identifiers", **base)
+                                skip_reason="unparsable" if names is None else "no_identifiers",
+                                requests=goal.requests, **base)
         rng = random.Random(zlib.crc32(f"{self.name}:{self.seed}:{position}".encode()))
         ctx = Context(index, position, code, names, goal, start, rng, language)
         outcome = self.search(ctx)
@@ -149,7 +152,7 @@ class Attack(ABC):
         return AttackResult(
             status=status, queries=goal.queries, adversarial_code=cand.code if cand.code != code else None,
             adversarial_probs=cand.result.probs, renaming=dict(cand.mapping),
-            transformations=list(outcome.transformations), **base,
+            transformations=list(outcome.transformations), requests=goal.requests, **base,
         )
 
     @abstractmethod

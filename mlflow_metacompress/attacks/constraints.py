@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def _valid(name: str, language: str) -> bool:
@@ -39,7 +40,8 @@ class RenameConstraints:
     _valid_cache: dict[str, bool] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def for_code(cls, code: str, language: str, renamable: Iterable[str], max_changed: int | None = None) -> RenameConstraints:
+    def for_code(cls, code: Any, language: str, renamable: Iterable[str], max_changed: int | None = None) -> RenameConstraints:
+        """Constraints for ``code`` (a string, or a parsed ``transforms.Source`` to skip re-parsing)."""
         from ..transforms import all_identifiers
 
         return cls(language, frozenset(all_identifiers(code, language)), frozenset(renamable), max_changed)

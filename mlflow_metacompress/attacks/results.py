@@ -27,8 +27,10 @@ class AttackStatus(str, enum.Enum):
 class AttackResult:
     """One sample's attack outcome.
 
-    ``skip_reason`` is ``"wrong_prediction"`` or ``"no_identifiers"`` for skipped
-    samples. ``renaming`` maps original identifiers to their new names (only those
+    ``skip_reason`` is ``"wrong_prediction"``, ``"no_identifiers"`` or
+    ``"unparsable"`` (tree-sitter reports errors, so nothing can be renamed safely) for
+    skipped samples. ``queries`` counts distinct inputs (what the budget limits);
+    ``requests`` also counts repeats answered from the cache. ``renaming`` maps original identifiers to their new names (only those
     changed); ``transformations`` lists structure rewrites applied (CODA).
     """
 
@@ -43,6 +45,7 @@ class AttackResult:
     renaming: dict[str, str] = field(default_factory=dict)
     transformations: list[str] = field(default_factory=list)
     skip_reason: str | None = None
+    requests: int = 0
 
     @property
     def original_prediction(self) -> int:
@@ -124,6 +127,7 @@ class AttackReport:
                 "status": r.status.value,
                 "skip_reason": r.skip_reason,
                 "queries": int(r.queries),
+                "requests": int(r.requests),
                 "original_code": r.original_code,
                 "adversarial_code": r.adversarial_code,
                 "diff": r.diff(),

@@ -103,6 +103,10 @@ def run_attack(
     it = zip(df.index, range(len(df)), rows, y)
     for index, position, row, label in tqdm(it, total=len(df), desc=name, disable=not progress):
         results.append(attack.attack(index, position, row, int(label)))
+    unparsable = sum(r.skip_reason == "unparsable" for r in results)
+    if unparsable:
+        logger.warning("%s: %d of %d samples do not parse cleanly as %s and were skipped", name, unparsable,
+                       len(results), language)
     report = AttackReport(
         attack=name, results=results, code_columns=code_columns, frame=df,
         forward_rows=model.forward_rows, forward_seconds=model.forward_seconds,

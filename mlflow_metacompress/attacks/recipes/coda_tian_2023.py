@@ -119,16 +119,18 @@ class CODATian2023(Attack):
     def _ref_identifiers(self, i: int) -> list[str]:
         if i not in self._idents:
             assert self.data is not None
-            self._idents[i] = renamable(self.data.codes[i], self.data.language)
+            self._idents[i] = renamable(self.data.codes[i], self.data.language) or []
         return self._idents[i]
 
     def _restructure(self, ctx: Context, refs: list[int]) -> tuple[GoalResult, list[str]]:
-        from ...transforms import transform
+        from ...transforms import list_transforms, transform
 
+        available = set(list_transforms(ctx.language))
         current, applied = ctx.start, []
         ref_feats = [structure_features(self._tokens[i]) for i in refs]
         while not ctx.goal.exhausted and not current.succeeded:
-            todo = [t for t in eligible(structure_features(_TOKEN.findall(current.code)), ref_feats) if t not in applied]
+            feats = structure_features(_TOKEN.findall(current.code))
+            todo = [t for t in eligible(feats, ref_feats) if t not in applied and t in available]
             names, codes = [], []
             for t in todo:
                 try:
@@ -153,7 +155,7 @@ class CODATian2023(Attack):
         current, applied = self._restructure(ctx, refs) if self.structure else (ctx.start, [])
         if current.succeeded:
             return Outcome(Candidate({}, current), applied)
-        present = set(renamable(current.code, ctx.language))
+        present = set(renamable(current.code, ctx.language) or [])
         names = [n for n in ctx.names if n in present]
         space = ctx.space(code=current.code, names=names, start=current, max_changed=self.max_changed)
         pool = list(dict.fromkeys(n for i in refs for n in self._ref_identifiers(i)))

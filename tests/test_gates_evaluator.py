@@ -1,0 +1,68 @@
+"""gate_version and ``metacompress gate --data`` end to end through the real metacompress
+evaluator, with a registered sklearn teacher/student pair trained on the generated data."""
+
+from __future__ import annotations
+
+import mlflow
+import pytest
+
+from mlflow_metacompress import gates
+from mlflow_metacompress.cli import main
+from mlflow_metacompress.data.generators import generate_vulnerability, split_frame
+from mlflow_metacompress.gates import gate_version
+
+
+def _fit(df, C):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction.text import HashingVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    return make_pipeline(ColumnTransformer([("v", HashingVectorizer(n_features=1024), "func")]),
+                         LogisticRegression(C=C, max_iter=500)).fit(df[["func"]], df["target"])
+
+
+@pytest.fixture
+def registered(tracking, tmp_path):
+    parts = split_frame(generate_vulnerability(200, seed=5), (0.7, 0.0, 0.3), seed=5, stratify="target")
+    train, test = parts["train"], parts["test"][["func", "target"]]
+    kw = dict(pyfunc_predict_fn="predict_proba", input_example=train[["func"]].head(2),
+              pip_requirements=["scikit-learn"])  # skips MLflow's slow requirement inference
+    with mlflow.start_run():
+        mlflow.sklearn.log_model(_fit(train, 10.0), name="t", registered_model_name="vuln-teacher", **kw)
+        for k, C in enumerate((10.0, 0.001)):  # v1 = the teacher refitted, v2 a much weaker student
+            mlflow.sklearn.log_model(_fit(train, C), name=f"s{k}", registered_model_name="vuln-student", **kw)
+    client = mlflow.MlflowClient()
+    for v in ("1", "2"):
+        client.set_model_version_tag("vuln-student", v, gates.TAG_TEACHER, "models:/vuln-teacher/1")
+    path = tmp_path / "test.jsonl"
+    test.to_json(path, orient="records", lines=True)
+    return client, test, path
+
+
+POLICY = {"name": "test-tier", "thresholds": {"mr1_violation_rate": "<= 0.05", "accuracy_drop": "<= 0.05",
+                                               "mr1_violation_rate/metamorphic": "<= 0.2"}}
+
+
+def test_gate_version_with_real_evaluator(registered):
+    client, test, _ = registered
+    cfg = {"code_columns": ["func"], "transforms": ["rename_variables"], "language": "c", "progress": False}
+    same = gate_version("vuln-student", 1, test, POLICY, evaluator_config=cfg)
+    assert same.passed, same.summary()
+    metrics = client.get_run(same.evaluation_run_id).data.metrics
+    assert metrics["mr1_violation_rate"] == 0.0 and "mr1_violation_rate/metamorphic" in metrics
+    weak = gate_version("vuln-student", 2, test, POLICY, evaluator_config=cfg)
+    assert not weak.passed and "mr1_violation_rate" in {c.metric for c in weak.failed_checks}
+    assert str(client.get_model_version_by_alias("vuln-student", "champion").version) == "1"
+    tags = client.get_model_version("vuln-student", "2").tags
+    assert tags[gates.TAG_VERDICT] == "failed" and tags[gates.TAG_RUN] == weak.evaluation_run_id
+
+
+def test_cli_gate_with_data_fails_on_metric_the_evaluation_lacks(registered, tracking, capsys):
+    _, _, path = registered
+    code = main(["--tracking-uri", tracking, "gate", "--model-name", "vuln-student", "--version", "1",
+                 "--policy", "lenient", "--data", str(path),
+                 "--evaluator-config", '{"transforms": [], "code_columns": ["func"], "progress": false}'])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "attack_*/excess_drop_pct is required by policy 'lenient'" in out

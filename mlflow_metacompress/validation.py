@@ -95,6 +95,9 @@ def align_classes(
 def encode_labels(y: np.ndarray, classes: list[str] | None, k: int, column: str = "targets") -> np.ndarray:
     """Map labels to class indices; a label outside the models' classes is named."""
     y = np.asarray(y)
+    if y.dtype.kind in "iufb":
+        y = y.tolist()  # plain Python values, so messages read "label 7", not "np.int64(7)"
+        y = np.asarray(y, dtype=object)
     if classes is not None:
         lookup = {str(c): i for i, c in enumerate(classes)}
         out = np.empty(len(y), dtype=np.int64)
@@ -105,10 +108,11 @@ def encode_labels(y: np.ndarray, classes: list[str] | None, k: int, column: str 
             out[i] = lookup[key]
         return out
     try:
-        out = y.astype(np.int64)
+        out = np.asarray([int(v) for v in y], dtype=np.int64)
+        same = np.asarray([float(v) == o for v, o in zip(y, out)])
     except (TypeError, ValueError):
         raise MetaCompressInputError(f"labels in {column!r} must be class indices 0..{k - 1} when the models do not name their classes") from None
-    bad = (out < 0) | (out >= k) | (out != y)
+    bad = (out < 0) | (out >= k) | ~same
     if bad.any():
         i = int(np.argmax(bad))
         raise MetaCompressInputError(f"label {y[i]!r} in {column!r} (row {i}) is outside the models' classes 0..{k - 1}")

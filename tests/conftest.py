@@ -1,0 +1,97 @@
+"""Shared fixtures: an isolated sqlite tracking store, tiny locally built models, and the
+path of the shared real data (tests that need it skip when it is absent)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.exists():
+        pytest.skip("../shared/data is absent")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def _migrated_db(tmp_path_factory) -> Path:
+    """One sqlite store migrated once per session (migrations take seconds); each test
+    gets a copy of the file, so every test still starts from an empty store."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    path = tmp_path_factory.mktemp("template") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}", registry_uri=f"sqlite:///{path}").search_experiments()
+    mlflow.set_tracking_uri(None)
+    return path
+
+
+@pytest.fixture
+def tracking(tmp_path, monkeypatch, _migrated_db):
+    """A fresh sqlite tracking store and registry; artifacts land under tmp_path."""
+    import shutil
+
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("METACOMPRESS_CACHE_DIR", str(tmp_path / "cache"))
+    shutil.copy(_migrated_db, tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    yield uri
+    if mlflow.active_run():
+        mlflow.end_run()
+
+
+def random_probs(rng: np.random.Generator, n: int, k: int, sharpness: float = 1.0) -> np.ndarray:
+    logits = rng.normal(size=(n, k)) * sharpness
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+TOY_CODE = [
+    "int add(int a, int b) {\n  int s = a + b;\n  return s;\n}",
+    "int find(int *arr, int n, int key) {\n  for (int i = 0; i < n; i++) {\n    if (arr[i] == key) return i;\n  }\n  return -1;\n}",
+    "void copy(char *dst, const char *src, int n) {\n  int i = 0;\n  while (i < n) {\n    dst[i] = src[i];\n    i++;\n  }\n}",
+    "int clamp(int v, int lo, int hi) {\n  if (v < lo) {\n    return lo;\n  } else {\n    return v > hi ? hi : v;\n  }\n}",
+    "int sum(int *xs, int n) {\n  int total = 0;\n  for (int k = 0; k < n; k++) {\n    total += xs[k];\n  }\n  return total;\n}",
+    "void fill(char *buf, int len) {\n  char tmp[16];\n  strcpy(tmp, buf);\n  memset(buf, 0, len);\n}",
+]
+
+
+def toy_frame(n: int = 48, seed: int = 0):
+    """A small labelled C dataset for fast end-to-end tests (label = template parity)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(TOY_CODE), n)
+    return pd.DataFrame({"func": [TOY_CODE[i] for i in picks], "target": (picks % 2).astype(int)})
+
+
+@pytest.fixture(scope="session")
+def tiny_classifiers():
+    """A locally trained BPE tokenizer and two differently seeded tiny CodeClassifiers."""
+    import torch
+
+    from mlflow_metacompress.models.classifier import CodeClassifier
+    from mlflow_metacompress.models.tokenizer import train_tokenizer
+
+    tok = train_tokenizer(TOY_CODE * 5, vocab_size=400)
+    models = []
+    for seed, hidden in ((0, 64), (1, 32)):
+        torch.manual_seed(seed)
+        models.append(CodeClassifier.from_config(len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
+                                                 max_length=128, pad_token_id=tok.pad_token_id).eval())
+    return tok, models[0], models[1]

@@ -1,0 +1,137 @@
+"""The plugin through the real entry point with ``mlflow.models.evaluate`` on sqlite:
+registered tiny Hugging Face models, a sklearn pair, static mode, and bad input."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import entry_points
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlflow_metacompress.relations import evaluate_relations
+from tests.conftest import random_probs, toy_frame
+
+ARTIFACTS = {"summary.json", "per_sample.parquet", "reliability.png", "kl_histogram.png", "worst_discrepancies.csv"}
+
+
+def evaluate(model, data, config, targets="target"):
+    with mlflow.start_run() as run:
+        result = mlflow.models.evaluate(model=model, data=data, targets=targets, model_type="metacompress",
+                                        evaluators="metacompress", evaluator_config=config)
+    return run.info.run_id, result
+
+
+def logged_artifacts(run_id):
+    return {a.path.split("/", 1)[1] for a in mlflow.MlflowClient().list_artifacts(run_id, "metacompress")}
+
+
+def test_entry_point_is_registered():
+    eps = {ep.name: ep.value for ep in entry_points(group="mlflow.model_evaluator")}
+    assert eps["metacompress"] == "mlflow_metacompress.evaluator:MetaCompressEvaluator"
+
+
+def test_can_evaluate():
+    from mlflow_metacompress.evaluator import MetaCompressEvaluator
+
+    ev = MetaCompressEvaluator()
+    assert ev.can_evaluate(model_type="metacompress", evaluator_config={})
+    assert ev.can_evaluate(model_type="classifier", evaluator_config={"teacher": "models:/t/1"})
+    assert not ev.can_evaluate(model_type="classifier", evaluator_config={})
+    assert not ev.can_evaluate(model_type="regressor", evaluator_config={"teacher": "x"})
+
+
+def test_static_mode_matches_relations_and_logs_everything(tracking):
+    rng = np.random.default_rng(3)
+    pt, ps = random_probs(rng, 120, 2, 3.0), random_probs(rng, 120, 2, 3.0)
+    y = rng.integers(0, 2, 120)
+    df = pd.DataFrame({"t0": pt[:, 0], "t1": pt[:, 1], "s0": ps[:, 0], "s1": ps[:, 1], "target": y})
+    run_id, result = evaluate(None, df, {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]})
+    expected = evaluate_relations(pt, ps, y).metrics
+    assert result.metrics.keys() == expected.keys()
+    for k, v in expected.items():
+        assert result.metrics[k] == pytest.approx(v)
+    logged = mlflow.get_run(run_id).data.metrics
+    assert logged["mr2_mean_kl"] == pytest.approx(expected["mr2_mean_kl"])
+    assert ARTIFACTS <= logged_artifacts(run_id)
+    assert set(result.artifacts) >= {"summary", "per_sample", "reliability", "kl_histogram"}
+    per = pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/per_sample.parquet"))
+    assert len(per) == 120 and per["any_violation"].mean() == pytest.approx(expected["any_violation_rate"])
+    summary = json.loads(open(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read())
+    assert summary["config"]["teacher_prob_columns"] == ["t0", "t1"]
+
+
+def _sklearn_pair(df):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction.text import HashingVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    def fit(C):
+        return make_pipeline(ColumnTransformer([("v", HashingVectorizer(n_features=512), "func")]),
+                             LogisticRegression(C=C)).fit(df[["func"]], df["target"])
+
+    return fit(10.0), fit(0.05)
+
+
+def test_sklearn_pair_and_teacher_cache(tracking):
+    df = toy_frame(80)
+    teacher, student = _sklearn_pair(df)
+    with mlflow.start_run():
+        t = mlflow.sklearn.log_model(teacher, name="t", pyfunc_predict_fn="predict_proba", pip_requirements=["scikit-learn"], registered_model_name="teacher",
+                                     input_example=df[["func"]].head(2))
+        s = mlflow.sklearn.log_model(student, name="s", pyfunc_predict_fn="predict_proba", pip_requirements=["scikit-learn"], input_example=df[["func"]].head(2))
+        s2 = mlflow.sklearn.log_model(_sklearn_pair(df.sample(frac=1, random_state=1))[1], name="s2", pyfunc_predict_fn="predict_proba", pip_requirements=["scikit-learn"],
+                                      input_example=df[["func"]].head(2))
+    cfg = {"teacher": "models:/teacher/1", "transforms": []}
+    run_id, result = evaluate(s.model_uri, df, cfg)
+    pt, ps = teacher.predict_proba(df[["func"]]), student.predict_proba(df[["func"]])
+    expected = evaluate_relations(pt, ps, df["target"].to_numpy()).metrics
+    for k, v in expected.items():
+        assert result.metrics[k] == pytest.approx(v, abs=1e-9), k
+    first = json.loads(open(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read())
+    assert first["teacher_rows_run"] == 80
+    # a second student against the same teacher: the teacher is read from the cache
+    run_id2, _ = evaluate(s2.model_uri, df, cfg)
+    second = json.loads(open(mlflow.artifacts.download_artifacts(run_id=run_id2, artifact_path="metacompress/summary.json")).read())
+    assert second["teacher_rows_run"] == 0 and second["student_rows_run"] == 80
+
+
+def test_registered_hf_models_with_prefix(tracking, tiny_classifiers):
+    from mlflow_metacompress.models.pyfunc import log_code_classifier
+
+    tok, teacher, student = tiny_classifiers
+    df = toy_frame(40)
+    with mlflow.start_run():
+        log_code_classifier(teacher, tok, registered_model_name="vuln-teacher")
+        log_code_classifier(student, tok, registered_model_name="vuln-student")
+    client = mlflow.MlflowClient()
+    client.set_registered_model_alias("vuln-teacher", "champion", "1")
+    client.set_registered_model_alias("vuln-student", "candidate", "1")
+    run_id, result = evaluate("models:/vuln-student@candidate", df,
+                              {"teacher": "models:/vuln-teacher@champion", "code_columns": ["func"], "transforms": [],
+                               "metric_prefix": "mc_"})
+    codes = df["func"].tolist()
+    expected = evaluate_relations(teacher.predict_proba(tok, codes), student.predict_proba(tok, codes), df["target"].to_numpy()).metrics
+    for k, v in expected.items():
+        assert result.metrics[f"mc_{k}"] == pytest.approx(v, abs=1e-5), k
+    assert "mc_mr1_violation_rate" in mlflow.get_run(run_id).data.metrics
+    assert ARTIFACTS <= logged_artifacts(run_id)
+
+
+def test_callable_teacher_and_clone_pairs(tracking):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"func1": ["int a() { return 1; }"] * 30, "func2": [f"int b() {{ return {i}; }}" for i in range(30)],
+                       "label": rng.integers(0, 2, 30)})
+    table = {f"int b() {{ return {i}; }}": random_probs(rng, 1, 2)[0] for i in range(30)}
+
+    def teacher(frame):
+        return pd.DataFrame(np.stack([table[c] for c in frame["func2"]]), columns=["0", "1"])
+
+    def student(frame):  # same classes, columns in the other order
+        return pd.DataFrame(np.stack([table[c][::-1] for c in frame["func2"]]), columns=["1", "0"])
+
+    _, result = evaluate(student, df, {"teacher": teacher, "transforms": []}, targets="label")
+    assert result.metrics["mr1_violation_rate"] == 0.0 and result.metrics["mr2_mean_kl"] == pytest.approx(0.0, abs=1e-12)

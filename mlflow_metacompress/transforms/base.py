@@ -24,7 +24,7 @@ TransformFn = Callable[[Source, random.Random], "str | None"]
 
 _MODULES = ("rename_variables", "rename_function", "insert_dead_code", "for_to_while", "while_to_for",
             "swap_if_else", "swap_operands", "expand_compound_assignment", "literal_to_constant",
-            "if_else_to_if_if", "compose")
+            "compose")
 
 
 class TransformStatus(enum.Enum):

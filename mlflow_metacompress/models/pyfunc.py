@@ -64,7 +64,7 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
             raise KeyError(f"expected {need} code column(s) of strings; found {text_cols}")
         return text_cols[:need]
 
-    def predict(self, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> pd.DataFrame:
+    def predict(self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
         if isinstance(model_input, pd.Series):
             model_input = model_input.to_frame()
         if not isinstance(model_input, pd.DataFrame):

@@ -1,0 +1,71 @@
+"""Attacks through the evaluator: per-model attack metrics, relations on the student's
+adversarial examples, and the adversarial parquet artifact (flips re-checked)."""
+
+from __future__ import annotations
+
+import zlib
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.conftest import toy_frame
+
+ATTACKS = ["mhm_zhang_2020", "alert_yang_2022"]
+
+
+def _score(code: str, salt: int) -> float:
+    return (zlib.crc32(f"{salt}:{code}".encode()) % 1000) / 1000
+
+
+def student(frame):  # sensitive to every identifier spelling
+    p1 = np.array([0.05 + 0.9 * _score(c, 1) for c in frame["func"]])
+    return np.stack([1 - p1, p1], axis=1)
+
+
+def teacher(frame):  # depends on the code only through its length bucket: fewer flips
+    p1 = np.array([0.1 + 0.8 * ((len(c) // 40) % 2) for c in frame["func"]])
+    return np.stack([1 - p1, p1], axis=1)
+
+
+def test_attacks_through_evaluate(tracking):
+    df = toy_frame(60, seed=2)
+    # labels = what each model predicts on the original, so both start fully correct
+    df["target"] = teacher(df).argmax(1)
+    keep = student(df).argmax(1) == df["target"].to_numpy()
+    df = df[keep].reset_index(drop=True).head(10)
+    assert len(df) >= 4
+    with mlflow.start_run() as run:
+        result = mlflow.models.evaluate(
+            model=student, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
+            evaluator_config={"teacher": teacher, "language": "c", "transforms": [], "attacks": ATTACKS,
+                              "attack_budget": 60, "progress": False})
+    m = result.metrics
+    for attack in ATTACKS:
+        for role in ("teacher", "student"):
+            for key in ("asr", "mean_queries", "accuracy_under_attack", "accuracy_drop"):
+                assert f"attack_{attack}/{role}_{key}" in m, (attack, role, key)
+            assert m[f"attack_{attack}/{role}_mean_queries"] <= 60
+        assert m[f"attack_{attack}/student_asr"] > 0.5
+        drop_s = m[f"attack_{attack}/student_accuracy_drop"]
+        assert drop_s == pytest.approx(1.0 - m[f"attack_{attack}/student_accuracy_under_attack"])
+        if m[f"attack_{attack}/teacher_accuracy_drop"] > 0:
+            t = m[f"attack_{attack}/teacher_accuracy_drop"]
+            assert m[f"attack_{attack}/excess_drop_pct"] == pytest.approx(100 * (drop_s - t) / t)
+        # relations on the student's adversarial examples: the student flipped every one
+        assert m[f"student_accuracy/attack_{attack}"] == 0.0
+        table = pd.read_parquet(mlflow.artifacts.download_artifacts(
+            run_id=run.info.run_id, artifact_path=f"metacompress/attacks/{attack}.parquet"))
+        won = table[table["status"] == "succeeded"]
+        assert len(won) and "diff" in table
+        requery = student(pd.DataFrame({"func": won["adversarial_code"]})).argmax(1)
+        assert (requery != df["target"].to_numpy()[won["index"].astype(int).to_numpy()]).all()
+    assert "attack_mhm_zhang_2020/student_asr" in mlflow.get_run(run.info.run_id).data.metrics
+
+
+def test_attacks_need_labels(tracking):
+    with mlflow.start_run(), pytest.raises(Exception, match="attacks need labels"):
+        mlflow.models.evaluate(model=student, data=toy_frame(6)[["func"]], model_type="metacompress",
+                               evaluators="metacompress",
+                               evaluator_config={"teacher": teacher, "transforms": [], "attacks": ["mhm_zhang_2020"]})

@@ -60,15 +60,15 @@ def main() -> None:
     mlflow.set_experiment("bench-distill")
     arch = ArchSpec(vocab_size=8000, num_hidden_layers=4, hidden_size=256, num_attention_heads=4,
                     intermediate_size=1024, max_length=args.max_length)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     teacher = train_teacher(args.data_dir, "devign", arch=arch, epochs=args.teacher_epochs, limit=args.limit,
                             registered_name="bench-teacher", progress=False)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     student = distill_student(args.data_dir, teacher.model_uri, "devign", size_mb=args.size_mb,
                               max_length=args.max_length, epochs=args.student_epochs, limit=args.limit,
                               population=args.population, generations=args.generations,
                               registered_name="bench-student", progress=False)
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     test = load_task("devign", "test", args.data_dir)[["func"]]
     if args.limit:
         test = test.head(args.limit)
@@ -82,6 +82,9 @@ def main() -> None:
     report = {
         "torch_threads": torch.get_num_threads(),
         "teacher_seconds": round(t1 - t0, 1), "student_seconds": round(t2 - t1, 1), "total_seconds": round(t2 - t0, 1),
+        # CPU seconds over all threads: comparable across runs when the machine is shared
+        "teacher_cpu_seconds": round(c1 - c0, 1), "student_cpu_seconds": round(c2 - c1, 1),
+        "load_average": os.getloadavg(),
         "teacher": {"uri": teacher.model_uri, **{k: teacher.metrics[k] for k in ("test_acc", "best_val_acc", "size_mb", "params", "gflops")}},
         "student": {"uri": student.model_uri, **{k: student.metrics[k] for k in ("test_acc", "best_val_acc", "train_agreement", "size_mb", "params", "gflops")},
                     "arch": student.config["arch"]},

@@ -29,7 +29,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """Choices per gene; defaults follow Compressor's search space."""
+    """Choices per gene, modelled on Compressor's space (vocabulary 1k–46k, 1–12 layers,
+    hidden 16–256, 1–8 heads, intermediate 32–3072); narrower ranges suit small budgets."""
 
     vocab_size: tuple[int, ...] = tuple(range(1000, 46001, 1000))
     num_hidden_layers: tuple[int, ...] = tuple(range(1, 13))

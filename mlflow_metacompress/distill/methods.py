@@ -76,10 +76,12 @@ def get_method(name: str) -> StudentMethod:
     from . import compressor  # noqa: F401  (registers "compressor")
 
     for extra in ("avatar", "morph"):  # later methods register themselves on import
+        module = f"{__package__}.{extra}"
         try:
-            __import__(f"{__package__}.{extra}")
-        except ImportError:
-            pass
+            __import__(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # the module exists but one of its imports is missing
+                raise
     try:
         return METHODS[name]
     except KeyError:

@@ -209,3 +209,13 @@ def test_vocabulary_ranks_by_similarity_and_samples_deterministically():
     a = vocab.sample(random.Random(3), 8, exclude={"i"})
     assert a == vocab.sample(random.Random(3), 8, exclude={"i"})
     assert len(a) == len(set(a)) == 8 and "i" not in a  # padded with sub-token blends
+
+
+def test_indexed_ranking_equals_brute_force_ranking():
+    rng = random.Random(0)
+    parts = ["i", "len", "buf", "count", "x", "tmp", "ptr", "size", "n", "idx", "val", "key"]
+    vocab = IdentifierVocabulary(Counter({"_".join(rng.sample(parts, rng.randint(1, 3))): rng.randint(1, 9)
+                                          for _ in range(400)}))
+    for query in ["i_len", "bufSize", "zz", "n", "count", "tmpPtr2"]:
+        brute = sorted(vocab.names, key=lambda n: (-name_similarity(query, n), -vocab.counts[n], n))
+        assert vocab.nearest(query, 300) == [n for n in brute if n != query][:300]

@@ -58,6 +58,11 @@ class IdentifierVocabulary:
         # deterministic order: most frequent first, then alphabetical
         self.names = sorted(self.counts, key=lambda n: (-self.counts[n], n))
         self._nearest = functools.lru_cache(maxsize=4096)(self._rank)
+        # inverted index: a name sharing no sub-token and no trigram has similarity 0
+        self._index: dict[str, list[str]] = {}
+        for n in self.names:
+            for key in {f"p:{x}" for x in split_name(n)} | {f"t:{x}" for x in _trigrams(n)}:
+                self._index.setdefault(key, []).append(n)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -79,8 +84,13 @@ class IdentifierVocabulary:
         logger.info("mined %d distinct identifiers from %d functions", len(counts), len(codes))
         return cls(counts)
 
-    def _rank(self, name: str) -> tuple[str, ...]:
-        return tuple(sorted(self.names, key=lambda n: (-name_similarity(name, n), -self.counts[n], n))[:256])
+    def _rank(self, name: str, limit: int = 256) -> tuple[str, ...]:
+        keys = {f"p:{x}" for x in split_name(name)} | {f"t:{x}" for x in _trigrams(name)}
+        near = {n for k in keys for n in self._index.get(k, ())}
+        ranked = sorted(near, key=lambda n: (-name_similarity(name, n), -self.counts[n], n))[:limit]
+        if len(ranked) < limit:  # the rest all score 0: most frequent first, as in the full sort
+            ranked += [n for n in self.names if n not in near][: limit - len(ranked)]
+        return tuple(ranked)
 
     def nearest(self, name: str, k: int, exclude: Iterable[str] = ()) -> list[str]:
         """Up to ``k`` names most similar to ``name`` (``name`` and ``exclude`` left out)."""

@@ -18,19 +18,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mlflow.models.evaluation.artifacts import (
-    CsvEvaluationArtifact,
-    ImageEvaluationArtifact,
-    JsonEvaluationArtifact,
-    ParquetEvaluationArtifact,
-)
 from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
 
 logger = logging.getLogger(__name__)
 
 ARTIFACT_DIR = "metacompress"
-_ARTIFACT_TYPES = {".json": JsonEvaluationArtifact, ".png": ImageEvaluationArtifact,
-                   ".parquet": ParquetEvaluationArtifact, ".csv": CsvEvaluationArtifact}
 
 
 class MetaCompressEvaluator(ModelEvaluator):
@@ -79,6 +71,7 @@ class MetaCompressEvaluator(ModelEvaluator):
         import time
 
         from mlflow.entities import Metric
+        from mlflow.models.evaluation import artifacts as mlflow_artifacts  # imports matplotlib: keep lazy
         from mlflow.tracking import MlflowClient
 
         from .artifacts import write_artifacts
@@ -96,6 +89,8 @@ class MetaCompressEvaluator(ModelEvaluator):
         artifacts = {}
         for rel in written:
             key = rel.rsplit(".", 1)[0].replace("/", "_")
-            cls = _ARTIFACT_TYPES[Path(rel).suffix]
+            cls = {".json": mlflow_artifacts.JsonEvaluationArtifact, ".png": mlflow_artifacts.ImageEvaluationArtifact,
+                   ".parquet": mlflow_artifacts.ParquetEvaluationArtifact,
+                   ".csv": mlflow_artifacts.CsvEvaluationArtifact}[Path(rel).suffix]
             artifacts[key] = cls(uri=f"{root}/{ARTIFACT_DIR}/{rel}")
         return artifacts

@@ -1,0 +1,17 @@
+"""MLflow imports every evaluator plugin whenever evaluation runs: importing ours must
+not pull in torch, transformers, lightning, tree-sitter or matplotlib."""
+
+import subprocess
+import sys
+
+HEAVY = ("torch", "transformers", "lightning", "tree_sitter", "matplotlib", "sklearn")
+
+
+def test_plugin_import_is_light():
+    code = (
+        "import sys, mlflow_metacompress, mlflow_metacompress.evaluator, mlflow_metacompress.transforms, "
+        "mlflow_metacompress.metrics, mlflow_metacompress.relations\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

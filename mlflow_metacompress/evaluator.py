@@ -43,7 +43,7 @@ class MetaCompressEvaluator(ModelEvaluator):
         from .config import parse_config
         from .engine import run_evaluation
         from .predictors import resolve_model
-        from .validation import check_code_columns, check_nonempty
+        from .validation import check_code_columns, check_nonempty, encode_labels
 
         df = dataset.features_data
         y = dataset.labels_data
@@ -56,6 +56,8 @@ class MetaCompressEvaluator(ModelEvaluator):
             kw = dict(cache_dir=cfg.cache_path, batch_size=cfg.batch_size, progress=cfg.progress)
             teacher = resolve_model(cfg.teacher, "teacher", **kw)
             student = resolve_model(model, "student", **kw)
+            if y is not None and teacher.classes is not None:  # labels checked before any model runs
+                encode_labels(y, teacher.classes, len(teacher.classes))
         outcome = run_evaluation(df, y, cfg, teacher, student)
         prefix = cfg.metric_prefix or ""
         metrics = {f"{prefix}{k}": float(v) for k, v in outcome.metrics.items() if not math.isnan(float(v))}

@@ -68,10 +68,18 @@ def _from_label_scores(rows: list[Any]) -> tuple[np.ndarray, list[str]]:
     return out, labels
 
 
-def _sklearn_classes(model: Any) -> list[str] | None:
-    raw = _raw_model(model)
-    classes = getattr(raw, "classes_", None)
-    return [str(c) for c in classes] if classes is not None else None
+def declared_classes(model: Any) -> list[str] | None:
+    """Class names a logged model declares before it runs: sklearn's ``classes_``, or the
+    output columns of its signature (our pyfunc's class-probability columns)."""
+    classes = getattr(_raw_model(model), "classes_", None)
+    if classes is not None:
+        return [str(c) for c in classes]
+    try:
+        schema = model.metadata.get_output_schema()
+        names = schema.input_names() if schema is not None else None
+    except Exception:
+        return None
+    return [str(n) for n in names] if names and len(names) >= 2 and all(isinstance(n, str) for n in names) else None
 
 
 def _raw_model(model: Any) -> Any:
@@ -208,7 +216,7 @@ def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
         except Exception as exc:
             raise MetaCompressInputError(f"{name} model URI {uri!r} does not resolve: {exc}") from exc
     if hasattr(model, "predict") and hasattr(model, "metadata"):
-        return Predictor(name, model.predict, model_identity(model, uri), _sklearn_classes(model), **kw)
+        return Predictor(name, model.predict, model_identity(model, uri), declared_classes(model), **kw)
     if hasattr(model, "predict"):  # MLflow wraps a plain callable student in a metadata-less pyfunc
         return Predictor(name, model.predict, None, None, **kw)
     if callable(model):

@@ -123,3 +123,14 @@ def test_adapter_formats():
     assert classes is None
     with pytest.raises(MetaCompressInputError, match="predict_proba"):
         to_probabilities(np.array([0, 1]), 2)
+
+
+def test_label_outside_declared_classes_fails_before_models_run(tracking, tiny_classifiers):
+    from mlflow_metacompress.models.pyfunc import log_code_classifier
+
+    tok, teacher_model, _ = tiny_classifiers
+    with mlflow.start_run():
+        uri = log_code_classifier(teacher_model, tok, registered_model_name="t").model_uri
+    df = toy_frame(8)
+    df.loc[2, "target"] = 5
+    assert run_and_expect(df, {"teacher": uri}, r"label 5 .* not one of the models' classes \['0', '1'\]") == 0

@@ -1,0 +1,138 @@
+"""The ``main`` entry point of the MLproject as package code: data → teacher → one
+student per distillation method → MetaCompress evaluation (transformations and at least
+one attack; Awal, Rochan, Roy, arXiv 2511.05476) → registry gate → comparison table.
+
+    from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline
+    result = run_pipeline(PipelineConfig(task="vulnerability", profile="quick"))
+    print(result.markdown)
+
+Under ``mlflow run`` the pipeline attaches to the project's run (``MLFLOW_RUN_ID``);
+every stage is a nested child run. Tracking and registry default to
+``sqlite:///mlflow.db`` in the working directory (:func:`setup_tracking`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pandas as pd
+
+from .pipeline_stages import DEFAULT_METHODS, GateOutcome
+
+logger = logging.getLogger(__name__)
+
+
+def is_file_store(uri: str) -> bool:
+    """True for a plain path or ``file:`` URI (MLflow 3 refuses file stores by default)."""
+    scheme = urlparse(uri).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+def default_tracking_uri(environ: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> str:
+    """``MLFLOW_TRACKING_URI`` unless unset or a file store; then ``sqlite:///<cwd>/mlflow.db``."""
+    env = os.environ if environ is None else environ
+    uri = env.get("MLFLOW_TRACKING_URI", "").strip()
+    if uri and not is_file_store(uri):
+        return uri
+    return f"sqlite:///{Path(cwd or Path.cwd()).resolve() / 'mlflow.db'}"
+
+
+def setup_tracking() -> str:
+    """Point tracking and registry at :func:`default_tracking_uri` (the registry follows
+    ``MLFLOW_REGISTRY_URI`` when set) and return the tracking URI."""
+    import mlflow
+
+    given = os.environ.get("MLFLOW_TRACKING_URI", "")
+    uri = default_tracking_uri()
+    if given and given != uri:
+        logger.warning("MLFLOW_TRACKING_URI=%s is a file store (refused by MLflow 3); using %s", given, uri)
+        if os.environ.pop("MLFLOW_RUN_ID", None):
+            logger.warning("the run id passed with the file store does not exist in %s; starting a new run", uri)
+    os.environ["MLFLOW_TRACKING_URI"] = uri
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(os.environ.get("MLFLOW_REGISTRY_URI") or uri)
+    return uri
+
+
+@dataclass
+class PipelineConfig:
+    """Parameters of the MLproject's ``main`` entry point."""
+
+    task: str = "vulnerability"
+    data_dir: str | None = None  # None / "": the embedded generated data
+    size_mb: float | None = None  # None / 0: the profile's target
+    policy: str | None = None  # None / "auto": the profile's policy
+    seed: int = 0
+    profile: str = "quick"
+    methods: str | Sequence[str] = DEFAULT_METHODS
+    alias: str = "champion"
+    progress: bool = True
+
+
+@dataclass
+class PipelineResult:
+    """What :func:`run_pipeline` produced."""
+
+    run_id: str
+    teacher_uri: str
+    outcomes: list[GateOutcome]
+    table: pd.DataFrame
+    markdown: str
+    policy: str
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def run_pipeline(config: PipelineConfig) -> PipelineResult:
+    """Run every stage; a method that fails is reported in the table (verdict ``error``)
+    and in ``errors`` while the other methods continue."""
+    import mlflow
+
+    from .gate_policy import load_policy
+    from .pipeline_data import load_task_data
+    from .pipeline_report import comparison_table, log_comparison
+    from .pipeline_stages import gate_stage, resolve_methods, student_stage, teacher_stage
+    from .profiles import get_profile, resolve_policy
+
+    profile = get_profile(config.profile)
+    methods = resolve_methods(config.methods)  # fail before any training
+    policy = load_policy(resolve_policy(config.policy, profile))
+    data = load_task_data(config.task, config.data_dir, profile, config.seed)
+    size_mb = float(config.size_mb) if config.size_mb else profile.size_mb
+    outcomes: list[GateOutcome] = []
+    errors: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \
+            mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run:
+        mlflow.set_tags({"metacompress.pipeline": "main", "metacompress.data": data.source,
+                         "metacompress.profile": profile.name, "metacompress.policy": policy.name})
+        resolved = {"task": data.task, "data_source": data.source, "profile": profile.name, "methods": ",".join(methods),
+                    "policy": policy.name, "size_mb_target": size_mb, "seed": config.seed,
+                    **{f"rows_{k}": v for k, v in data.sizes().items()}}
+        # "pipeline." keeps these apart from the raw MLproject parameters mlflow run logs
+        mlflow.log_params({f"pipeline.{k}": v for k, v in resolved.items()})
+        mlflow.log_dict({"profile": profile.to_dict(), "config": asdict(config) | {"methods": methods},
+                         "policy": policy.describe()}, "pipeline/config.json")
+        teacher = teacher_stage(data, profile, config.seed, config.progress)
+        for method in methods:
+            try:
+                student = student_stage(data, profile, teacher.model_uri, method, size_mb, config.seed,
+                                        Path(cache) / "soft_labels", config.progress)
+                outcomes.append(gate_stage(method, data.model_name(method), str(student.version), data, profile,
+                                           policy, config.alias, config.seed, Path(cache) / "predictions",
+                                           config.progress))
+            except Exception as exc:  # keep the other methods going; the table says what broke
+                logger.exception("method %s failed", method)
+                errors[method] = f"{type(exc).__name__}: {exc}"
+                outcomes.append(GateOutcome(method, data.model_name(method), None, "error", error=errors[method]))
+        table = comparison_table(outcomes, {"model": teacher.model_uri[len("models:/"):],
+                                            "size_mb": teacher.metrics.get("size_mb")}, profile.attacks)
+        title = f"{data.task} on {data.source} · profile {profile.name} · policy {policy.name}"
+        markdown = log_comparison(table, title)
+        run_id = run.info.run_id
+    return PipelineResult(run_id, teacher.model_uri, outcomes, table, markdown, policy.name, errors)

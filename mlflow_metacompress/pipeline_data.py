@@ -1,0 +1,103 @@
+"""Data and naming for the end-to-end pipeline: the task, its splits and model names.
+
+The pipeline's ``task`` is ``vulnerability`` (Devign-shaped: ``func``/``target``) or
+``clone`` (BigCloneBench-shaped: ``func1``/``func2``/``label``). With an empty
+``data_dir`` the splits come from the embedded generators
+(:mod:`mlflow_metacompress.data.generators`: Juliet-style C functions and C clone pairs,
+generated, not real); otherwise from a CodeXGLUE folder read by
+:mod:`mlflow_metacompress.data.codexglue` (Devign, Zhou et al., NeurIPS 2019;
+BigCloneBench, Svajlenko et al., 2014). Each split is capped at the profile's budget by
+a seeded, label-stratified sample.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .profiles import Profile
+
+logger = logging.getLogger(__name__)
+
+TASK_ALIASES = {"vulnerability": "vulnerability", "devign": "vulnerability", "defect": "vulnerability",
+                "clone": "clone", "bigclonebench": "clone"}
+CODEXGLUE_TASK = {"vulnerability": "devign", "clone": "bigclonebench"}
+
+
+@dataclass
+class TaskData:
+    """The splits of one pipeline run and where they came from."""
+
+    task: str  # vulnerability | clone
+    codexglue_task: str  # devign | bigclonebench (the loaders' and distillers' name)
+    source: str  # "generated" or the data directory
+    frames: dict[str, pd.DataFrame]
+    code_columns: tuple[str, ...]
+    label_column: str
+
+    @property
+    def dataset(self) -> str:
+        """Short name used in registered model names: ``generated-<task>`` or the CodeXGLUE task."""
+        return f"generated-{self.task}" if self.source == "generated" else self.codexglue_task
+
+    def model_name(self, role: str) -> str:
+        """Registered model name of the teacher (``role="teacher"``) or of a method's student."""
+        return f"metacompress-{self.dataset}-{role}"
+
+    def sizes(self) -> dict[str, int]:
+        return {split: len(df) for split, df in self.frames.items()}
+
+
+def normalise_task(task: str) -> str:
+    """``vulnerability`` or ``clone`` (``devign``/``bigclonebench`` are accepted too)."""
+    try:
+        return TASK_ALIASES[task.strip().lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"unknown task {task!r}; expected 'vulnerability' or 'clone'") from None
+
+
+def _cap(df: pd.DataFrame, n: int | None, label: str, seed: int) -> pd.DataFrame:
+    """At most ``n`` rows, sampled per label in proportion (seeded); original order kept."""
+    if n is None or len(df) <= n:
+        return df.reset_index(drop=True)
+    df = df.reset_index(drop=True)
+    keep: list[int] = []
+    for _, group in df.groupby(label, sort=True):
+        k = max(1, round(len(group) * n / len(df)))
+        keep.extend(group.sample(n=min(k, len(group)), random_state=seed).index)
+    return df.loc[sorted(keep)[:n]].reset_index(drop=True)
+
+
+def load_task_data(task: str, data_dir: str | Path | None, profile: Profile, seed: int = 0) -> TaskData:
+    """Splits for ``task``: generated when ``data_dir`` is empty, else read from
+    ``data_dir`` (a CodeXGLUE task folder or its parent), capped at the profile's budget."""
+    from .data.codexglue import get_task, load_task
+
+    task = normalise_task(task)
+    spec = get_task(CODEXGLUE_TASK[task])
+    if data_dir in (None, ""):
+        from .data.generators import make_splits
+
+        frames = make_splits(task, profile.generated_rows, seed)
+        source = "generated"
+        logger.info("generated %s data (%d samples, seed %d): embedded, not real", task, profile.generated_rows, seed)
+    else:
+        folder = Path(data_dir).expanduser()
+        if not folder.exists():
+            raise FileNotFoundError(f"data_dir {str(data_dir)!r} does not exist (resolved to {folder.resolve()})")
+        frames = {split: load_task(spec.name, split, folder) for split in ("train", "valid", "test")}
+        source = str(folder)
+    caps = {"train": profile.train_rows, "valid": profile.valid_rows, "test": profile.eval_rows}
+    for split, df in frames.items():
+        missing = [c for c in (*spec.code_columns, spec.label_column) if c not in df.columns]
+        if missing:
+            raise KeyError(f"{split} split of {source} lacks column(s) {missing}; it has {list(df.columns)}")
+        if df.empty:
+            raise ValueError(f"{split} split of {source} is empty")
+        frames[split] = _cap(df, caps[split], spec.label_column, seed)
+    data = TaskData(task, spec.name, source, frames, tuple(spec.code_columns), spec.label_column)
+    logger.info("%s data from %s: %s rows", task, source, data.sizes())
+    return data

@@ -1,0 +1,196 @@
+"""The stages of the end-to-end pipeline, each usable alone (the MLproject's ``teacher``,
+``distill``, ``evaluate`` and ``gate`` entry points call them one at a time).
+
+teacher (fine-tuned classifier) → students (one per registered distillation method:
+Compressor, Shi et al., ASE 2022, and whatever else :mod:`.distill.methods` holds) →
+MetaCompress evaluation against the teacher with semantics-preserving transformations
+and at least one identifier attack (Awal, Rochan, Roy, arXiv 2511.05476) → registry
+gate (:mod:`.gates`). Every trained model is registered with ``metacompress.*`` tags.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .pipeline_data import TaskData
+from .profiles import Profile
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_METHODS = ("compressor", "avatar", "morph", "fidelity")
+
+
+@dataclass
+class GateOutcome:
+    """One student's evaluation and verdict (``passed``, ``failed``, ``refused`` or ``error``)."""
+
+    method: str
+    model_name: str
+    version: str | None
+    verdict: str
+    alias_moved: bool = False
+    failed_checks: list[str] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    evaluation_run_id: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+
+def parse_methods(methods: str | Sequence[str] | None) -> list[str]:
+    """``"compressor, avatar"`` or a list → names, in order, without duplicates."""
+    if methods is None or methods == "":
+        return list(DEFAULT_METHODS)
+    items = methods.split(",") if isinstance(methods, str) else list(methods)
+    names: list[str] = []
+    for item in items:
+        name = str(item).strip()
+        if name and name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError(f"methods {methods!r} names no distillation method")
+    return names
+
+
+def resolve_methods(methods: str | Sequence[str] | None) -> list[str]:
+    """Check every requested method is registered in ``distill.methods.METHODS``.
+
+    Built-in methods are imported first, then a module ``mlflow_metacompress.distill.<name>``
+    for each requested name not yet registered (methods register themselves on import).
+    Raises ``ValueError`` naming the unknown methods and the registered ones.
+    """
+    from .distill import methods as registry
+
+    names = parse_methods(methods)
+    registry.get_method("compressor")  # imports the built-in methods
+    for name in names:
+        if name in registry.METHODS or not name.isidentifier():
+            continue
+        module = f"{__package__}.distill.{name}"
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+    unknown = [n for n in names if n not in registry.METHODS]
+    if unknown:
+        raise ValueError(f"unknown distillation method(s) {unknown}; registered methods: {sorted(registry.METHODS)}")
+    return names
+
+
+def tag_version(name: str, version: str | None, tags: dict[str, Any]) -> None:
+    """Add ``metacompress.<key>`` tags to a registered version."""
+    if version is None:
+        return
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    for key, value in tags.items():
+        client.set_model_version_tag(name, version, f"metacompress.{key}", str(value))
+
+
+def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: bool = True) -> Any:
+    """Train and register the teacher (``metacompress-<dataset>-teacher``); returns the
+    :class:`~.distill.results.TrainingResult`."""
+    from .distill.arch import ArchSpec
+    from .distill.teacher import train_teacher
+
+    arch = ArchSpec(**profile.teacher_arch, max_length=profile.max_length)
+    result = train_teacher(data.frames, data.codexglue_task, arch=arch, epochs=profile.teacher_epochs,
+                           batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
+                           registered_name=data.model_name("teacher"), progress=progress)
+    tag_version(data.model_name("teacher"), result.version, {"data": data.source, "profile": profile.name})
+    return result
+
+
+def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: str, size_mb: float | None = None,
+                  seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True) -> Any:
+    """Distil and register one student with ``method`` (``metacompress-<dataset>-<method>``)."""
+    from .distill.methods import distill_student
+
+    target = float(size_mb) if size_mb else profile.size_mb
+    result = distill_student(
+        data.frames, teacher_uri, data.codexglue_task, method=method, size_mb=target, max_length=profile.max_length,
+        epochs=profile.student_epochs, batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
+        registered_name=data.model_name(method), cache_dir=cache_dir, progress=progress,
+        **dict(profile.method_options.get(method, {})),
+    )
+    tag_version(data.model_name(method), result.version, {"data": data.source, "profile": profile.name})
+    return result
+
+
+def evaluator_config(data: TaskData, profile: Profile, seed: int = 0, cache_dir: str | Path | None = None,
+                     progress: bool = True) -> dict[str, Any]:
+    """The metacompress ``evaluator_config`` of the profile (transformations + attacks)."""
+    if not profile.attacks:
+        raise ValueError(f"profile {profile.name!r} names no attack; the pipeline evaluates with at least one")
+    cfg: dict[str, Any] = {
+        "code_columns": list(data.code_columns), "transforms": profile.transforms, "attacks": list(profile.attacks),
+        "attack_budget": profile.attack_budget, "attack_max_samples": profile.attack_max_samples,
+        "batch_size": profile.eval_batch_size, "seed": seed, "progress": progress,
+    }
+    if cache_dir is not None:
+        cfg["cache_dir"] = str(cache_dir)
+    return cfg
+
+
+def teacher_of(model_uri: str) -> str:
+    """The ``metacompress.teacher`` tag of a ``models:/name/version`` or ``models:/name@alias`` URI."""
+    from mlflow import MlflowClient
+
+    from .distill.soft_labels import resolve_model_uri
+    from .gates import TAG_TEACHER
+
+    pinned = resolve_model_uri(model_uri)
+    if not pinned.startswith("models:/"):
+        raise ValueError(f"cannot read the teacher of {model_uri!r}: pass teacher=<model URI> explicitly")
+    name, _, version = pinned[len("models:/"):].rpartition("/")
+    teacher = (MlflowClient().get_model_version(name, version).tags or {}).get(TAG_TEACHER)
+    if not teacher:
+        raise ValueError(f"{pinned} has no {TAG_TEACHER!r} tag: pass teacher=<model URI> explicitly")
+    return teacher
+
+
+def evaluate_stage(model_uri: str, data: TaskData, profile: Profile, teacher: str | None = None, seed: int = 0,
+                   cache_dir: str | Path | None = None, progress: bool = True) -> Any:
+    """Run the metacompress evaluator on the test split in its own (nested) run."""
+    import mlflow
+
+    teacher = teacher or teacher_of(model_uri)
+    cfg = evaluator_config(data, profile, seed, cache_dir, progress)
+    with mlflow.start_run(run_name=f"evaluate-{model_uri.rsplit('/', 1)[-1]}", nested=mlflow.active_run() is not None):
+        mlflow.set_tags({"metacompress.model": model_uri, "metacompress.teacher": teacher})
+        return mlflow.models.evaluate(model=model_uri, data=data.frames["test"], targets=data.label_column,
+                                      model_type="metacompress", evaluators="metacompress",
+                                      evaluator_config={"teacher": teacher, **cfg})
+
+
+def gate_stage(method: str, model_name: str, version: str, data: TaskData, profile: Profile, policy: Any,
+               alias: str = "champion", seed: int = 0, cache_dir: str | Path | None = None,
+               progress: bool = True) -> GateOutcome:
+    """Evaluate a registered student against its tagged teacher and promote it if it passes.
+
+    A refusal (the alias holder passed on a fresher evaluation) is reported as verdict
+    ``refused``; the version's tags still say whether it passed.
+    """
+    from mlflow import MlflowClient
+
+    from .gates import PromotionRefusedError, gate_version
+
+    cfg = evaluator_config(data, profile, seed, cache_dir, progress)
+    try:
+        decision = gate_version(model_name, version, data.frames["test"], policy, targets=data.label_column,
+                                alias=alias, evaluator_config=cfg)
+        verdict = "passed" if decision.passed else "failed"
+    except PromotionRefusedError as exc:
+        decision, verdict = exc.decision, "refused"
+    client = MlflowClient()
+    metrics = dict(client.get_run(decision.evaluation_run_id).data.metrics) if decision.evaluation_run_id else {}
+    tags = dict(client.get_model_version(model_name, version).tags or {})
+    logger.info("%s", decision.summary())
+    return GateOutcome(method, model_name, version, verdict, decision.alias_moved,
+                       [c.message for c in decision.failed_checks], metrics, decision.evaluation_run_id, tags)

@@ -1,0 +1,40 @@
+"""MLproject entry point ``distill``: distil and register one student per method
+(``metacompress-<dataset>-<method>``) from a registered teacher."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+
+from _args import add_data_args, setup
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    add_data_args(parser)
+    parser.add_argument("--teacher", required=True, help="teacher model URI, e.g. models:/metacompress-generated-vulnerability-teacher/1")
+    parser.add_argument("--methods", default="compressor,avatar,morph,fidelity", help="comma-separated methods")
+    parser.add_argument("--size-mb", type=float, default=0.0, help="student size target in MB (0: the profile's)")
+    args = parser.parse_args(argv)
+    setup()
+    import mlflow
+
+    from mlflow_metacompress.pipeline_data import load_task_data
+    from mlflow_metacompress.pipeline_stages import resolve_methods, student_stage
+    from mlflow_metacompress.profiles import get_profile
+
+    profile = get_profile(args.profile)
+    methods = resolve_methods(args.methods)
+    data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
+    with tempfile.TemporaryDirectory() as cache, mlflow.start_run(run_name=f"distill-{data.dataset}"):
+        for method in methods:
+            result = student_stage(data, profile, args.teacher, method, args.size_mb or None, args.seed, cache,
+                                   args.progress == "true")
+            print(f"{method}: {result.model_uri} test_acc={result.metrics.get('test_acc', float('nan')):.4f} "
+                  f"size_mb={result.metrics.get('size_mb', float('nan')):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

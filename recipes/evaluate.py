@@ -1,0 +1,36 @@
+"""MLproject entry point ``evaluate``: the metacompress evaluation of one registered
+student against its teacher (transformations and the profile's attacks) on the test split."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from _args import add_data_args, setup
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    add_data_args(parser)
+    parser.add_argument("--model-uri", required=True, help="student model URI, e.g. models:/name/1")
+    parser.add_argument("--teacher", default="", help="teacher model URI (default: the student's metacompress.teacher tag)")
+    args = parser.parse_args(argv)
+    setup()
+    import mlflow
+
+    from mlflow_metacompress.pipeline_data import load_task_data
+    from mlflow_metacompress.pipeline_stages import evaluate_stage
+    from mlflow_metacompress.profiles import get_profile
+
+    profile = get_profile(args.profile)
+    data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
+    with mlflow.start_run(run_name=f"evaluate-{data.dataset}"):
+        result = evaluate_stage(args.model_uri, data, profile, args.teacher or None, args.seed,
+                                progress=args.progress == "true")
+    print(json.dumps(dict(sorted(result.metrics.items())), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""MLproject entry point ``teacher``: fine-tune and register the teacher
+(``metacompress-<dataset>-teacher``) on the task's labelled half."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from _args import add_data_args, setup
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    add_data_args(parser)
+    args = parser.parse_args(argv)
+    setup()
+    import mlflow
+
+    from mlflow_metacompress.pipeline_data import load_task_data
+    from mlflow_metacompress.pipeline_stages import teacher_stage
+    from mlflow_metacompress.profiles import get_profile
+
+    profile = get_profile(args.profile)
+    data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
+    with mlflow.start_run(run_name=f"teacher-{data.dataset}"):
+        result = teacher_stage(data, profile, args.seed, args.progress == "true")
+    print(f"teacher {result.model_uri}: test_acc={result.metrics.get('test_acc', float('nan')):.4f} "
+          f"size_mb={result.metrics.get('size_mb', float('nan')):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

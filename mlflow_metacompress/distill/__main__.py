@@ -48,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--size-mb", type=float, default=3.0)
     s.add_argument("--population", type=int, default=20)
     s.add_argument("--generations", type=int, default=15)
-    s.add_argument("--temperature", type=float, default=1.0)
+    s.add_argument("--temperature", type=float, default=None, help="KD temperature (default: the method's own)")
+    s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra method option, repeatable (e.g. probes=6 for avatar/morph/fidelity)")
     s.add_argument("--lr", type=float, default=1e-3)
     s.add_argument("--cache-dir", default=None, help="where teacher soft labels are cached")
     return parser
@@ -74,15 +76,31 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from .methods import distill_student
 
+        extra = {"temperature": args.temperature} if args.temperature is not None else {}
+        for item in args.option:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise SystemExit(f"--option expects KEY=VALUE, got {item!r}")
+            extra[key] = _literal(value)
         result = distill_student(
             args.data_dir, args.teacher, method=args.method, size_mb=args.size_mb, max_length=args.max_length,
             registered_name=args.registered_name or f"metacompress-{args.method}", cache_dir=args.cache_dir,
-            population=args.population, generations=args.generations, temperature=args.temperature, lr=args.lr,
+            population=args.population, generations=args.generations, lr=args.lr, **extra,
             **common,
         )
     json.dump(asdict(result), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return 0
+
+
+def _literal(value: str) -> object:
+    """``--option`` values: Python literals when they parse (numbers, booleans, lists), else strings."""
+    import ast
+
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return value
 
 
 if __name__ == "__main__":

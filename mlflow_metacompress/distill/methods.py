@@ -42,6 +42,9 @@ class DistillContext:
     fit_config: FitConfig
     seed: int = 0
     options: dict[str, Any] = field(default_factory=dict)
+    # for methods that label extra inputs (augmented variants) once, before training:
+    teacher_uri: str = ""  # pinned teacher URI (for cached soft labels, never the training loop)
+    cache_dir: Path | None = None  # where such teacher outputs are cached
 
 
 @dataclass
@@ -75,7 +78,7 @@ def get_method(name: str) -> StudentMethod:
     """The method called ``name``, importing the built-in ones first."""
     from . import compressor  # noqa: F401  (registers "compressor")
 
-    for extra in ("avatar", "morph"):  # later methods register themselves on import
+    for extra in ("avatar", "morph", "fidelity"):  # later methods register themselves on import
         module = f"{__package__}.{extra}"
         try:
             __import__(module)
@@ -158,7 +161,8 @@ def distill_student(
             task=task, code_columns=cols, unlabeled=CodeExamples.from_frame(unlabeled, cols, teacher_logits=soft),
             valid=CodeExamples.from_frame(frames["valid"], cols, label_col), labels=["0", "1"],
             pair_mode=options.pop("pair_mode", "concat_cls") if spec.is_pair else None, size_mb=size_mb,
-            max_length=max_length, seed=seed, options=options,
+            max_length=max_length, seed=seed, options=options, teacher_uri=pinned,
+            cache_dir=Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE,
             fit_config=FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress),
         )
         mlflow.log_params({"method": method, "task": task, "teacher": pinned, "size_mb_target": size_mb,

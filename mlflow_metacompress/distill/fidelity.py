@@ -1,0 +1,99 @@
+"""``fidelity``: our distillation method for the smallest teacher/student gap on
+MetaCompress's four relations (Awal, Rochan, Roy, arXiv 2511.05476) at a size budget.
+
+1. **Architecture.** AVATAR's z3-pruned NSGA-II search (:mod:`.avatar`), or a given
+   ``student_config`` (e.g. AVATAR's choice, to compare losses at equal architecture).
+2. **Variants.** Every training sample is rewritten by every applicable
+   semantics-preserving transformation of the library (``transforms`` option,
+   default all for the language). The teacher's log-probabilities and ``[CLS]`` states
+   for originals and variants are computed once and cached (:mod:`.fidelity_cache`).
+3. **Training.** :class:`.fidelity_module.FidelityModule` with the loss of
+   :mod:`.fidelity_loss`: KD on originals and variants, projected-state alignment,
+   high-confidence matching (MR3) and sample/variant consistency.
+4. **Checkpoints.** As MORPH: the mean of clean and metamorphic validation accuracy.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+
+from .avatar import avatar_search, corpus
+from .datasets import CodeExamples
+from .methods import DistillContext, StudentOutcome, register_method
+from .morph_data import MORPH_TRANSFORMS, concat, each_variant, language_of, metamorphic
+from .z3_space import StudentConfig, size_mb
+
+logger = logging.getLogger(__name__)
+
+
+def variant_table(examples: CodeExamples, language: str, names: list[str], seed: int = 0) -> tuple[CodeExamples, list[np.ndarray]]:
+    """All changed variants of every row (first column transformed; a pair's second
+    function is kept) and, per original, the indices of its variants in the table."""
+    table = each_variant(examples.texts, names, language, seed)
+    texts, texts_b, owner = [], [] if examples.texts_b is not None else None, []
+    for name in names:
+        for i, code in enumerate(table[name]):
+            if code is not None and code != examples.texts[i]:
+                texts.append(code)
+                owner.append(i)
+                if texts_b is not None:
+                    texts_b.append(examples.texts_b[i])  # type: ignore[index]
+    owner_arr = np.asarray(owner, dtype=np.int64)
+    variant_of = [np.flatnonzero(owner_arr == i) for i in range(len(examples))]
+    return CodeExamples(texts, texts_b), variant_of
+
+
+def weights_from(options: dict[str, Any]) -> Any:
+    from .fidelity_loss import FidelityWeights
+
+    known = {f.name for f in fields(FidelityWeights)}
+    return FidelityWeights(**{k: type(getattr(FidelityWeights(), k))(v) for k, v in options.items() if k in known})
+
+
+@register_method("fidelity")
+def fidelity(ctx: DistillContext) -> StudentOutcome:
+    """Fidelity student. Options: ``student_config`` (dict; skips the search),
+    ``transforms`` (list, default every transformation of the language),
+    ``variants_per_step`` (2), ``lr`` (1e-3), the :class:`FidelityWeights` fields
+    (``temperature`` 2, ``variant_kd`` 1, ``align`` 0.5, ``align_kind`` cosine,
+    ``confidence`` 1, ``confidence_threshold`` 0.8, ``consistency`` 0.5), and AVATAR's
+    search options when searching."""
+    from ..transforms import list_transforms
+    from .avatar_build import gflops, materialise
+    from .fidelity_cache import teacher_outputs
+    from .fidelity_module import FidelityModule
+    from .training import fit
+
+    opts = ctx.options
+    language = language_of(ctx.task, opts.get("language"))
+    texts, tokenizers = corpus(ctx), {}
+    if opts.get("student_config"):
+        choice, record = StudentConfig(**dict(opts["student_config"])), {"given": True}
+    else:
+        choice, record = avatar_search(ctx, texts, tokenizers)
+    names = list(opts.get("transforms") or list_transforms(language))
+    variants, variant_of = variant_table(ctx.unlabeled, language, names, ctx.seed)
+    logger.info("fidelity: %d variants of %d samples (%s)", len(variants), len(ctx.unlabeled), names)
+    t_o, z_o = teacher_outputs(ctx.teacher_uri, ctx.unlabeled, ctx.cache_dir, progress=ctx.fit_config.progress)
+    t_v, z_v = (teacher_outputs(ctx.teacher_uri, variants, ctx.cache_dir, progress=ctx.fit_config.progress)
+                if len(variants) else (np.zeros((0, t_o.shape[1]), np.float32), np.zeros((0, z_o.shape[1]), np.float32)))
+    model, tokenizer, config = materialise(texts, choice, ctx.labels, ctx.pair_mode, tokenizers)
+    weights = weights_from(opts)
+    module = FidelityModule(model, tokenizer, t_o, z_o, variants.texts, variants.texts_b, t_v, z_v, variant_of,
+                            weights, int(opts.get("variants_per_step", 2)), lr=float(opts.get("lr", 1e-3)),
+                            seed=ctx.seed)
+    valid_variants, _ = metamorphic(ctx.valid, language, MORPH_TRANSFORMS, seed=ctx.seed + 7)
+    train = CodeExamples(ctx.unlabeled.texts, ctx.unlabeled.texts_b, None, t_o)
+    result = fit(module, tokenizer, train, concat([ctx.valid, valid_variants]), ctx.fit_config)
+    k, pm = len(ctx.labels), ctx.pair_mode
+    out = {"method": "fidelity", "student": config.to_dict(), "target_size_mb": ctx.size_mb,
+           "size_mb": size_mb(config, k, pm), "gflops": gflops(config, k, pm), "weights": weights.__dict__,
+           "transforms": names, "variants": len(variants), "language": language,
+           "variants_per_step": int(opts.get("variants_per_step", 2)),
+           "checkpoint_selection": "mean of clean and metamorphic validation accuracy", "search": record}
+    params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
+    return StudentOutcome(model, tokenizer, out, result, params)

@@ -1,0 +1,97 @@
+"""Metamorphic training and validation variants with teacher logits computed once.
+
+MORPH (Panichella, ICSE 2025) augments the distillation set with semantics-preserving
+variants: renamed functions and renamed variables/parameters. Here they come from the
+project's transformation library (:mod:`mlflow_metacompress.transforms`). The teacher
+labels every variant once through the cached soft-label path (:mod:`.soft_labels`),
+before training; the teacher never enters the training loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .datasets import CodeExamples
+
+logger = logging.getLogger(__name__)
+
+MORPH_TRANSFORMS = ("rename_function", "rename_variables")
+TASK_LANGUAGE = {"devign": "c", "bigclonebench": "java"}
+
+
+def language_of(task: str, override: str | None = None) -> str:
+    if override:
+        return override
+    try:
+        return TASK_LANGUAGE[task]
+    except KeyError:
+        raise ValueError(f"no language known for task {task!r}; pass the 'language' option") from None
+
+
+def chain(codes: list[str], names: Sequence[str], language: str, seed: int = 0) -> tuple[list[str], np.ndarray]:
+    """Apply ``names`` in sequence to every code; returns the codes and a mask of the
+    rows at least one transformation changed (unparsable rows stay unchanged)."""
+    from ..transforms import transform_many
+
+    out, changed = list(codes), np.zeros(len(codes), dtype=bool)
+    for k, name in enumerate(names):
+        results = transform_many(out, [name], language, seed=seed + k)[name]
+        out = [r.code for r in results]
+        changed |= np.array([r.changed for r in results], dtype=bool)
+    return out, changed
+
+
+def each_variant(codes: list[str], names: Sequence[str], language: str, seed: int = 0) -> dict[str, list[str | None]]:
+    """One variant per transformation in ``names`` and code; ``None`` where it did not apply."""
+    from ..transforms import transform_many
+
+    results = transform_many(codes, list(names), language, seed=seed)
+    return {n: [r.code if r.changed else None for r in rs] for n, rs in results.items()}
+
+
+def metamorphic(examples: CodeExamples, language: str, names: Sequence[str] = MORPH_TRANSFORMS, seed: int = 0,
+                keep_unchanged: bool = True) -> tuple[CodeExamples, np.ndarray]:
+    """The variant of every row (both columns for pairs), labels kept, no teacher logits.
+
+    With ``keep_unchanged=False`` only rows some transformation changed are returned;
+    the second value is the index of the returned rows in ``examples``.
+    """
+    a, ch_a = chain(examples.texts, names, language, seed)
+    b, ch_b = (chain(examples.texts_b, names, language, seed + 101) if examples.texts_b is not None
+               else (None, np.zeros(len(a), dtype=bool)))
+    rows = np.arange(len(a)) if keep_unchanged else np.flatnonzero(ch_a | ch_b)
+    logger.info("metamorphic variants: %d/%d rows changed by %s", int((ch_a | ch_b).sum()), len(a), list(names))
+    return CodeExamples([a[i] for i in rows], None if b is None else [b[i] for i in rows],
+                        None if examples.labels is None else examples.labels[rows]), rows
+
+
+def frame_of(examples: CodeExamples, code_columns: Sequence[str]) -> pd.DataFrame:
+    data = {code_columns[0]: examples.texts}
+    if examples.texts_b is not None:
+        data[code_columns[1]] = examples.texts_b
+    return pd.DataFrame(data)
+
+
+def with_teacher_logits(examples: CodeExamples, teacher_uri: str, code_columns: Sequence[str],
+                        cache_dir: str | Path | None) -> CodeExamples:
+    """``examples`` with the teacher's cached soft labels (one teacher pass, ever)."""
+    from .soft_labels import teacher_logits
+
+    if not teacher_uri:
+        raise ValueError("labelling metamorphic variants needs the teacher URI (DistillContext.teacher_uri)")
+    logits = teacher_logits(teacher_uri, frame_of(examples, code_columns), list(code_columns), cache_dir)
+    return CodeExamples(examples.texts, examples.texts_b, examples.labels, logits)
+
+
+def concat(parts: Sequence[CodeExamples]) -> CodeExamples:
+    """Row-wise concatenation (all parts must carry the same fields)."""
+    texts = [t for p in parts for t in p.texts]
+    texts_b = None if parts[0].texts_b is None else [t for p in parts for t in p.texts_b]  # type: ignore[union-attr]
+    labels = None if parts[0].labels is None else np.concatenate([p.labels for p in parts])  # type: ignore[misc]
+    logits = None if parts[0].teacher_logits is None else np.concatenate([p.teacher_logits for p in parts])  # type: ignore[misc]
+    return CodeExamples(texts, texts_b, labels, logits)

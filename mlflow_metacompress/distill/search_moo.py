@@ -1,0 +1,175 @@
+"""Multi-objective architecture search shared by AVATAR and MORPH: feature encoding,
+surrogates, a pymoo problem over a pruned space, and Pareto selection.
+
+- AVATAR (Shi et al., ICSE-SEIS 2024) runs NSGA-II (Deb et al., 2002) over
+  ``|size − target|``, ``−predicted accuracy`` and GFLOPs, with a Bayesian-ridge
+  surrogate of validation accuracy.
+- MORPH (Panichella, ICSE 2025) runs AGE-MOEA (Panichella, GECCO 2019) over size,
+  predicted prediction flips on metamorphic inputs, GFLOPs and predicted accuracy,
+  with gradient-boosting surrogates.
+
+Genes are real numbers rounded to indices of each gene's feasible grid
+(:meth:`.z3_space.PrunedSpace.grid`); heads are repaired to divide the hidden size and
+the size band is a pymoo inequality constraint.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .z3_space import CATEGORICAL, NUMERIC, PrunedSpace, StudentConfig, size_mb
+
+logger = logging.getLogger(__name__)
+GENES = NUMERIC + CATEGORICAL
+
+
+def features(configs: Sequence[StudentConfig], pruned: PrunedSpace) -> np.ndarray:
+    """Surrogate inputs: log2 of the numeric genes, dropout, max length / 512 and
+    one-hot tokenizer, activation and position-embedding type."""
+    rows = []
+    for c in configs:
+        row = [float(np.log2(getattr(c, n))) for n in NUMERIC] + [float(c.dropout), c.max_length / 512]
+        for n in ("tokenizer", "hidden_act", "position_embedding_type"):
+            row += [1.0 if getattr(c, n) == v else 0.0 for v in getattr(pruned.space, n)]
+        rows.append(row)
+    return np.asarray(rows, dtype=np.float64)
+
+
+@dataclass
+class Surrogate:
+    """A fitted sklearn regressor over :func:`features`."""
+
+    model: Any
+    pruned: PrunedSpace
+    kind: str
+
+    def predict(self, configs: Sequence[StudentConfig]) -> np.ndarray:
+        return np.asarray(self.model.predict(features(configs, self.pruned)), dtype=np.float64)
+
+
+def fit_surrogate(configs: Sequence[StudentConfig], y: Sequence[float], pruned: PrunedSpace,
+                  kind: str = "bayesian_ridge", seed: int = 0) -> Surrogate:
+    """Fit ``BayesianRidge`` (AVATAR) or ``GradientBoostingRegressor`` (MORPH)."""
+    if len(configs) != len(y) or len(configs) < 2:
+        raise ValueError(f"a surrogate needs ≥ 2 (config, value) pairs of equal count, got {len(configs)} and {len(y)}")
+    if kind == "bayesian_ridge":
+        from sklearn.linear_model import BayesianRidge
+
+        model: Any = BayesianRidge()
+    elif kind == "gradient_boosting":
+        from sklearn.ensemble import GradientBoostingRegressor
+
+        model = GradientBoostingRegressor(n_estimators=50, max_depth=2, learning_rate=0.1, random_state=seed)
+    else:
+        raise ValueError(f"unknown surrogate kind {kind!r}; expected 'bayesian_ridge' or 'gradient_boosting'")
+    model.fit(features(configs, pruned), np.asarray(y, dtype=np.float64))
+    return Surrogate(model, pruned, kind)
+
+
+def decode(x: np.ndarray, pruned: PrunedSpace) -> StudentConfig:
+    """Genes (one real per gene, rounded to a grid index) → config; heads repaired to
+    the largest feasible count ≤ the gene's that divides the hidden size."""
+    vals: dict[str, Any] = {}
+    for gene, value in zip(GENES, x):
+        grid = pruned.grid(gene)
+        vals[gene] = grid[int(np.clip(np.rint(value), 0, len(grid) - 1))]
+    heads = [h for h in pruned.grid("num_attention_heads") if vals["hidden_size"] % h == 0 and h <= vals["num_attention_heads"]]
+    vals["num_attention_heads"] = max(heads) if heads else 1
+    if vals["position_embedding_type"] == "rotary" and "gelu" in pruned.grid("hidden_act"):
+        vals["hidden_act"] = "gelu"
+    return StudentConfig(**vals)
+
+
+def non_dominated(F: np.ndarray) -> np.ndarray:
+    """Boolean mask of the rows of ``F`` (minimised) no other row dominates."""
+    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+
+    F = np.asarray(F, dtype=np.float64)
+    mask = np.zeros(len(F), dtype=bool)
+    if len(F):
+        mask[NonDominatedSorting().do(F, only_non_dominated_front=True)] = True
+    return mask
+
+
+def nearest_to_target(configs: Sequence[StudentConfig], target_mb: float, pruned: PrunedSpace,
+                      tie_break: np.ndarray | None = None) -> int:
+    """Index of the configuration whose size is closest to ``target_mb`` (ties: lowest
+    ``tie_break``, then first)."""
+    dist = np.array([abs(size_mb(c, pruned.num_labels, pruned.pair_mode) - target_mb) for c in configs])
+    tb = np.zeros(len(configs)) if tie_break is None else np.asarray(tie_break, dtype=np.float64)
+    return int(np.lexsort((tb, np.round(dist, 9)))[0])
+
+
+@dataclass
+class MooResult:
+    """The non-dominated configurations found and their objective vectors."""
+
+    configs: list[StudentConfig]
+    F: np.ndarray
+    evaluated: int
+
+
+def moo_search(
+    pruned: PrunedSpace,
+    objectives: Callable[[list[StudentConfig]], np.ndarray],
+    n_obj: int,
+    *,
+    algorithm: str = "nsga2",
+    population: int = 24,
+    generations: int = 20,
+    seed: int = 0,
+) -> MooResult:
+    """Minimise ``objectives(configs) -> (n, n_obj)`` over the pruned space with
+    NSGA-II (``"nsga2"``) or AGE-MOEA (``"agemoea"``), subject to the size band.
+    Returns the feasible non-dominated configurations of everything evaluated."""
+    from pymoo.core.problem import Problem
+    from pymoo.operators.crossover.sbx import SBX
+    from pymoo.operators.mutation.pm import PM
+    from pymoo.operators.repair.rounding import RoundingRepair
+    from pymoo.operators.sampling.rnd import IntegerRandomSampling
+    from pymoo.optimize import minimize
+
+    xu = np.array([len(pruned.grid(g)) - 1 for g in GENES], dtype=float)
+    seen: dict[StudentConfig, np.ndarray] = {}
+    upper_mb, lower_mb = pruned.upper * pruned.target_mb, pruned.lower * pruned.target_mb
+
+    class _Problem(Problem):
+        def __init__(self) -> None:
+            super().__init__(n_var=len(GENES), n_obj=n_obj, n_ieq_constr=2, xl=np.zeros(len(GENES)), xu=xu, vtype=int)
+
+        def _evaluate(self, X: np.ndarray, out: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+            configs = [decode(x, pruned) for x in X]
+            new = [c for c in dict.fromkeys(configs) if c not in seen]
+            if new:
+                for c, f in zip(new, np.atleast_2d(objectives(new))):
+                    seen[c] = np.asarray(f, dtype=np.float64)
+            out["F"] = np.stack([seen[c] for c in configs])
+            sizes = np.array([size_mb(c, pruned.num_labels, pruned.pair_mode) for c in configs])
+            out["G"] = np.stack([sizes - upper_mb, lower_mb - sizes], axis=1)
+
+    kw = dict(pop_size=population, sampling=IntegerRandomSampling(),
+              crossover=SBX(prob=0.9, eta=15, vtype=float, repair=RoundingRepair()),
+              mutation=PM(eta=20, vtype=float, repair=RoundingRepair()), eliminate_duplicates=True)
+    if algorithm == "nsga2":
+        from pymoo.algorithms.moo.nsga2 import NSGA2
+
+        algo: Any = NSGA2(**kw)
+    elif algorithm == "agemoea":
+        from pymoo.algorithms.moo.age import AGEMOEA
+
+        algo = AGEMOEA(**kw)
+    else:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected 'nsga2' or 'agemoea'")
+    minimize(_Problem(), algo, ("n_gen", generations), seed=seed, verbose=False)
+    feasible = [c for c in seen if pruned.feasible(c)]
+    if not feasible:
+        raise RuntimeError(f"{algorithm} found no configuration within the size band of {pruned.target_mb} MB")
+    F = np.stack([seen[c] for c in feasible])
+    mask = non_dominated(F)
+    logger.info("%s: %d evaluated, %d feasible, %d non-dominated", algorithm, len(seen), len(feasible), int(mask.sum()))
+    return MooResult([c for c, keep in zip(feasible, mask) if keep], F[mask], len(seen))

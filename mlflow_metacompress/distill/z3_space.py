@@ -1,0 +1,247 @@
+"""AVATAR's configuration space and its z3 pruning (Shi, Yang, Yang, Xu, Zhou, Lo,
+"Greening Large Language Models of Code", ICSE-SEIS 2024).
+
+AVATAR first removes the configurations that cannot work with an SMT solver, then
+searches only inside the bounds that survive. The constraints (as in the paper and
+issue 6):
+
+- ``hidden_size`` is a multiple of 16 and divisible by ``num_attention_heads``;
+- ``vocab_size`` is a multiple of 1000;
+- ``intermediate_size`` is a multiple of 32;
+- the model size (parameters × 4 bytes / 10^6, Compressor's definition) is within
+  the target: ``lower × target ≤ size ≤ upper × target``;
+- rotary position embeddings (an ESM-style encoder, the only Hugging Face encoder
+  that offers them besides absolute ones) come with GELU only, because ESM's
+  feed-forward hard-codes GELU.
+
+The parameter count is a closed form (:func:`param_count`) written with plain
+arithmetic, so the same function evaluates Python ints and builds z3 terms. The numeric
+genes are integer intervals; categorical genes (tokenizer, activation, dropout, maximum
+sequence length, position-embedding type) are index variables.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+NUMERIC = ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
+CATEGORICAL = ("tokenizer", "hidden_act", "dropout", "max_length", "position_embedding_type")
+STEPS = {"vocab_size": 1000, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 1}
+
+
+@dataclass(frozen=True)
+class StudentConfig:
+    """One point of AVATAR's space: architecture, tokenizer and training choices."""
+
+    vocab_size: int = 1000
+    num_hidden_layers: int = 1
+    hidden_size: int = 16
+    num_attention_heads: int = 1
+    intermediate_size: int = 32
+    tokenizer: str = "bpe"
+    hidden_act: str = "gelu"
+    dropout: float = 0.1
+    max_length: int = 256
+    position_embedding_type: str = "absolute"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AvatarSpace:
+    """Intervals of the numeric genes and choices of the categorical ones (AVATAR's
+    space: vocabulary 1k–46k, 1–12 layers, hidden 16–768, 1–12 heads, intermediate
+    32–3072; tokenizers BPE/WordPiece/Unigram; activations; dropout; lengths)."""
+
+    vocab_size: tuple[int, int] = (1000, 46000)
+    num_hidden_layers: tuple[int, int] = (1, 12)
+    hidden_size: tuple[int, int] = (16, 768)
+    num_attention_heads: tuple[int, int] = (1, 12)
+    intermediate_size: tuple[int, int] = (32, 3072)
+    tokenizer: tuple[str, ...] = ("bpe", "wordpiece", "unigram")
+    hidden_act: tuple[str, ...] = ("gelu", "relu", "silu", "gelu_new")
+    dropout: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3)
+    max_length: tuple[int, ...] = (128, 256, 320, 400, 512)
+    position_embedding_type: tuple[str, ...] = ("absolute", "rotary")
+
+    def __post_init__(self) -> None:
+        for name in NUMERIC:
+            lo, hi = getattr(self, name)
+            if not 1 <= lo <= hi:
+                raise ValueError(f"AvatarSpace.{name} must be an interval 1 ≤ lo ≤ hi, got {(lo, hi)}")
+        for name in CATEGORICAL:
+            if not getattr(self, name):
+                raise ValueError(f"AvatarSpace.{name} needs at least one choice")
+
+    def grid(self, name: str) -> list[int]:
+        """The values of numeric gene ``name`` that meet its divisibility constraint."""
+        lo, hi = getattr(self, name)
+        step = STEPS[name]
+        return list(range(-(-lo // step) * step, hi + 1, step))
+
+
+def param_count(c: Any, num_labels: int = 2, pair_mode: str | None = None, rotary: Any = None) -> Any:
+    """Exact parameter count of the student :func:`.avatar_build.build_student` makes.
+
+    ``c`` has the numeric attributes of :class:`StudentConfig` (ints or z3 terms).
+    RoBERTa (absolute positions): embeddings ``(V + P + 1)·h + 2h`` with
+    ``P = max_length + 2``; per layer ``4h² + 2hi + 9h + i``; head ``m·h·h + h + hK + K``
+    (``m = 2`` for ``concat_cls`` pairs). ESM (rotary): embeddings ``V·h``, the same
+    layers, a final LayerNorm ``2h`` and ESM's contact head ``L·A + 1``.
+    """
+    V, L, h, A, i = c.vocab_size, c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size
+    m = 2 if pair_mode == "concat_cls" else 1
+    layers = L * (4 * h * h + 2 * h * i + 9 * h + i)
+    head = m * h * h + h + h * num_labels + num_labels
+    absolute = (V + c.max_length + 3) * h + 2 * h + layers + head
+    esm = V * h + layers + 2 * h + L * A + 1 + head
+    if rotary is None:
+        rotary = c.position_embedding_type == "rotary"
+    if isinstance(rotary, bool):
+        return esm if rotary else absolute
+    import z3
+
+    return z3.If(rotary, esm, absolute)
+
+
+def size_mb(c: StudentConfig, num_labels: int = 2, pair_mode: str | None = None) -> float:
+    return param_count(c, num_labels, pair_mode) * 4 / 1e6
+
+
+def satisfies(c: StudentConfig, target_mb: float, lower: float = 0.0, upper: float = 1.0,
+              num_labels: int = 2, pair_mode: str | None = None) -> bool:
+    """The constraints checked directly in Python (the oracle for the z3 encoding)."""
+    s = size_mb(c, num_labels, pair_mode)
+    return (c.hidden_size % 16 == 0 and c.hidden_size % c.num_attention_heads == 0 and c.vocab_size % 1000 == 0
+            and c.intermediate_size % 32 == 0 and lower * target_mb <= s <= upper * target_mb
+            and (c.position_embedding_type != "rotary" or c.hidden_act == "gelu"))
+
+
+@dataclass
+class PrunedSpace:
+    """The feasible bounds of every numeric gene and the categorical choices left."""
+
+    space: AvatarSpace
+    bounds: dict[str, tuple[int, int]]
+    choices: dict[str, tuple[Any, ...]]
+    target_mb: float
+    lower: float
+    upper: float
+    num_labels: int = 2
+    pair_mode: str | None = None
+    checks: int = field(default=0)
+
+    def grid(self, name: str) -> list[Any]:
+        if name in self.choices:
+            return list(self.choices[name])
+        lo, hi = self.bounds[name]
+        return [v for v in self.space.grid(name) if lo <= v <= hi]
+
+    def search_space(self) -> AvatarSpace:
+        """An :class:`AvatarSpace` restricted to the feasible bounds."""
+        return replace(self.space, **self.bounds, **self.choices)
+
+    def feasible(self, c: StudentConfig) -> bool:
+        return satisfies(c, self.target_mb, self.lower, self.upper, self.num_labels, self.pair_mode)
+
+
+class _Encoding:
+    """z3 variables and constraints of an :class:`AvatarSpace` at a size target."""
+
+    def __init__(self, space: AvatarSpace, target_mb: float, lower: float, upper: float, num_labels: int,
+                 pair_mode: str | None) -> None:
+        import z3
+
+        self.space = space
+        self.v = {n: z3.Int(n) for n in NUMERIC}
+        self.idx = {n: z3.Int(f"{n}_idx") for n in CATEGORICAL}
+        s = z3.Solver()
+        for n in NUMERIC:
+            lo, hi = getattr(space, n)
+            s.add(self.v[n] >= lo, self.v[n] <= hi)
+        for n in CATEGORICAL:
+            s.add(self.idx[n] >= 0, self.idx[n] < len(getattr(space, n)))
+        v = self.v
+        s.add(v["hidden_size"] % 16 == 0, v["hidden_size"] % v["num_attention_heads"] == 0,
+              v["vocab_size"] % 1000 == 0, v["intermediate_size"] % 32 == 0)
+        self.max_len = z3.Int("max_length")
+        s.add(z3.Or([z3.And(self.idx["max_length"] == k, self.max_len == val)
+                     for k, val in enumerate(space.max_length)]))
+        pos, act = space.position_embedding_type, space.hidden_act
+        rotary = z3.Or([self.idx["position_embedding_type"] == k for k, p in enumerate(pos) if p == "rotary"] or [False])
+        gelu = z3.Or([self.idx["hidden_act"] == k for k, a in enumerate(act) if a == "gelu"] or [False])
+        s.add(z3.Implies(rotary, gelu))
+
+        class _Terms:
+            vocab_size, num_hidden_layers, hidden_size = v["vocab_size"], v["num_hidden_layers"], v["hidden_size"]
+            num_attention_heads, intermediate_size, max_length = v["num_attention_heads"], v["intermediate_size"], self.max_len
+
+        # size in bytes (×4) against the target in bytes, all in integers
+        params = param_count(_Terms, num_labels, pair_mode, rotary=rotary)
+        s.add(4 * params <= int(upper * target_mb * 1e6))
+        if lower > 0:
+            s.add(4 * params >= int(-(-lower * target_mb * 1e6 // 1)))
+        self.solver = s
+        self.checks = 0
+
+    def sat(self, *extra: Any) -> bool:
+        import z3
+
+        self.checks += 1
+        return self.solver.check(*extra) == z3.sat
+
+    def decode(self, model: Any) -> StudentConfig:
+        vals: dict[str, Any] = {n: model.eval(self.v[n]).as_long() for n in NUMERIC}
+        for n in CATEGORICAL:
+            vals[n] = getattr(self.space, n)[model.eval(self.idx[n]).as_long()]
+        return StudentConfig(**vals)
+
+
+def prune(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: float = 1.0, num_labels: int = 2,
+          pair_mode: str | None = None) -> PrunedSpace:
+    """Feasible bounds of every numeric gene (binary search on z3 satisfiability of
+    ``gene ≥ x`` and ``gene ≤ x``) and the categorical choices that remain feasible.
+
+    Raises ``ValueError`` when no configuration of ``space`` meets the constraints.
+    """
+    enc = _Encoding(space, target_mb, lower, upper, num_labels, pair_mode)
+    if not enc.sat():
+        raise ValueError(f"no configuration of the space fits {target_mb} MB (size in [{lower}, {upper}] × target)")
+    bounds = {}
+    for n in NUMERIC:
+        grid = space.grid(n)
+        var = enc.v[n]
+        # smallest feasible: first x with sat(var <= x); largest: last x with sat(var >= x)
+        lo_i, hi_i = 0, len(grid) - 1
+        while lo_i < hi_i:
+            mid = (lo_i + hi_i) // 2
+            lo_i, hi_i = (lo_i, mid) if enc.sat(var <= grid[mid]) else (mid + 1, hi_i)
+        first = lo_i
+        lo_i, hi_i = first, len(grid) - 1
+        while lo_i < hi_i:
+            mid = (lo_i + hi_i + 1) // 2
+            lo_i, hi_i = (mid, hi_i) if enc.sat(var >= grid[mid]) else (lo_i, mid - 1)
+        bounds[n] = (grid[first], grid[lo_i])
+    choices = {n: tuple(val for k, val in enumerate(getattr(space, n)) if enc.sat(enc.idx[n] == k)) for n in CATEGORICAL}
+    logger.info("z3 pruning at %.2f MB: %s, %s (%d solver checks)", target_mb, bounds, choices, enc.checks)
+    return PrunedSpace(space, bounds, choices, target_mb, lower, upper, num_labels, pair_mode, enc.checks)
+
+
+def enumerate_feasible(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: float = 1.0,
+                       num_labels: int = 2, pair_mode: str | None = None, limit: int = 10_000) -> list[StudentConfig]:
+    """Every feasible configuration (up to ``limit``), by blocking each z3 model found."""
+    import z3
+
+    enc = _Encoding(space, target_mb, lower, upper, num_labels, pair_mode)
+    found = []
+    keys = [*enc.v.values(), *enc.idx.values()]
+    while len(found) < limit and enc.sat():
+        model = enc.solver.model()
+        found.append(enc.decode(model))
+        enc.solver.add(z3.Or([k != model.eval(k, model_completion=True) for k in keys]))
+    return found

@@ -25,7 +25,8 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
     """``predict`` → DataFrame of class probabilities.
 
     ``model_config`` keys: ``code_columns`` (one or two column names; default: the
-    first one or two string columns of the input), ``batch_size`` (default 32).
+    first one or two string columns of the input), ``batch_size`` (default 32),
+    ``device`` (default: ``cuda`` when available, else ``cpu``).
     """
 
     def load_context(self, context: Any) -> None:
@@ -42,6 +43,11 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
             self._hf = AutoModelForSequenceClassification.from_pretrained(directory).eval()
             self._tokenizer = AutoTokenizer.from_pretrained(directory)
             self._model = None
+        import torch
+
+        device = self._config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+        (self._model if self._model is not None else self._hf).to(device)
+        self._device = device
 
     @property
     def labels(self) -> list[str]:
@@ -88,8 +94,8 @@ def _hf_predict_proba(model: Any, tokenizer: Any, texts: list[str], texts_b: lis
     with torch.no_grad():
         for s in range(0, len(texts), batch_size):
             args = (texts[s : s + batch_size],) + ((texts_b[s : s + batch_size],) if texts_b else ())
-            enc = tokenizer(*args, truncation=True, padding=True, return_tensors="pt")
-            out.append(torch.softmax(model(**enc).logits.float(), dim=-1).numpy())
+            enc = tokenizer(*args, truncation=True, padding=True, return_tensors="pt").to(model.device)
+            out.append(torch.softmax(model(**enc).logits.float(), dim=-1).cpu().numpy())
     return np.concatenate(out) if out else np.zeros((0, model.config.num_labels))
 
 

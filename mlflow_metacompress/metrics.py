@@ -44,6 +44,7 @@ _SPECS = [
     MetricSpec("asr", False, "Attack success rate: successes / attacked samples (attack_<a>/<model>_asr)"),
     MetricSpec("mean_queries", True, "Mean model queries per attacked sample"),
     MetricSpec("accuracy_under_attack", True, "Accuracy after replacing each successfully attacked sample by its adversarial version"),
+    MetricSpec("excess_drop", False, "Student accuracy drop − teacher accuracy drop under attack (always defined)"),
     MetricSpec("excess_drop_pct", False, "100·(student drop − teacher drop)/teacher drop under attack (the paper's 285% figure)"),
 ]
 CATALOGUE: dict[str, MetricSpec] = {s.name: s for s in _SPECS}

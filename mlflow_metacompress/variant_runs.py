@@ -108,6 +108,7 @@ def run_attack_variants(
                 outcome.metrics[f"attack_{attack}/{role}_{k}"] = float(v)
             drops[role] = float(report.metrics(clean_accuracy)["accuracy_drop"])
             reports[role] = report
+        outcome.metrics[f"attack_{attack}/excess_drop"] = drops["student"] - drops["teacher"]
         if drops["teacher"] > 0:
             outcome.metrics[f"attack_{attack}/excess_drop_pct"] = 100.0 * (drops["student"] - drops["teacher"]) / drops["teacher"]
         else:

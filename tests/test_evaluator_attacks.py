@@ -50,6 +50,7 @@ def test_attacks_through_evaluate(tracking):
         assert m[f"attack_{attack}/student_asr"] > 0.5
         drop_s = m[f"attack_{attack}/student_accuracy_drop"]
         assert drop_s == pytest.approx(1.0 - m[f"attack_{attack}/student_accuracy_under_attack"])
+        assert m[f"attack_{attack}/excess_drop"] == pytest.approx(drop_s - m[f"attack_{attack}/teacher_accuracy_drop"])
         if m[f"attack_{attack}/teacher_accuracy_drop"] > 0:
             t = m[f"attack_{attack}/teacher_accuracy_drop"]
             assert m[f"attack_{attack}/excess_drop_pct"] == pytest.approx(100 * (drop_s - t) / t)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -112,6 +112,8 @@ class MooResult:
     configs: list[StudentConfig]
     F: np.ndarray
     evaluated: int
+    feasible: list[StudentConfig] = field(default_factory=list)  # every feasible configuration evaluated
+    feasible_F: np.ndarray | None = None
 
 
 def moo_search(
@@ -172,4 +174,4 @@ def moo_search(
     F = np.stack([seen[c] for c in feasible])
     mask = non_dominated(F)
     logger.info("%s: %d evaluated, %d feasible, %d non-dominated", algorithm, len(seen), len(feasible), int(mask.sum()))
-    return MooResult([c for c, keep in zip(feasible, mask) if keep], F[mask], len(seen))
+    return MooResult([c for c, keep in zip(feasible, mask) if keep], F[mask], len(seen), feasible, F)

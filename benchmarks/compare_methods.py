@@ -75,6 +75,19 @@ def evaluate(uri: str, teacher_uri: str, test: pd.DataFrame, cache: Path) -> dic
     return {k: float(v) for k, v in result.metrics.items() if isinstance(v, (int, float))}
 
 
+def latest_student(method: str) -> tuple[str, dict[str, Any]]:
+    """URI and ``student_config.json`` of the latest ``compare-<method>`` version."""
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    versions = client.search_model_versions(f"name='compare-{method}'")
+    if not versions:
+        raise SystemExit(f"--reuse {method}: no registered compare-{method} in this workdir")
+    v = max(versions, key=lambda x: int(x.version))
+    path = mlflow.artifacts.download_artifacts(run_id=v.run_id, artifact_path="student_config.json")
+    return f"models:/compare-{method}/{v.version}", json.loads(Path(path).read_text())
+
+
 def table(rows: dict[str, dict[str, float]]) -> str:
     head = "| method | " + " | ".join(COLUMNS) + " |"
     sep = "|---" * (len(COLUMNS) + 1) + "|"
@@ -124,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe-steps", type=int, default=15)
     p.add_argument("--fidelity-arch", choices=["avatar", "search"], default="avatar",
                    help="fidelity reuses AVATAR's chosen architecture (equal-architecture comparison) or searches")
+    p.add_argument("--reuse", default="", help="comma-separated methods whose latest registered student in "
+                   "--workdir is reused instead of retrained (with --teacher)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -157,7 +172,12 @@ def main(argv: list[str] | None = None) -> int:
                   probe_steps=args.probe_steps, probe_rows=128, probe_valid=100)
     uris: dict[str, str] = {}
     avatar_choice: dict[str, Any] | None = None
+    reuse = {m.strip() for m in args.reuse.split(",") if m.strip()}
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+        if method in reuse:
+            uris[method], config = latest_student(method)
+            avatar_choice = config["student"] if method == "avatar" else avatar_choice
+            continue
         opts: dict[str, Any] = {"population": args.population, "generations": args.generations}
         if method in ("avatar", "morph"):
             opts = search

@@ -59,7 +59,7 @@ def fidelity(ctx: DistillContext) -> StudentOutcome:
     """Fidelity student. Options: ``student_config`` (dict; skips the search),
     ``transforms`` (list, default every transformation of the language),
     ``variants_per_step`` (2), ``lr`` (1e-3), the :class:`FidelityWeights` fields
-    (``temperature`` 2, ``variant_kd`` 1, ``align`` 0.5, ``align_kind`` cosine,
+    (``temperature`` 1, ``variant_kd`` 1, ``align`` 0.5, ``align_kind`` cosine,
     ``confidence`` 1, ``confidence_threshold`` 0.8, ``consistency`` 0.5), and AVATAR's
     search options when searching."""
     from ..transforms import list_transforms

@@ -34,7 +34,7 @@ from .losses import kd_loss
 class FidelityWeights:
     """Weights and thresholds of the terms (defaults tuned for small CPU budgets)."""
 
-    temperature: float = 2.0
+    temperature: float = 1.0  # MR2 compares distributions at T = 1
     variant_kd: float = 1.0
     align: float = 0.5
     align_kind: str = "cosine"

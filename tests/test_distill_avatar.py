@@ -195,3 +195,34 @@ def test_avatar_cli_end_to_end(tracking, tmp_path, capsys):
     assert int(tags["metacompress.params"]) == param_count(student)  # the registered model is the searched one
     assert float(tags["metacompress.size_mb"]) <= 0.2
     assert config["temperature"] == 1.0  # Compressor's loss
+
+
+def test_energy_per_1000_scales_codecarbon_energy_and_is_skipped_without_it(monkeypatch):
+    import importlib.machinery
+    import sys
+    import types
+
+    from mlflow_metacompress.distill import avatar_energy
+
+    calls = []
+
+    class Tracker:
+        def __init__(self, **kw):
+            self.final_emissions_data = types.SimpleNamespace(energy_consumed=0.002)
+
+        def start(self):
+            calls.append("start")
+
+        def stop(self):
+            calls.append("stop")
+
+    fake = types.ModuleType("codecarbon")
+    fake.__spec__ = importlib.machinery.ModuleSpec("codecarbon", None)
+    fake.OfflineEmissionsTracker = Tracker
+    monkeypatch.setitem(sys.modules, "codecarbon", fake)
+    ran = []
+    assert avatar_energy.energy_per_1000(lambda: ran.append(1), 200) == pytest.approx(0.01)  # 0.002 kWh / 200 × 1000
+    assert ran == [1] and calls == ["start", "stop"]
+    monkeypatch.setattr(avatar_energy, "available", lambda: False)
+    assert avatar_energy.energy_per_1000(lambda: ran.append(1), 200) is None and ran == [1]
+    assert avatar_energy.log_inference_energy(None, None, ["x"], None, "", ("func",)) == {}

@@ -45,7 +45,7 @@ def comparison_table(outcomes: Sequence[GateOutcome], teacher: dict[str, Any] | 
     if teacher is not None:
         accuracy = next((o.metrics["teacher_accuracy"] for o in outcomes if "teacher_accuracy" in o.metrics), math.nan)
         row = {"method": "teacher", "model": teacher.get("model", ""), "verdict": "reference", "champion": "",
-               "size_mb": _float(teacher.get("size_mb")), "accuracy": accuracy}
+               "size_mb": _float(teacher.get("size_mb")), "accuracy": accuracy, "failed_checks": ""}
         for attack in attacks:
             row[f"asr/{attack}"] = next((o.metrics[f"attack_{attack}/teacher_asr"] for o in outcomes
                                          if f"attack_{attack}/teacher_asr" in o.metrics), math.nan)

@@ -1,0 +1,181 @@
+"""The MLproject end to end: ``mlflow run . --env-manager local`` with the hidden ``tiny``
+budget in a temporary directory, then the registry, the artifacts and the other entry
+points checked against what the run logged."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TEACHER = "metacompress-generated-vulnerability-teacher"
+STUDENT = "metacompress-generated-vulnerability-compressor"
+ENTRY_POINTS = {
+    "main": {"task", "data_dir", "size_mb", "policy", "seed", "profile", "methods"},
+    "teacher": {"task", "data_dir", "seed", "profile"},
+    "distill": {"teacher", "task", "data_dir", "methods", "size_mb", "seed", "profile"},
+    "evaluate": {"model_uri", "teacher", "task", "data_dir", "seed", "profile"},
+    "gate": {"model_name", "version", "policy", "task", "data_dir", "seed", "profile"},
+}
+
+
+def _copy_project(dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("MLproject", "conda.yaml"):
+        shutil.copy(REPO / name, dest / name)
+    shutil.copytree(REPO / "recipes", dest / "recipes", ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` = this venv
+    env.update(METACOMPRESS_CACHE_DIR=str(tmp / "cache"), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    return env
+
+
+def test_mlproject_declares_the_entry_points_and_parameters():
+    from mlflow.projects._project_spec import load_project
+
+    project = load_project(str(REPO))
+    for name, params in ENTRY_POINTS.items():
+        entry = project.get_entry_point(name)
+        assert params <= set(entry.parameters), f"{name} lacks {params - set(entry.parameters)}"
+        assert f"recipes/{name}.py" in entry.command
+    main = project.get_entry_point("main").parameters
+    assert main["methods"].default == "compressor,avatar,morph,fidelity"
+    assert main["profile"].default == "quick" and main["data_dir"].default == ""
+    conda = (REPO / "conda.yaml").read_text()
+    assert "python=3.11" in conda and "torch==2.13.0" in conda
+
+
+@pytest.fixture(scope="module")
+def project_run(tmp_path_factory):
+    """One tiny ``mlflow run`` of the main entry point; no MLFLOW_* variables are set, so
+    the run must create ``mlflow.db`` in its working directory by itself."""
+    tmp = _copy_project(tmp_path_factory.mktemp("mlproject"))
+    cmd = [sys.executable, "-m", "mlflow", "run", ".", "--env-manager", "local", "-P", "profile=tiny",
+           "-P", "methods=compressor", "-P", "progress=false", "--experiment-name", "pipeline-test"]
+    proc = subprocess.run(cmd, cwd=tmp, env=_env(tmp), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert (tmp / "mlflow.db").exists()
+    return tmp, proc
+
+
+@pytest.fixture
+def client(project_run):
+    import mlflow
+
+    uri = f"sqlite:///{project_run[0]}/mlflow.db"
+    yield mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+
+def _main_run(client):
+    exp = client.get_experiment_by_name("pipeline-test")
+    runs = client.search_runs([exp.experiment_id], "tags.`metacompress.pipeline` = 'main'")
+    assert len(runs) == 1
+    return runs[0], exp
+
+
+def test_run_registers_teacher_and_students_with_tags_and_champion_only_if_passed(client):
+    teacher = client.get_model_version(TEACHER, "1")
+    student = client.get_model_version(STUDENT, "1")
+    assert teacher.tags["metacompress.method"] == "teacher" and student.tags["metacompress.method"] == "compressor"
+    assert student.tags["metacompress.teacher"] == f"models:/{TEACHER}/1"
+    for mv in (teacher, student):
+        assert mv.tags["metacompress.data"] == "generated" and mv.tags["metacompress.profile"] == "tiny"
+        assert float(mv.tags["metacompress.size_mb"]) > 0 and int(mv.tags["metacompress.params"]) > 0
+    assert float(student.tags["metacompress.size_mb"]) < float(teacher.tags["metacompress.size_mb"])
+    assert student.tags["metacompress.verdict"] in {"passed", "failed"}
+    assert student.tags["metacompress.policy"] == "quick"
+    has_alias = "champion" in (client.get_registered_model(STUDENT).aliases or {})
+    assert has_alias == (student.tags["metacompress.verdict"] == "passed")
+    assert not client.get_registered_model(TEACHER).aliases  # the teacher is never gated
+
+
+def test_stages_are_child_runs_and_the_table_matches_the_evaluation(client, project_run):
+    from mlflow_metacompress.gate_policy import load_policy
+    from mlflow_metacompress.profiles import QUICK_POLICY
+
+    main, exp = _main_run(client)
+    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{main.info.run_id}'")
+    assert {r.info.run_name for r in children} >= {"teacher-devign", "compressor-devign",
+                                                   f"gate-{STUDENT}-v1"}
+    assert main.data.params["pipeline.policy"] == "quick" and main.data.params["profile"] == "tiny"
+    student = client.get_model_version(STUDENT, "1")
+    evaluation = client.get_run(student.tags["metacompress.evaluation_run_id"])
+    assert evaluation.data.tags["mlflow.parentRunId"] == main.info.run_id
+    metrics = evaluation.data.metrics
+    # the quick policy only names metrics a transformations + attack evaluation always logs
+    assert not [c.message for c in load_policy(QUICK_POLICY).check(metrics) if c.actual is None]
+
+    folder = Path(client.download_artifacts(main.info.run_id, "comparison", str(project_run[0] / "dl")))
+    table = pd.read_csv(folder / "comparison.csv")
+    assert list(table["method"]) == ["teacher", "compressor"]
+    row = table.iloc[1]
+    assert row["verdict"] == student.tags["metacompress.verdict"]
+    assert row["model"] == f"{STUDENT}/1"
+    assert row["accuracy"] == pytest.approx(metrics["student_accuracy"])
+    assert row["accuracy_drop"] == pytest.approx(metrics["accuracy_drop"])
+    assert row["any_violation_rate"] == pytest.approx(metrics["any_violation_rate"])
+    assert row["asr/wir_random_zeng_2022"] == pytest.approx(metrics["attack_wir_random_zeng_2022/student_asr"], nan_ok=True)
+    assert table.iloc[0]["accuracy"] == pytest.approx(metrics["teacher_accuracy"])
+    assert row["size_mb"] == pytest.approx(float(student.tags["metacompress.size_mb"]))
+    markdown = (folder / "comparison.md").read_text()
+    assert f"| compressor | {STUDENT}/1 | {row['verdict']} |" in markdown
+    assert markdown.split("\n", 2)[2] in project_run[1].stdout  # the same table was printed
+
+
+def _recipe(name: str, argv: list[str], tmp: Path, monkeypatch) -> int:
+    monkeypatch.chdir(tmp)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp}/mlflow.db")
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    monkeypatch.setattr(sys, "argv", [f"recipes/{name}.py", *argv])
+    monkeypatch.syspath_prepend(str(tmp / "recipes"))
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(tmp / "recipes" / f"{name}.py"), run_name="__main__")
+    return int(done.value.code or 0)
+
+
+def test_distill_evaluate_and_gate_entry_points(client, project_run, monkeypatch, capsys):
+    import mlflow
+
+    from mlflow_metacompress.gate_policy import load_policy
+
+    tmp = project_run[0]
+    common = ["--profile", "tiny", "--progress", "false"]
+    try:
+        assert _recipe("distill", ["--teacher", f"models:/{TEACHER}/1", "--methods", "compressor", *common],
+                       tmp, monkeypatch) == 0
+        v2 = client.get_model_version(STUDENT, "2")
+        assert v2.tags["metacompress.teacher"] == f"models:/{TEACHER}/1"
+        assert _recipe("evaluate", ["--model-uri", f"models:/{STUDENT}/2", *common], tmp, monkeypatch) == 0
+        assert '"student_accuracy"' in capsys.readouterr().out
+        # judging v1's logged evaluation by the standard preset: its result must match the policy's own check
+        v1 = client.get_model_version(STUDENT, "1")
+        run_id = v1.tags["metacompress.evaluation_run_id"]
+        expected = load_policy("standard").check(client.get_run(run_id).data.metrics)
+        rc = _recipe("gate", ["--model-name", STUDENT, "--version", "1", "--policy", "standard",
+                              "--evaluation-run-id", run_id, *common], tmp, monkeypatch)
+        out = capsys.readouterr().out
+        assert rc == (0 if all(c.passed for c in expected) else 1)
+        assert client.get_model_version(STUDENT, "1").tags["metacompress.policy"] == "standard"
+        for check in expected:
+            assert check.message in out
+    finally:
+        mlflow.set_tracking_uri(None)
+        mlflow.set_registry_uri(None)
+
+
+def test_unknown_method_fails_before_training(tmp_path, monkeypatch, capsys):
+    tmp = _copy_project(tmp_path / "p")
+    with pytest.raises(ValueError, match=r"unknown distillation method\(s\) \['nope'\]"):
+        _recipe("main", ["--methods", "compressor,nope", "--profile", "tiny"], tmp, monkeypatch)
+    assert not (tmp / "mlruns").exists()  # nothing was trained or logged

@@ -121,13 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None, help="write rows + verdict as JSON here")
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--teacher", default=None, help="reuse a registered teacher URI (tracking DB in --workdir)")
-    p.add_argument("--train-rows", type=int, default=800, help="train rows (half teacher, half distillation)")
+    p.add_argument("--train-rows", type=int, default=1000, help="train rows (half teacher, half distillation)")
     p.add_argument("--valid-rows", type=int, default=200)
     p.add_argument("--test-rows", type=int, default=300)
     p.add_argument("--max-length", type=int, default=128)
     p.add_argument("--size-mb", type=float, default=3.0)
-    p.add_argument("--teacher-epochs", type=int, default=4)
-    p.add_argument("--teacher-layers", type=int, default=3)
+    p.add_argument("--teacher-epochs", type=int, default=6)
+    p.add_argument("--teacher-lr", type=float, default=2e-3)
+    p.add_argument("--teacher-layers", type=int, default=2)
     p.add_argument("--teacher-hidden", type=int, default=192)
     p.add_argument("--epochs", type=int, default=3, help="student epochs")
     p.add_argument("--batch-size", type=int, default=16)
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                         num_attention_heads=4, intermediate_size=4 * args.teacher_hidden, max_length=args.max_length)
         t = time.perf_counter()
         teacher = train_teacher(frames, "devign", arch=arch, epochs=args.teacher_epochs, batch_size=args.batch_size,
-                                seed=args.seed, registered_name="compare-teacher", progress=False)
+                                lr=args.teacher_lr, seed=args.seed, registered_name="compare-teacher", progress=False)
         teacher_uri, timings["teacher"] = teacher.model_uri, time.perf_counter() - t
         logger.info("teacher %s %s", teacher_uri, teacher.metrics)
     search = dict(population=args.population, generations=args.generations, probes=args.probes,

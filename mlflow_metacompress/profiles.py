@@ -54,6 +54,7 @@ class Profile:
     # models and training
     teacher_arch: dict[str, int] = field(default_factory=dict)
     teacher_epochs: int = 3
+    teacher_lr: float = 5e-4
     student_epochs: int = 3
     batch_size: int = 16
     max_length: int = 256
@@ -83,27 +84,38 @@ class Profile:
         return replace(self, **overrides)
 
 
-_QUICK_TEACHER = {"vocab_size": 2000, "num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 4,
-                  "intermediate_size": 256}
+_QUICK_TEACHER = {"vocab_size": 2000, "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                  "intermediate_size": 128}
 _PAPER_TEACHER = {"vocab_size": 16000, "num_hidden_layers": 6, "hidden_size": 512, "num_attention_heads": 8,
                   "intermediate_size": 2048}
-_TINY_TEACHER = {"vocab_size": 400, "num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2,
-                 "intermediate_size": 64}
+_TINY_TEACHER = {"vocab_size": 1000, "num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 2,
+                 "intermediate_size": 128}
+# search budgets of the architecture-searching methods (AVATAR's probes and NSGA-II, MORPH's
+# AGE-MOEA, fidelity's AVATAR search): probes train, the surrogate-driven search is cheap
+# (below ~8 × 3 it may find nothing inside the size band)
+_QUICK_SEARCH = {"population": 20, "generations": 8, "probes": 3, "probe_steps": 8, "probe_rows": 64, "probe_valid": 48}
+_TINY_SEARCH = {"population": 12, "generations": 5, "probes": 2, "probe_steps": 2, "probe_rows": 8, "probe_valid": 8}
+_QUICK_TRANSFORMS = ["rename_variables", "swap_if_else", "for_to_while"]
 
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
-        name="quick", description="2 CPU cores, minutes: small teacher, ~0.3 MB students, 120 test rows, one attack",
-        generated_rows=1500, train_rows=1200, valid_rows=150, eval_rows=120,
-        teacher_arch=_QUICK_TEACHER, teacher_epochs=4, student_epochs=4, batch_size=16, max_length=192,
-        size_mb=0.3, method_options={"compressor": {"population": 16, "generations": 8}},
+        name="quick", description="2 CPU cores, minutes: small teacher, ~0.25 MB students, 120 test rows, one attack",
+        generated_rows=2000, train_rows=1600, valid_rows=150, eval_rows=120,
+        teacher_arch=_QUICK_TEACHER, teacher_epochs=6, teacher_lr=3e-3, student_epochs=3, batch_size=32,
+        max_length=160, size_mb=0.25,
+        method_options={"compressor": {"population": 16, "generations": 8, "lr": 3e-3},
+                        "avatar": {**_QUICK_SEARCH, "lr": 3e-3, "energy_samples": 50},
+                        "morph": {**_QUICK_SEARCH, "lr": 3e-3},
+                        "fidelity": {**_QUICK_SEARCH, "lr": 3e-3, "transforms": _QUICK_TRANSFORMS,
+                                     "variants_per_step": 1}},
         transforms="all", attacks=("alert_yang_2022",), attack_budget=60, attack_max_samples=24,
         policy=QUICK_POLICY,
     ),
     "paper": Profile(
         name="paper", description="GPU machine, hours: paper-sized 3 MB students, full splits, two attacks",
         generated_rows=20000, train_rows=None, valid_rows=None, eval_rows=None,
-        teacher_arch=_PAPER_TEACHER, teacher_epochs=10, student_epochs=10, batch_size=32, max_length=512,
-        size_mb=3.0, method_options={"compressor": {"population": 20, "generations": 50}},
+        teacher_arch=_PAPER_TEACHER, teacher_epochs=10, teacher_lr=5e-4, student_epochs=10, batch_size=32,
+        max_length=512, size_mb=3.0, method_options={"compressor": {"population": 20, "generations": 50}},
         transforms="all", attacks=("alert_yang_2022", "mhm_zhang_2020"), attack_budget=500,
         attack_max_samples=None, policy="standard",
     ),
@@ -111,7 +123,10 @@ PROFILES: dict[str, Profile] = {
         name="tiny", description="tests only: seconds per stage", hidden=True,
         generated_rows=120, train_rows=80, valid_rows=16, eval_rows=16,
         teacher_arch=_TINY_TEACHER, teacher_epochs=1, student_epochs=1, batch_size=16, max_length=64,
-        size_mb=0.02, method_options={"compressor": {"population": 4, "generations": 2, "max_vocab": 400}},
+        size_mb=0.15,  # AVATAR's space (vocabulary ≥ 1000) has nothing much smaller
+        method_options={"compressor": {"population": 4, "generations": 2},
+                        "avatar": {**_TINY_SEARCH, "energy_samples": 8}, "morph": _TINY_SEARCH,
+                        "fidelity": {**_TINY_SEARCH, "transforms": ["rename_variables"], "variants_per_step": 1}},
         transforms=["rename_variables", "swap_operands"], attacks=("wir_random_zeng_2022",), attack_budget=10,
         attack_max_samples=4, eval_batch_size=32, policy=QUICK_POLICY,
     ),

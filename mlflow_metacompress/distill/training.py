@@ -51,6 +51,8 @@ class FitConfig:
     max_steps: int = -1
     seed: int = 0
     progress: bool = True
+    accelerator: str = "auto"  # "auto" takes a GPU when one is visible (the ``paper`` profile), else the CPU
+    precision: str | None = None  # e.g. "bf16-mixed" on a GPU; None = full precision
 
 
 @dataclass
@@ -105,7 +107,7 @@ def fit(
                            save_weights_only=True, filename="best")
     history = _History()
     trainer = L.Trainer(
-        accelerator="cpu", devices=1, max_epochs=config.epochs, max_steps=config.max_steps,
+        accelerator=config.accelerator, devices=1, precision=config.precision, max_epochs=config.epochs, max_steps=config.max_steps,
         logger=mlflow_logger or False, callbacks=[ckpt, history], enable_progress_bar=config.progress,
         enable_model_summary=False, num_sanity_val_steps=0, log_every_n_steps=1, deterministic=False,
     )

@@ -95,20 +95,20 @@ _TINY_TEACHER = {"vocab_size": 1000, "num_hidden_layers": 1, "hidden_size": 64, 
 # (below ~8 × 3 it may find nothing inside the size band)
 _QUICK_SEARCH = {"population": 20, "generations": 8, "probes": 3, "probe_steps": 8, "probe_rows": 64, "probe_valid": 48}
 _TINY_SEARCH = {"population": 12, "generations": 5, "probes": 2, "probe_steps": 2, "probe_rows": 8, "probe_valid": 8}
-_QUICK_TRANSFORMS = ["rename_variables", "swap_if_else", "for_to_while"]
+_QUICK_TRANSFORMS = ["rename_variables", "swap_if_else"]
 
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
-        name="quick", description="2 CPU cores, minutes: small teacher, ~0.25 MB students, 120 test rows, one attack",
-        generated_rows=2000, train_rows=1600, valid_rows=150, eval_rows=120,
-        teacher_arch=_QUICK_TEACHER, teacher_epochs=6, teacher_lr=3e-3, student_epochs=3, batch_size=32,
-        max_length=160, size_mb=0.25,
+        name="quick", description="2 CPU cores, minutes: small teacher, ~0.25 MB students, 100 test rows, one attack",
+        generated_rows=1500, train_rows=1200, valid_rows=120, eval_rows=100,
+        teacher_arch=_QUICK_TEACHER, teacher_epochs=5, teacher_lr=3e-3, student_epochs=2, batch_size=32,
+        max_length=128, size_mb=0.25,
         method_options={"compressor": {"population": 16, "generations": 8, "lr": 3e-3},
                         "avatar": {**_QUICK_SEARCH, "lr": 3e-3, "energy_samples": 50},
                         "morph": {**_QUICK_SEARCH, "lr": 3e-3},
                         "fidelity": {**_QUICK_SEARCH, "lr": 3e-3, "transforms": _QUICK_TRANSFORMS,
                                      "variants_per_step": 1}},
-        transforms="all", attacks=("alert_yang_2022",), attack_budget=60, attack_max_samples=24,
+        transforms="all", attacks=("alert_yang_2022",), attack_budget=40, attack_max_samples=16,
         policy=QUICK_POLICY,
     ),
     "paper": Profile(

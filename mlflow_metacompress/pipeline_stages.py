@@ -115,7 +115,8 @@ def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: st
     target = float(size_mb) if size_mb else profile.size_mb
     result = distill_student(
         data.frames, teacher_uri, data.codexglue_task, method=method, size_mb=target, max_length=profile.max_length,
-        epochs=profile.student_epochs, batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
+        epochs=profile.method_epochs.get(method, profile.student_epochs), batch_size=profile.batch_size,
+        max_steps=profile.max_steps, seed=seed,
         registered_name=data.model_name(method), cache_dir=cache_dir, progress=progress,
         **dict(profile.method_options.get(method, {})),
     )

@@ -56,6 +56,7 @@ class Profile:
     teacher_epochs: int = 3
     teacher_lr: float = 5e-4
     student_epochs: int = 3
+    method_epochs: dict[str, int] = field(default_factory=dict)  # per-method override of student_epochs
     batch_size: int = 16
     max_length: int = 256
     max_steps: int = -1
@@ -95,13 +96,14 @@ _TINY_TEACHER = {"vocab_size": 1000, "num_hidden_layers": 1, "hidden_size": 64, 
 # (below ~8 × 3 it may find nothing inside the size band)
 _QUICK_SEARCH = {"population": 20, "generations": 8, "probes": 3, "probe_steps": 8, "probe_rows": 64, "probe_valid": 48}
 _TINY_SEARCH = {"population": 12, "generations": 5, "probes": 2, "probe_steps": 2, "probe_rows": 8, "probe_valid": 8}
-_QUICK_TRANSFORMS = ["rename_variables", "swap_if_else"]
+_QUICK_TRANSFORMS = ["rename_variables"]
 
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
         name="quick", description="2 CPU cores, minutes: small teacher, ~0.25 MB students, 100 test rows, one attack",
-        generated_rows=1500, train_rows=1200, valid_rows=120, eval_rows=100,
+        generated_rows=1250, train_rows=1000, valid_rows=120, eval_rows=100,
         teacher_arch=_QUICK_TEACHER, teacher_epochs=5, teacher_lr=3e-3, student_epochs=2, batch_size=32,
+        method_epochs={"fidelity": 1},  # each fidelity step also trains on variants and aligns states
         max_length=128, size_mb=0.25,
         method_options={"compressor": {"population": 16, "generations": 8, "lr": 3e-3},
                         "avatar": {**_QUICK_SEARCH, "lr": 3e-3, "energy_samples": 50},

@@ -45,8 +45,10 @@ def default_tracking_uri(environ: Mapping[str, str] | None = None, cwd: str | Pa
 
 
 def setup_tracking() -> str:
-    """Point tracking and registry at :func:`default_tracking_uri` (the registry follows
-    ``MLFLOW_REGISTRY_URI`` when set) and return the tracking URI."""
+    """Point tracking and the registry at :func:`default_tracking_uri`; return it.
+
+    The registry always follows the tracking store: ``mlflow.set_registry_uri`` exports
+    ``MLFLOW_REGISTRY_URI``, so an inherited value may name an unrelated store."""
     import mlflow
 
     given = os.environ.get("MLFLOW_TRACKING_URI", "")
@@ -57,7 +59,7 @@ def setup_tracking() -> str:
             logger.warning("the run id passed with the file store does not exist in %s; starting a new run", uri)
     os.environ["MLFLOW_TRACKING_URI"] = uri
     mlflow.set_tracking_uri(uri)
-    mlflow.set_registry_uri(os.environ.get("MLFLOW_REGISTRY_URI") or uri)
+    mlflow.set_registry_uri(uri)
     return uri
 
 

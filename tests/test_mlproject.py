@@ -137,6 +137,7 @@ def _recipe(name: str, argv: list[str], tmp: Path, monkeypatch) -> int:
     monkeypatch.chdir(tmp)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp}/mlflow.db")
     monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    monkeypatch.setenv("MLFLOW_REGISTRY_URI", "sqlite:///stale.db")  # must not win over the tracking store
     monkeypatch.setattr(sys, "argv", [f"recipes/{name}.py", *argv])
     monkeypatch.syspath_prepend(str(tmp / "recipes"))
     with pytest.raises(SystemExit) as done:

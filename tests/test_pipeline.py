@@ -45,7 +45,7 @@ def test_setup_tracking_replaces_a_file_store_and_drops_its_run_id(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "./mlruns")
     monkeypatch.setenv("MLFLOW_RUN_ID", "0123456789abcdef")
-    monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+    monkeypatch.setenv("MLFLOW_REGISTRY_URI", "sqlite:///elsewhere.db")  # e.g. left by an earlier set_registry_uri
     try:
         uri = setup_tracking()
         assert uri == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
@@ -233,3 +233,29 @@ def test_markdown_round_trips_cells():
     assert morph[0] == "morph" and morph[5] == "0.7" and morph[8] == "–"
     assert morph[-1] == "accuracy_drop = 0.2 violates <= 0.05; mr1 \\| pipe"
     assert float(split[2][4]) == pytest.approx(0.3012) and np.isclose(float(split[1][5]), 0.9)
+
+
+# ------------------------------------------------------------------ a failing method
+def test_a_failing_method_is_reported_and_the_run_still_finishes(tracking):
+    import mlflow
+
+    from mlflow_metacompress.distill import methods as registry
+    from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline
+
+    def boom(ctx):
+        assert ctx.size_mb == 0.5 and ctx.unlabeled.teacher_logits is not None  # reached with teacher soft labels
+        raise RuntimeError("search space empty")
+
+    registry.register_method("pipeline_boom")(boom)
+    try:
+        result = run_pipeline(PipelineConfig(profile="tiny", methods="pipeline_boom", size_mb=0.5, progress=False))
+    finally:
+        registry.METHODS.pop("pipeline_boom")
+    assert result.errors == {"pipeline_boom": "RuntimeError: search space empty"}
+    row = result.table.set_index("method").loc["pipeline_boom"]
+    assert row["verdict"] == "error" and row["failed_checks"] == "RuntimeError: search space empty"
+    client = mlflow.MlflowClient()
+    assert client.get_run(result.run_id).info.status == "FINISHED"
+    assert [m.name for m in client.search_registered_models()] == ["metacompress-generated-vulnerability-teacher"]
+    assert result.teacher_uri == "models:/metacompress-generated-vulnerability-teacher/1"
+    assert "| pipeline_boom | metacompress-generated-vulnerability-pipeline_boom | error |" in result.markdown

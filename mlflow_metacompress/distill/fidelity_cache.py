@@ -22,7 +22,9 @@ VERSION = b"fidelity-teacher-outputs-v1"
 
 
 def _key(uri: str, examples: CodeExamples) -> str:
-    h = hashlib.sha256(VERSION + uri.encode())
+    from .soft_labels import model_identity
+
+    h = hashlib.sha256(VERSION + model_identity(uri).encode())
     for col in (examples.texts, examples.texts_b or []):
         h.update(b"\x00")
         for t in col:

@@ -46,9 +46,24 @@ def resolve_model_uri(uri: str) -> str:
     return uri
 
 
+def model_identity(pinned_uri: str) -> str:
+    """The URI pinned to a version (:func:`resolve_model_uri`) plus what makes the version unique beyond its number (its logged
+    model id or source and creation time): a fresh registry that reuses ``name/1`` for
+    another model must not hit an old cache entry."""
+    pinned_uri = resolve_model_uri(pinned_uri)
+    if not pinned_uri.startswith("models:/"):
+        return pinned_uri
+    import mlflow
+
+    name, _, version = pinned_uri[len("models:/"):].rpartition("/")
+    mv = mlflow.MlflowClient().get_model_version(name, version)
+    return f"{pinned_uri}|{getattr(mv, 'model_id', None) or mv.source}|{mv.creation_timestamp}"
+
+
 def cache_key(teacher_uri: str, df: pd.DataFrame, code_columns: Sequence[str]) -> str:
-    """SHA-256 over the pinned teacher URI and the code text of every row."""
-    h = hashlib.sha256(teacher_uri.encode())
+    """SHA-256 over the teacher's identity (:func:`model_identity` of the pinned URI) and
+    the code text of every row."""
+    h = hashlib.sha256(model_identity(teacher_uri).encode())
     for col in code_columns:
         h.update(b"\x00" + col.encode())
         for text in df[col]:

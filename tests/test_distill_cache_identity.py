@@ -1,0 +1,27 @@
+"""Soft-label cache keys follow the model, not the version number: a fresh registry that
+reuses ``name/1`` for another model must not hit the old entry."""
+
+import mlflow
+import pandas as pd
+
+from mlflow_metacompress.distill.soft_labels import cache_key
+
+
+class Const(mlflow.pyfunc.PythonModel):
+    def predict(self, context, model_input: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({"0": [0.5] * len(model_input), "1": [0.5] * len(model_input)})
+
+
+def test_same_version_number_in_two_registries_gives_two_keys(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    df = pd.DataFrame({"func": ["int f() { return 1; }"]})
+    keys = []
+    for name in ("a", "b"):
+        uri = f"sqlite:///{tmp_path}/{name}.db"
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_registry_uri(uri)
+        with mlflow.start_run():
+            mlflow.pyfunc.log_model(name="m", python_model=Const(), registered_model_name="teacher", pip_requirements=[])
+        keys.append((cache_key("models:/teacher/1", df, ["func"]), cache_key("models:/teacher/latest", df, ["func"])))
+    assert keys[0][0] == keys[0][1]  # latest pins to the same version: same key
+    assert keys[0][0] != keys[1][0]  # same name/1, different model: different key

@@ -19,7 +19,6 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -113,7 +112,8 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
             mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run:
         mlflow.set_tags({"metacompress.pipeline": "main", "metacompress.data": data.source,
                          "metacompress.profile": profile.name, "metacompress.policy": policy.name})
-        resolved = {"task": data.task, "data_source": data.source, "profile": profile.name, "methods": ",".join(methods),
+        resolved = {"task": data.task, "data_source": data.source, "profile": profile.name,
+                    "methods": ",".join(methods),
                     "policy": policy.name, "size_mb_target": size_mb, "seed": config.seed,
                     **{f"rows_{k}": v for k, v in data.sizes().items()}}
         # "pipeline." keeps these apart from the raw MLproject parameters mlflow run logs

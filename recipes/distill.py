@@ -13,7 +13,8 @@ from _args import add_data_args, setup
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     add_data_args(parser)
-    parser.add_argument("--teacher", required=True, help="teacher model URI, e.g. models:/metacompress-generated-vulnerability-teacher/1")
+    parser.add_argument("--teacher", required=True,
+                        help="teacher model URI, e.g. models:/metacompress-generated-vulnerability-teacher/1")
     parser.add_argument("--methods", default="compressor,avatar,morph,fidelity", help="comma-separated methods")
     parser.add_argument("--size-mb", type=float, default=0.0, help="student size target in MB (0: the profile's)")
     args = parser.parse_args(argv)

@@ -14,7 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     add_data_args(parser)
     parser.add_argument("--model-uri", required=True, help="student model URI, e.g. models:/name/1")
-    parser.add_argument("--teacher", default="", help="teacher model URI (default: the student's metacompress.teacher tag)")
+    parser.add_argument("--teacher", default="",
+                        help="teacher model URI (default: the student's metacompress.teacher tag)")
     args = parser.parse_args(argv)
     setup()
     import mlflow

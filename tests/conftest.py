@@ -32,7 +32,12 @@ def _migrated_db(tmp_path_factory) -> Path:
     from mlflow.tracking import MlflowClient
 
     path = tmp_path_factory.mktemp("template") / "mlflow.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}", registry_uri=f"sqlite:///{path}").search_experiments()
+    cwd = os.getcwd()
+    os.chdir(path.parent)  # the default experiment's artifact root is ./mlruns at creation: keep it out of the repo
+    try:
+        MlflowClient(tracking_uri=f"sqlite:///{path}", registry_uri=f"sqlite:///{path}").search_experiments()
+    finally:
+        os.chdir(cwd)
     mlflow.set_tracking_uri(None)
     return path
 

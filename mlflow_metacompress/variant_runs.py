@@ -104,9 +104,10 @@ def run_attack_variants(
             fn = predictor.uncached()
             report = run_attack(attack, lambda d, fn=fn: fn.predict(d, cfg.code_columns)[0], frame, cfg.code_columns, y,
                                 language, budget=cfg.attack_budget, seed=cfg.seed, progress=cfg.progress, mlm=cfg.attack_mlm)
-            for k, v in report.metrics(clean_accuracy).items():
+            attack_metrics = report.metrics(clean_accuracy)
+            for k, v in attack_metrics.items():
                 outcome.metrics[f"attack_{attack}/{role}_{k}"] = float(v)
-            drops[role] = float(report.metrics(clean_accuracy)["accuracy_drop"])
+            drops[role] = float(attack_metrics["accuracy_drop"])
             reports[role] = report
         outcome.metrics[f"attack_{attack}/excess_drop"] = drops["student"] - drops["teacher"]
         if drops["teacher"] > 0:

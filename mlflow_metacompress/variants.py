@@ -90,10 +90,9 @@ def transform_variants(
     base = df[code_columns].reset_index(drop=True)
     results = {col: transform_many(base[col].tolist(), names, language, seed=seed, progress=progress) for col in transform_columns}
     failed = np.zeros(len(base), dtype=bool)
-    for col in transform_columns:
-        for res in results[col].values():
-            failed |= np.array([r.status == TransformStatus.PARSE_ERROR for r in res])
-            break  # parse status is the same for every transformation of a sample
+    for col in transform_columns:  # parse status is the same for every transformation of a sample
+        first = results[col][names[0]]
+        failed |= np.array([r.status == TransformStatus.PARSE_ERROR for r in first])
     variants, rates = [], {}
     for name in names:
         changed = np.zeros(len(base), dtype=bool)

@@ -90,3 +90,40 @@ def test_examples_name_missing_columns_and_misaligned_rows():
         CodeExamples.from_frame(df, ["func"], teacher_logits=np.zeros((3, 2)))
     pair = CodeExamples.from_frame(pd.DataFrame({"func1": ["a"], "func2": ["b"], "label": [1]}), ["func1", "func2"], "label")
     assert pair[0] == {"index": 0, "text": "a", "text_b": "b", "label": 1}
+
+
+def _student(tok):
+    return ArchSpec(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1,
+                    intermediate_size=32, max_length=64).build()
+
+
+def test_monitor_selects_on_agreement_or_keeps_the_last_epoch(tok):
+    train_df, val_df = toy_frame(24, seed=5), toy_frame(16, seed=6)
+    rng = np.random.default_rng(0)
+    train = CodeExamples.from_frame(train_df, ["func"], teacher_logits=rng.normal(size=(24, 2)).astype(np.float32))
+    val_logits = rng.normal(size=(16, 2)).astype(np.float32)
+    val = CodeExamples.from_frame(val_df, ["func"], "target", teacher_logits=val_logits)
+    cfg = FitConfig(epochs=3, batch_size=8, progress=False)
+    torch.manual_seed(0)
+    student = _student(tok)
+    agree = train_student(student, tok, [train], val, fit_config=FitConfig(**{**cfg.__dict__, "monitor": "val_agreement"}))
+    assert agree.best_val_acc == pytest.approx(max(r["val_agreement"] for r in agree.history))
+    # the kept weights reproduce the monitored score when re-measured independently
+    pred = student.predict_proba(tok, list(val_df["func"])).argmax(1)
+    assert np.mean(pred == val_logits.argmax(1)) == pytest.approx(agree.best_val_acc)
+    # "last" keeps the final epoch: re-measured agreement equals the last epoch's
+    torch.manual_seed(0)
+    last_student = _student(tok)
+    last = train_student(last_student, tok, [train], val, fit_config=FitConfig(**{**cfg.__dict__, "monitor": "last"}))
+    pred = last_student.predict_proba(tok, list(val_df["func"])).argmax(1)
+    assert np.mean(pred == val_logits.argmax(1)) == pytest.approx(last.history[-1]["val_agreement"])
+    assert last.best_val_acc is None and len(last.history) == 3
+
+
+def test_monitor_errors_name_the_problem(tok):
+    df = toy_frame(8, seed=1)
+    ex = CodeExamples.from_frame(df, ["func"], "target")
+    with pytest.raises(ValueError, match="monitor must be .*got 'loss'"):
+        train_student(_student(tok), tok, [ex], ex, fit_config=FitConfig(epochs=1, progress=False, monitor="loss"))
+    with pytest.raises(ValueError, match="val_agreement.*teacher_logits"):
+        train_student(_student(tok), tok, [ex], ex, fit_config=FitConfig(epochs=1, progress=False, monitor="val_agreement"))

@@ -136,7 +136,9 @@ def test_fidelity_end_to_end_with_a_given_architecture(tracking, tmp_path, capsy
     result = json.loads(capsys.readouterr().out)
     config = result["config"]
     assert config["search"] == {"given": True} and config["variants"] > 0 and config["weights"]["align_kind"] == "mse"
-    assert len(list(cache.glob("fidelity-*.npz"))) == 2  # teacher states of originals and of variants, cached
+    # teacher states of originals, of their variants and of the validation rows with theirs, cached
+    assert len(list(cache.glob("fidelity-*.npz"))) == 3
+    assert config["checkpoint_selection"] == "agreement" and config["validation_rows"] > 16
     tags = mlflow.MlflowClient().get_model_version("metacompress-fidelity", "1").tags
     assert tags["metacompress.method"] == "fidelity"
     student = StudentConfig(**config["student"])

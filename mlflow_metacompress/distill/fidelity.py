@@ -10,13 +10,17 @@ MetaCompress's four relations (Awal, Rochan, Roy, arXiv 2511.05476) at a size bu
 3. **Training.** :class:`.fidelity_module.FidelityModule` with the loss of
    :mod:`.fidelity_loss`: KD on originals and variants, projected-state alignment,
    high-confidence matching (MR3) and sample/variant consistency.
-4. **Checkpoints.** As MORPH: the mean of clean and metamorphic validation accuracy.
+4. **Checkpoints.** ``select="agreement"`` (default) keeps the epoch whose argmax
+   agrees most with the teacher's on the validation rows and every one of their
+   variants (the method's goal is the teacher/student gap, so it selects on it);
+   ``select="accuracy"`` keeps MORPH's choice, the mean of clean and metamorphic
+   validation accuracy.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 import numpy as np
@@ -47,6 +51,28 @@ def variant_table(examples: CodeExamples, language: str, names: list[str], seed:
     return CodeExamples(texts, texts_b), variant_of
 
 
+def validation_set(ctx: DistillContext, language: str, names: list[str], select: str) -> CodeExamples:
+    """Validation rows for checkpoint selection. ``agreement``: the clean rows and all
+    their variants under ``names``, with labels and the teacher's (cached) logits;
+    ``accuracy``: MORPH's clean + metamorphic rows with labels."""
+    from .fidelity_cache import teacher_outputs
+
+    if select == "accuracy":
+        valid_variants, _ = metamorphic(ctx.valid, language, MORPH_TRANSFORMS, seed=ctx.seed + 7)
+        return concat([ctx.valid, valid_variants])
+    if select != "agreement":
+        raise ValueError(f"fidelity option select must be 'agreement' or 'accuracy', got {select!r}")
+    variants, variant_of = variant_table(ctx.valid, language, names, ctx.seed + 7)
+    owner = np.zeros(len(variants), dtype=np.int64)
+    for i, rows in enumerate(variant_of):
+        owner[rows] = i
+    rows = CodeExamples(ctx.valid.texts + variants.texts,
+                        None if ctx.valid.texts_b is None else ctx.valid.texts_b + (variants.texts_b or []))
+    logits, _ = teacher_outputs(ctx.teacher_uri, rows, ctx.cache_dir, progress=ctx.fit_config.progress)
+    labels = None if ctx.valid.labels is None else np.concatenate([ctx.valid.labels, ctx.valid.labels[owner]])
+    return CodeExamples(rows.texts, rows.texts_b, labels, logits)
+
+
 def weights_from(options: dict[str, Any]) -> Any:
     from .fidelity_loss import FidelityWeights
 
@@ -58,7 +84,7 @@ def weights_from(options: dict[str, Any]) -> Any:
 def fidelity(ctx: DistillContext) -> StudentOutcome:
     """Fidelity student. Options: ``student_config`` (dict; skips the search),
     ``transforms`` (list, default every transformation of the language),
-    ``variants_per_step`` (2), ``lr`` (1e-3), the :class:`FidelityWeights` fields
+    ``variants_per_step`` (2), ``lr`` (1e-3), ``select`` (agreement), the :class:`FidelityWeights` fields
     (``temperature`` 1, ``variant_kd`` 1, ``align`` 0.5, ``align_kind`` cosine,
     ``confidence`` 1, ``confidence_threshold`` 0.8, ``consistency`` 0.5), and AVATAR's
     search options when searching."""
@@ -86,14 +112,16 @@ def fidelity(ctx: DistillContext) -> StudentOutcome:
     module = FidelityModule(model, tokenizer, t_o, z_o, variants.texts, variants.texts_b, t_v, z_v, variant_of,
                             weights, int(opts.get("variants_per_step", 2)), lr=float(opts.get("lr", 1e-3)),
                             seed=ctx.seed)
-    valid_variants, _ = metamorphic(ctx.valid, language, MORPH_TRANSFORMS, seed=ctx.seed + 7)
+    select = str(opts.get("select", "agreement"))
+    valid = validation_set(ctx, language, names, select)
     train = CodeExamples(ctx.unlabeled.texts, ctx.unlabeled.texts_b, None, t_o)
-    result = fit(module, tokenizer, train, concat([ctx.valid, valid_variants]), ctx.fit_config)
+    monitor = "val_agreement" if select == "agreement" else "val_acc"
+    result = fit(module, tokenizer, train, valid, replace(ctx.fit_config, monitor=monitor))
     k, pm = len(ctx.labels), ctx.pair_mode
     out = {"method": "fidelity", "student": config.to_dict(), "target_size_mb": ctx.size_mb,
            "size_mb": size_mb(config, k, pm), "gflops": gflops(config, k, pm), "weights": weights.__dict__,
            "transforms": names, "variants": len(variants), "language": language,
            "variants_per_step": int(opts.get("variants_per_step", 2)),
-           "checkpoint_selection": "mean of clean and metamorphic validation accuracy", "search": record}
+           "checkpoint_selection": select, "validation_rows": len(valid), "search": record}
     params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
     return StudentOutcome(model, tokenizer, out, result, params)

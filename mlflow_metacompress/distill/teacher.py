@@ -82,6 +82,7 @@ def train_teacher(
     max_steps: int = -1,
     seed: int = 0,
     limit: int | None = None,
+    monitor: str = "val_acc",
     registered_name: str | None = "metacompress-teacher",
     progress: bool = True,
 ) -> TrainingResult:
@@ -89,6 +90,9 @@ def train_teacher(
     (params, per-epoch metrics, architecture JSON), register it and return the result.
 
     ``pair_mode`` applies to clone pairs only (``concat_cls`` or ``single_sequence``).
+    ``monitor="last"`` keeps the last epoch instead of the best validation accuracy: on
+    small, noisy data the best-accuracy epoch is often an early, near-uniform one, while
+    fine-tuned code models are confident (MetaCompress's MR3 needs confident teachers).
     """
     import mlflow
 
@@ -106,7 +110,7 @@ def train_teacher(
         config = {"task": task, "init": init, "arch": arch.to_dict(), "pair_mode": model.meta.pair_mode,
                   "max_length": model.meta.max_length, "vocab_size": len(tokenizer)}
         mlflow.log_params({"method": "teacher", "task": task, "init": init, "epochs": epochs, "batch_size": batch_size,
-                           "lr": lr, "seed": seed, "max_length": model.meta.max_length, "vocab_size": len(tokenizer),
+                           "lr": lr, "seed": seed, "monitor": monitor, "max_length": model.meta.max_length, "vocab_size": len(tokenizer),
                            "pair_mode": model.meta.pair_mode, "train_rows": len(labelled), "limit": limit})
         log_json(config, "teacher_config.json")
         from .modules import ClassifierModule
@@ -114,7 +118,8 @@ def train_teacher(
         module = ClassifierModule(model, lr=lr)
         result = fit(module, tokenizer, CodeExamples.from_frame(labelled, cols, label_col),
                      CodeExamples.from_frame(frames["valid"], cols, label_col),
-                     FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress))
+                     FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress,
+                               monitor=monitor))
         train_s = time.perf_counter() - started
         metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
                    "best_val_acc": result.best_val_acc or 0.0, "train_seconds": train_s}

@@ -2,7 +2,9 @@
 
 Metrics go to the active MLflow run through Lightning's ``MLFlowLogger`` (attached by
 run id, and never closing that run). The best validation-accuracy checkpoint is
-reloaded at the end, as Compressor (Shi et al., ASE 2022) selects its students.
+reloaded at the end, as Compressor (Shi et al., ASE 2022) selects its students;
+``FitConfig.monitor`` selects on agreement with the teacher instead, or keeps the
+last epoch.
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ class FitConfig:
     progress: bool = True
     accelerator: str = "auto"  # "auto" takes a GPU when one is visible (the ``paper`` profile), else the CPU
     precision: str | None = None  # e.g. "bf16-mixed" on a GPU; None = full precision
+    # the validation metric whose best epoch is kept: "val_acc" (labels), "val_agreement"
+    # (the teacher's argmax, when the validation set carries teacher logits) or "last"
+    monitor: str = "val_acc"
 
 
 @dataclass
@@ -75,6 +80,17 @@ class _History(L.Callback):
         self.rows.append(row)
 
 
+def _monitor(name: str, val: CodeExamples | None) -> str | None:
+    """The Lightning metric to monitor, or None to keep the last epoch."""
+    if name not in ("val_acc", "val_agreement", "last"):
+        raise ValueError(f"FitConfig.monitor must be 'val_acc', 'val_agreement' or 'last', got {name!r}")
+    if name == "last" or val is None:
+        return None
+    if name == "val_agreement" and val.teacher_logits is None:
+        raise ValueError("FitConfig.monitor='val_agreement' needs validation examples with teacher_logits")
+    return name if name == "val_agreement" or val.labels is not None else None
+
+
 def fit(
     module: ClassifierModule,
     tokenizer: Any,
@@ -84,8 +100,8 @@ def fit(
     mlflow_logger: MLFlowLogger | None | bool = None,
     checkpoint_dir: str | Path | None = None,
 ) -> FitResult:
-    """Train ``module`` on ``train``; validate on ``val`` each epoch; reload the best
-    ``val_acc`` checkpoint. ``mlflow_logger=None`` attaches to the active MLflow run
+    """Train ``module`` on ``train``; validate on ``val`` each epoch; reload the
+    checkpoint that is best on ``config.monitor`` (or the last one). ``mlflow_logger=None`` attaches to the active MLflow run
     (if any); ``False`` disables logging."""
     from lightning.pytorch.callbacks import ModelCheckpoint
     from torch.utils.data import DataLoader
@@ -102,7 +118,7 @@ def fit(
     if checkpoint_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="metacompress-ckpt-")
         checkpoint_dir = tmp.name
-    monitor = "val_acc" if val is not None and val.labels is not None else None
+    monitor = _monitor(config.monitor, val)
     ckpt = ModelCheckpoint(dirpath=str(checkpoint_dir), monitor=monitor, mode="max", save_top_k=1,
                            save_weights_only=True, filename="best")
     history = _History()
@@ -118,7 +134,7 @@ def fit(
         if best:
             state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
             module.load_state_dict(state)
-            logger.info("reloaded best checkpoint (val_acc=%s) from %s", best_score, best)
+            logger.info("reloaded the checkpoint kept by %s (%s) from %s", monitor or "last epoch", best_score, best)
         if tmp is not None:
             best = None  # deleted with the temporary directory
         return FitResult(best_score, best, trainer.current_epoch, history.rows)

@@ -1,8 +1,10 @@
 """``fidelity``: our distillation method for the smallest teacher/student gap on
 MetaCompress's four relations (Awal, Rochan, Roy, arXiv 2511.05476) at a size budget.
 
-1. **Architecture.** AVATAR's z3-pruned NSGA-II search (:mod:`.avatar`), or a given
-   ``student_config`` (e.g. AVATAR's choice, to compare losses at equal architecture).
+1. **Architecture.** ``arch="teacher_shaped"`` (default): a scaled-down standard
+   transformer that fits the size budget (:mod:`.fidelity_arch`); ``arch="avatar"``:
+   AVATAR's z3-pruned NSGA-II search (:mod:`.avatar`); or a given ``student_config``
+   (e.g. AVATAR's choice, to compare losses at equal architecture).
 2. **Variants.** Every training sample is rewritten by every applicable
    semantics-preserving transformation of the library (``transforms`` option,
    default all for the language). The teacher's log-probabilities and ``[CLS]`` states
@@ -73,6 +75,28 @@ def validation_set(ctx: DistillContext, language: str, names: list[str], select:
     return CodeExamples(rows.texts, rows.texts_b, labels, logits)
 
 
+def choose_architecture(ctx: DistillContext, texts: list[str], tokenizers: dict) -> tuple[StudentConfig, dict[str, Any]]:
+    """The student configuration for ``ctx.options["arch"]`` and a JSON-able record."""
+    from .fidelity_arch import teacher_shaped
+
+    arch = str(ctx.options.get("arch", "teacher_shaped"))
+    if arch == "avatar":
+        return avatar_search(ctx, texts, tokenizers)
+    if arch != "teacher_shaped":
+        raise ValueError(f"fidelity option arch must be 'teacher_shaped' or 'avatar', got {arch!r}")
+    kw = {k: int(ctx.options[k]) for k in ("head_dim", "ffn_ratio", "max_layers", "min_vocab") if k in ctx.options}
+    shape = dict(num_labels=len(ctx.labels), pair_mode=ctx.pair_mode, max_length=ctx.max_length)
+    try:
+        choice = teacher_shaped(ctx.size_mb, **shape, **kw)
+    except ValueError:
+        if "min_vocab" in kw:
+            raise
+        logger.warning("fidelity: no teacher-shaped student with a 4000-token vocabulary fits %.2f MB; "
+                       "allowing 1000", ctx.size_mb)
+        choice = teacher_shaped(ctx.size_mb, **shape, **{**kw, "min_vocab": 1000})
+    return choice, {"arch": "teacher_shaped", **kw}
+
+
 def weights_from(options: dict[str, Any]) -> Any:
     from .fidelity_loss import FidelityWeights
 
@@ -82,7 +106,9 @@ def weights_from(options: dict[str, Any]) -> Any:
 
 @register_method("fidelity")
 def fidelity(ctx: DistillContext) -> StudentOutcome:
-    """Fidelity student. Options: ``student_config`` (dict; skips the search),
+    """Fidelity student. Options: ``arch`` (teacher_shaped, with ``head_dim`` 32,
+    ``ffn_ratio`` 4, ``max_layers`` 4, ``min_vocab`` 4000; or avatar),
+    ``student_config`` (dict; skips the choice),
     ``transforms`` (list, default every transformation of the language),
     ``variants_per_step`` (2), ``lr`` (1e-3), ``select`` (agreement), the :class:`FidelityWeights` fields
     (``temperature`` 1, ``variant_kd`` 1, ``align`` 0.5, ``align_kind`` cosine,
@@ -100,7 +126,7 @@ def fidelity(ctx: DistillContext) -> StudentOutcome:
     if opts.get("student_config"):
         choice, record = StudentConfig(**dict(opts["student_config"])), {"given": True}
     else:
-        choice, record = avatar_search(ctx, texts, tokenizers)
+        choice, record = choose_architecture(ctx, texts, tokenizers)
     names = list(opts.get("transforms") or list_transforms(language))
     variants, variant_of = variant_table(ctx.unlabeled, language, names, ctx.seed)
     logger.info("fidelity: %d variants of %d samples (%s)", len(variants), len(ctx.unlabeled), names)

@@ -83,7 +83,7 @@ class Comparison:
         for j, c in enumerate(classes):
             data[f"student_prob_{c}"] = preds.student[:, j]
         for key in ("teacher_pred", "student_pred", "kl", "mr1_violation", "mr2_violation", "mr3_in_h",
-                    "mr3_violation", "mr4_bin", "mr4_violation", "any_violation"):
+                    "mr3_violation", "mr4_bin", "mr4_bin_violation", "mr4_violation", "any_violation"):
             data[key] = per[key]
         if variant.code_column in variant.frame:
             data["code"] = variant.frame[variant.code_column].to_numpy()

@@ -29,7 +29,7 @@ _SPECS = [
     MetricSpec("mr4_eca", False, "MR4: expected calibration alignment, Σ_b |B_b|/N·|mean a_T − mean a_S| over bins of the teacher's confidence"),
     MetricSpec("mr4_violation_rate", False, "MR4: fraction of samples in bins whose alignment gap exceeds eca_threshold (0.05)"),
     MetricSpec("mr4_ece_gap", False, "MR4 (labels): |student_ece − teacher_ece|"),
-    MetricSpec("any_violation_rate", False, "Headline discrepancy: fraction of samples violating MR1, MR2, MR3 (in H) or MR4 (violating bin)"),
+    MetricSpec("any_violation_rate", False, "Headline discrepancy: fraction of samples violating MR1, MR2, MR3 (in H) or MR4 (own gap > threshold in a violating bin)"),
     MetricSpec("teacher_accuracy", True, "Teacher accuracy (labels)"),
     MetricSpec("student_accuracy", True, "Student accuracy (labels)"),
     MetricSpec("accuracy_drop", False, "teacher_accuracy − student_accuracy"),

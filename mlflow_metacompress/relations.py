@@ -119,7 +119,13 @@ def mr4_calibration_alignment(
     ``gap_b = |mean_{B_b} a_T − mean_{B_b} a_S|``;
     ``mr4_eca = Σ_b (|B_b|/N)·gap_b`` (expected calibration alignment);
     ``mr4_violation_rate = Σ_b (|B_b|/N)·[gap_b > eca_threshold]``.
-    A sample violates MR4 when its bin violates.
+
+    Per sample (for ``any_violation``): ``i`` violates MR4 when its bin violates *and*
+    its own gap ``|a_T,i − a_S,i|`` exceeds ``eca_threshold``, i.e. when it contributes
+    to its bin's misalignment. Giving every member the bin's verdict would mark nearly
+    every sample of a confident teacher (most fall in the top bin) as soon as a few
+    disagreements pull that bin's mean apart, even samples the student matches exactly.
+    ``mr4_bin_violation`` keeps the bin's verdict per sample.
     """
     n = len(P_T)
     yT = predict(P_T)
@@ -133,7 +139,8 @@ def mr4_calibration_alignment(
     bad_bin = (gap > eca_threshold) & (counts > 0)
     return RelationResult(
         {"mr4_eca": float((weight * gap).sum()), "mr4_violation_rate": float(weight[bad_bin].sum())},
-        {"mr4_bin": b, "mr4_violation": bad_bin[b], "mr4_teacher_conf": a_t, "mr4_student_conf_at_teacher": a_s},
+        {"mr4_bin": b, "mr4_bin_violation": bad_bin[b], "mr4_violation": bad_bin[b] & (np.abs(a_t - a_s) > eca_threshold),
+         "mr4_teacher_conf": a_t, "mr4_student_conf_at_teacher": a_s},
     )
 
 
@@ -176,7 +183,8 @@ def evaluate_relations(
     """All four relations, ``any_violation_rate`` and (with labels) the labelled metrics.
 
     ``any_violation_i = mr1_i ∨ mr2_i ∨ mr3_i ∨ mr4_i`` (MR3 only counts inside H, MR4
-    when the sample's bin violates); ``any_violation_rate = mean_i any_violation_i``.
+    when the sample's bin violates and its own confidence gap exceeds the threshold);
+    ``any_violation_rate = mean_i any_violation_i``.
     """
     cfg = config or RelationConfig()
     P_T = np.asarray(P_T, dtype=np.float64)

@@ -83,6 +83,14 @@ def test_relations_match_oracles(seed, k):
         assert m["student_f1"] == pytest.approx(f1_score(y, PS.argmax(1), pos_label=1, zero_division=0))
     else:
         assert "student_f1" not in m
+    # per-sample MR4: in a violating bin and the sample's own gap above the threshold (loop)
+    flags = []
+    for i in range(n):
+        b = min(int(np.floor(PT[i].max() * 10)), 9)
+        members = [j for j in range(n) if min(int(np.floor(PT[j].max() * 10)), 9) == b]
+        gap_b = abs(np.mean([PT[j].max() for j in members]) - np.mean([PS[j, PT[j].argmax()] for j in members]))
+        flags.append(gap_b > 0.05 and abs(PT[i].max() - PS[i, PT[i].argmax()]) > 0.05)
+    assert res.per_sample["mr4_violation"].tolist() == flags
     # any-violation is the union of the four flags
     ps = res.per_sample
     union = ps["mr1_violation"] | ps["mr2_violation"] | ps["mr3_violation"] | ps["mr4_violation"]
@@ -107,6 +115,19 @@ def test_hand_worked_example():
     assert m["mr4_eca"] == pytest.approx(0.5 * 0.025 + 0.25 * 0.3 + 0.25 * 0.02)
     assert m["mr4_violation_rate"] == pytest.approx(0.25)  # only bin 6 exceeds 0.05
     assert m["teacher_accuracy"] == 0.75 and m["student_accuracy"] == 0.5  # preds T [0,0,1,0], S [0,1,1,0]
+
+
+def test_confident_teacher_top_bin_violation_marks_only_the_samples_that_cause_it():
+    # a confident teacher (all in the top bin); the student matches it exactly on 70 rows
+    # and flips 30: the bin's mean gap is far above 0.05, but the 70 matched rows violate nothing
+    PT = np.tile([0.97, 0.03], (100, 1))
+    PS = PT.copy()
+    PS[70:] = [0.1, 0.9]
+    res = R.evaluate_relations(PT, PS)
+    m, ps = res.metrics, res.per_sample
+    assert m["mr4_violation_rate"] == 1.0 and ps["mr4_bin_violation"].all()  # the bin-level verdict
+    assert ps["mr4_violation"].tolist() == [False] * 70 + [True] * 30
+    assert m["any_violation_rate"] == pytest.approx(0.3) == m["mr1_violation_rate"]
 
 
 def test_ties_go_to_lowest_index_and_zero_probabilities():

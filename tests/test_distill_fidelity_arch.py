@@ -63,8 +63,9 @@ def test_fidelity_choose_architecture_options_and_fallback(caplog):
     assert c == teacher_shaped(3.0, max_length=64) and record == {"arch": "teacher_shaped"}
     c, record = choose_architecture(ctx(3.0, max_layers="2"), [], {})
     assert c.num_hidden_layers <= 2 and record["max_layers"] == 2
-    small, _ = choose_architecture(ctx(0.2), [], {})  # 4000 tokens cannot fit: relaxed to 1000, with a warning
+    small, record = choose_architecture(ctx(0.2), [], {})  # 4000 tokens cannot fit: relaxed to 1000, with a warning
     assert small == teacher_shaped(0.2, max_length=64, min_vocab=1000) and "allowing 1000" in caplog.text
+    assert record == {"arch": "teacher_shaped", "min_vocab": 1000}
     with pytest.raises(ValueError, match="fits 0.2 MB"):  # an explicit min_vocab is not relaxed
         choose_architecture(ctx(0.2, min_vocab=4000), [], {})
     with pytest.raises(ValueError, match="arch must be 'teacher_shaped' or 'avatar', got 'wide'"):

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                         "rows that is an early, near-uniform epoch: no confident samples, MR3 undefined)")
     p.add_argument("--teacher-layers", type=int, default=2)
     p.add_argument("--teacher-hidden", type=int, default=192)
-    p.add_argument("--epochs", type=int, default=6, help="student epochs")
+    p.add_argument("--epochs", type=int, default=10, help="student epochs")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--population", type=int, default=16)
     p.add_argument("--generations", type=int, default=8)

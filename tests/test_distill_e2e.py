@@ -37,8 +37,9 @@ def test_teacher_then_compressor_student_registered_and_evaluated(tracking, tmp_
     arch = ArchSpec(vocab_size=300, num_hidden_layers=2, hidden_size=64, num_attention_heads=2,
                     intermediate_size=128, max_length=64)
     teacher = train_teacher(data, "devign", arch=arch, epochs=2, batch_size=8, registered_name="toy-teacher",
-                            progress=False)
+                            monitor="last", progress=False)
     client = mlflow.MlflowClient()
+    assert client.get_run(teacher.run_id).data.params["monitor"] == "last"
     assert teacher.model_uri == "models:/toy-teacher/1"
     t_tags = client.get_model_version("toy-teacher", "1").tags
     t_model = registered_classifier(teacher.model_uri)

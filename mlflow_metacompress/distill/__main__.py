@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(t)
     t.add_argument("--init", default="scratch", help="'scratch' (offline), 'minilm', or a model dir / hub id")
     t.add_argument("--lr", type=float, default=5e-4)
+    t.add_argument("--monitor", default="val_acc", choices=["val_acc", "last"],
+                   help="keep the best validation-accuracy epoch or the last (confident) one")
     t.add_argument("--pair-mode", default="concat_cls", choices=["concat_cls", "single_sequence"])
     t.add_argument("--layers", type=int, default=4)
     t.add_argument("--hidden", type=int, default=256)
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         arch = ArchSpec(vocab_size=args.vocab_size, num_hidden_layers=args.layers, hidden_size=args.hidden,
                         num_attention_heads=args.heads, intermediate_size=args.intermediate, max_length=args.max_length)
         result = train_teacher(args.data_dir, init=args.init, arch=arch, pair_mode=args.pair_mode, lr=args.lr,
-                               registered_name=args.registered_name or "metacompress-teacher", **common)
+                               monitor=args.monitor, registered_name=args.registered_name or "metacompress-teacher", **common)
     else:
         from .methods import distill_student
 

@@ -92,7 +92,8 @@ _PAPER_TEACHER = {"vocab_size": 16000, "num_hidden_layers": 6, "hidden_size": 51
 _TINY_TEACHER = {"vocab_size": 1000, "num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 2,
                  "intermediate_size": 128}
 # search budgets of the architecture-searching methods (AVATAR's probes and NSGA-II, MORPH's
-# AGE-MOEA, fidelity's AVATAR search): probes train, the surrogate-driven search is cheap
+# AGE-MOEA, and fidelity's fallback to AVATAR's search when no teacher-shaped student fits
+# the target, as in the tiny profile): probes train, the surrogate-driven search is cheap
 # (below ~8 × 3 it may find nothing inside the size band)
 _QUICK_SEARCH = {"population": 20, "generations": 8, "probes": 3, "probe_steps": 8, "probe_rows": 64, "probe_valid": 48}
 _TINY_SEARCH = {"population": 12, "generations": 5, "probes": 2, "probe_steps": 2, "probe_rows": 8, "probe_valid": 8}

@@ -111,6 +111,11 @@ def test_monitor_selects_on_agreement_or_keeps_the_last_epoch(tok):
     # the kept weights reproduce the monitored score when re-measured independently
     pred = student.predict_proba(tok, list(val_df["func"])).argmax(1)
     assert np.mean(pred == val_logits.argmax(1)) == pytest.approx(agree.best_val_acc)
+    # rows keeping all relations: the kept epoch is the best one on that metric
+    torch.manual_seed(0)
+    kept = train_student(_student(tok), tok, [train], val,
+                         fit_config=FitConfig(**{**cfg.__dict__, "monitor": "val_relations_kept"}))
+    assert kept.best_val_acc == pytest.approx(max(r["val_relations_kept"] for r in kept.history))
     # "last" keeps the final epoch: re-measured agreement equals the last epoch's
     torch.manual_seed(0)
     last_student = _student(tok)

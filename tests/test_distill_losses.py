@@ -10,7 +10,8 @@ import pytest
 import torch
 from scipy.special import rel_entr, softmax
 
-from mlflow_metacompress.distill.losses import hard_label_loss, kd_loss
+from mlflow_metacompress.distill.losses import hard_label_loss, kd_loss, relation_agreement
+from mlflow_metacompress.relations import evaluate_relations
 
 
 def test_golden_values_t1_and_t2():
@@ -64,3 +65,19 @@ def test_hard_label_loss_is_cross_entropy_on_logits():
     logits, y = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 0])
     expected = -(math.log(softmax([2.0, 0.0])[0]) + math.log(softmax([0.0, 1.0])[0])) / 2
     assert hard_label_loss(logits, y).item() == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_relation_agreement_matches_the_evaluator_relations(seed):
+    rng = np.random.default_rng(seed)
+    n, k = 400, int(rng.choice([2, 3]))
+    t = rng.normal(scale=rng.uniform(0.5, 4), size=(n, k))
+    s = np.where(rng.random((n, 1)) < 0.5, t + rng.normal(scale=0.3, size=(n, k)), rng.normal(scale=3, size=(n, k)))
+    kept = relation_agreement(torch.tensor(s), torch.tensor(t)).numpy()
+    per = evaluate_relations(softmax(t, axis=1), softmax(s, axis=1)).per_sample
+    gap = np.abs(per["mr4_teacher_conf"] - per["mr4_student_conf_at_teacher"]) > 0.05
+    violated = per["mr1_violation"] | per["mr2_violation"] | per["mr3_violation"] | gap
+    np.testing.assert_array_equal(kept, ~violated)
+    assert 0 < kept.sum() < n  # both outcomes occur
+    # every row kept here has no violation in the evaluator's per-sample any_violation
+    assert not per["any_violation"][kept].any()

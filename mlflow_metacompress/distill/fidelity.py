@@ -12,11 +12,12 @@ MetaCompress's four relations (Awal, Rochan, Roy, arXiv 2511.05476) at a size bu
 3. **Training.** :class:`.fidelity_module.FidelityModule` with the loss of
    :mod:`.fidelity_loss`: KD on originals and variants, projected-state alignment,
    high-confidence matching (MR3) and sample/variant consistency.
-4. **Checkpoints.** ``select="agreement"`` (default) keeps the epoch whose argmax
-   agrees most with the teacher's on the validation rows and every one of their
-   variants (the method's goal is the teacher/student gap, so it selects on it);
-   ``select="accuracy"`` keeps MORPH's choice, the mean of clean and metamorphic
-   validation accuracy.
+4. **Checkpoints.** ``select="relations"`` (default) keeps the epoch with the most
+   validation rows (originals and every one of their variants) that keep all four
+   relations with the teacher (:func:`.losses.relation_agreement`): the method's goal
+   is the teacher/student gap, so it selects on it. ``select="agreement"`` uses MR1
+   alone; ``select="accuracy"`` keeps MORPH's choice, the mean of clean and
+   metamorphic validation accuracy.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .morph_data import MORPH_TRANSFORMS, concat, each_variant, language_of, met
 from .z3_space import StudentConfig, size_mb
 
 logger = logging.getLogger(__name__)
+SELECT_MONITOR = {"relations": "val_relations_kept", "agreement": "val_agreement", "accuracy": "val_acc"}
 
 
 def variant_table(examples: CodeExamples, language: str, names: list[str], seed: int = 0) -> tuple[CodeExamples, list[np.ndarray]]:
@@ -54,7 +56,7 @@ def variant_table(examples: CodeExamples, language: str, names: list[str], seed:
 
 
 def validation_set(ctx: DistillContext, language: str, names: list[str], select: str) -> CodeExamples:
-    """Validation rows for checkpoint selection. ``agreement``: the clean rows and all
+    """Validation rows for checkpoint selection. ``relations``/``agreement``: the clean rows and all
     their variants under ``names``, with labels and the teacher's (cached) logits;
     ``accuracy``: MORPH's clean + metamorphic rows with labels."""
     from .fidelity_cache import teacher_outputs
@@ -62,8 +64,8 @@ def validation_set(ctx: DistillContext, language: str, names: list[str], select:
     if select == "accuracy":
         valid_variants, _ = metamorphic(ctx.valid, language, MORPH_TRANSFORMS, seed=ctx.seed + 7)
         return concat([ctx.valid, valid_variants])
-    if select != "agreement":
-        raise ValueError(f"fidelity option select must be 'agreement' or 'accuracy', got {select!r}")
+    if select not in SELECT_MONITOR:
+        raise ValueError(f"fidelity option select must be one of {sorted(SELECT_MONITOR)}, got {select!r}")
     variants, variant_of = variant_table(ctx.valid, language, names, ctx.seed + 7)
     owner = np.zeros(len(variants), dtype=np.int64)
     for i, rows in enumerate(variant_of):
@@ -115,7 +117,7 @@ def fidelity(ctx: DistillContext) -> StudentOutcome:
     ``ffn_ratio`` 4, ``max_layers`` 4, ``min_vocab`` 4000; or avatar),
     ``student_config`` (dict; skips the choice),
     ``transforms`` (list, default every transformation of the language),
-    ``variants_per_step`` (2), ``lr`` (1e-3), ``select`` (agreement), the :class:`FidelityWeights` fields
+    ``variants_per_step`` (2), ``lr`` (1e-3), ``select`` (relations), the :class:`FidelityWeights` fields
     (``temperature`` 1, ``variant_kd`` 1, ``align`` 0.5, ``align_kind`` cosine,
     ``confidence`` 1, ``confidence_threshold`` 0.8, ``consistency`` 0.5), and AVATAR's
     search options when searching."""
@@ -143,11 +145,10 @@ def fidelity(ctx: DistillContext) -> StudentOutcome:
     module = FidelityModule(model, tokenizer, t_o, z_o, variants.texts, variants.texts_b, t_v, z_v, variant_of,
                             weights, int(opts.get("variants_per_step", 2)), lr=float(opts.get("lr", 1e-3)),
                             seed=ctx.seed)
-    select = str(opts.get("select", "agreement"))
+    select = str(opts.get("select", "relations"))
     valid = validation_set(ctx, language, names, select)
     train = CodeExamples(ctx.unlabeled.texts, ctx.unlabeled.texts_b, None, t_o)
-    monitor = "val_agreement" if select == "agreement" else "val_acc"
-    result = fit(module, tokenizer, train, valid, replace(ctx.fit_config, monitor=monitor))
+    result = fit(module, tokenizer, train, valid, replace(ctx.fit_config, monitor=SELECT_MONITOR[select]))
     k, pm = len(ctx.labels), ctx.pair_mode
     out = {"method": "fidelity", "student": config.to_dict(), "target_size_mb": ctx.size_mb,
            "size_mb": size_mb(config, k, pm), "gflops": gflops(config, k, pm), "weights": weights.__dict__,

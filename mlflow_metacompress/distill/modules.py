@@ -20,7 +20,7 @@ import lightning as L
 import torch
 
 from .datasets import model_inputs
-from .losses import hard_label_loss, kd_loss
+from .losses import hard_label_loss, kd_loss, relation_agreement
 
 
 @dataclass
@@ -101,6 +101,8 @@ class ClassifierModule(L.LightningModule):
         if "teacher_logits" in batch:
             agree = (logits.argmax(dim=-1) == batch["teacher_logits"].argmax(dim=-1)).float().mean()
             self.log("val_agreement", agree, on_epoch=True, batch_size=n)
+            kept = relation_agreement(logits, batch["teacher_logits"]).float().mean()
+            self.log("val_relations_kept", kept, on_epoch=True, batch_size=n)
 
     def configure_optimizers(self) -> Any:
         decay, no_decay = [], []

@@ -56,7 +56,9 @@ class FitConfig:
     accelerator: str = "auto"  # "auto" takes a GPU when one is visible (the ``paper`` profile), else the CPU
     precision: str | None = None  # e.g. "bf16-mixed" on a GPU; None = full precision
     # the validation metric whose best epoch is kept: "val_acc" (labels), "val_agreement"
-    # (the teacher's argmax, when the validation set carries teacher logits) or "last"
+    # (the teacher's argmax) or "val_relations_kept" (rows keeping MR1-MR4 with the teacher,
+    # :func:`.losses.relation_agreement`), both when the validation set carries teacher
+    # logits, or "last"
     monitor: str = "val_acc"
 
 
@@ -82,13 +84,15 @@ class _History(L.Callback):
 
 def _monitor(name: str, val: CodeExamples | None) -> str | None:
     """The Lightning metric to monitor, or None to keep the last epoch."""
-    if name not in ("val_acc", "val_agreement", "last"):
-        raise ValueError(f"FitConfig.monitor must be 'val_acc', 'val_agreement' or 'last', got {name!r}")
+    teacher_based = ("val_agreement", "val_relations_kept")
+    if name not in ("val_acc", *teacher_based, "last"):
+        raise ValueError(f"FitConfig.monitor must be 'val_acc', 'val_agreement', 'val_relations_kept' or 'last', "
+                         f"got {name!r}")
     if name == "last" or val is None:
         return None
-    if name == "val_agreement" and val.teacher_logits is None:
-        raise ValueError("FitConfig.monitor='val_agreement' needs validation examples with teacher_logits")
-    return name if name == "val_agreement" or val.labels is not None else None
+    if name in teacher_based and val.teacher_logits is None:
+        raise ValueError(f"FitConfig.monitor={name!r} needs validation examples with teacher_logits")
+    return name if name in teacher_based or val.labels is not None else None
 
 
 def fit(

@@ -50,6 +50,13 @@ def load_frames(data_dir: Path, train: int, valid: int, test: int, seed: int) ->
     return frames
 
 
+def option_values(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as options (values as in ``python -m mlflow_metacompress.distill --option``)."""
+    from mlflow_metacompress.distill.__main__ import parse_option
+
+    return dict(parse_option(item) for item in items)
+
+
 def speed_ratio(teacher_uri: str, student_uri: str, df: pd.DataFrame, repeats: int = 2) -> float:
     """Teacher seconds / student seconds predicting ``df`` (best of ``repeats``)."""
     import mlflow
@@ -145,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fidelity-arch", choices=["teacher_shaped", "avatar", "search"], default="teacher_shaped",
                    help="fidelity's own scaled-down standard shape, AVATAR's chosen architecture (an equal-"
                         "architecture comparison of the losses) or AVATAR's search run inside fidelity")
+    p.add_argument("--fidelity-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra fidelity option, repeatable (e.g. temperature=3, confidence=2, select=agreement)")
     p.add_argument("--reuse", default="", help="comma-separated methods whose latest registered student in "
                    "--workdir is reused instead of retrained (with --teacher)")
     p.add_argument("--seed", type=int, default=0)
@@ -196,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not avatar_choice:
                     raise SystemExit("--fidelity-arch avatar needs avatar before fidelity in --methods (or --reuse)")
                 opts["student_config"] = avatar_choice
+            opts.update(option_values(args.fidelity_option))
         t = time.perf_counter()
         res = distill_student(frames, teacher_uri, "devign", method=method, size_mb=args.size_mb,
                               max_length=args.max_length, registered_name=f"compare-{method}",

@@ -138,7 +138,7 @@ def test_fidelity_end_to_end_with_a_given_architecture(tracking, tmp_path, capsy
     assert config["search"] == {"given": True} and config["variants"] > 0 and config["weights"]["align_kind"] == "mse"
     # teacher states of originals, of their variants and of the validation rows with theirs, cached
     assert len(list(cache.glob("fidelity-*.npz"))) == 3
-    assert config["checkpoint_selection"] == "relations" and config["validation_rows"] > 16
+    assert config["checkpoint_selection"] == "agreement" and config["validation_rows"] > 16
     tags = mlflow.MlflowClient().get_model_version("metacompress-fidelity", "1").tags
     assert tags["metacompress.method"] == "fidelity"
     student = StudentConfig(**config["student"])

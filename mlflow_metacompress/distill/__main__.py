@@ -79,11 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         from .methods import distill_student
 
         extra = {"temperature": args.temperature} if args.temperature is not None else {}
-        for item in args.option:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise SystemExit(f"--option expects KEY=VALUE, got {item!r}")
-            extra[key] = _literal(value)
+        extra.update(parse_option(item) for item in args.option)
         result = distill_student(
             args.data_dir, args.teacher, method=args.method, size_mb=args.size_mb, max_length=args.max_length,
             registered_name=args.registered_name or f"metacompress-{args.method}", cache_dir=args.cache_dir,
@@ -93,6 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     json.dump(asdict(result), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return 0
+
+
+def parse_option(item: str) -> tuple[str, object]:
+    """``KEY=VALUE`` as ``(key, value)``; exits with a message naming a malformed item."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--option expects KEY=VALUE, got {item!r}")
+    return key, _literal(value)
 
 
 def _literal(value: str) -> object:

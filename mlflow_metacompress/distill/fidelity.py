@@ -90,20 +90,25 @@ def choose_architecture(ctx: DistillContext, texts: list[str], tokenizers: dict)
         raise ValueError(f"fidelity option arch must be 'teacher_shaped' or 'avatar', got {arch!r}")
     kw = {k: int(ctx.options[k]) for k in ("head_dim", "ffn_ratio", "max_layers", "min_vocab") if k in ctx.options}
     shape = dict(num_labels=len(ctx.labels), pair_mode=ctx.pair_mode, max_length=ctx.max_length)
-    try:
-        return teacher_shaped(ctx.size_mb, **shape, **kw), {"arch": "teacher_shaped", **kw}
-    except ValueError:
-        if "min_vocab" in kw:
-            raise
-    try:
-        choice = teacher_shaped(ctx.size_mb, **shape, **{**kw, "min_vocab": 1000})
-        logger.warning("fidelity: no teacher-shaped student with a 4000-token vocabulary fits %.2f MB; "
-                       "allowing 1000", ctx.size_mb)
-        return choice, {"arch": "teacher_shaped", **kw, "min_vocab": 1000}
-    except ValueError:
-        logger.warning("fidelity: no teacher-shaped student fits %.2f MB; using AVATAR's search", ctx.size_mb)
-        choice, record = avatar_search(ctx, texts, tokenizers)
-        return choice, {"arch": "avatar", "fallback_from": "teacher_shaped", **record}
+    explicit = "min_vocab" in kw
+    floors = [kw.pop("min_vocab")] if explicit else [4000, 1000]  # an explicit floor is not relaxed
+    for floor in floors:
+        try:
+            choice = teacher_shaped(ctx.size_mb, **shape, **kw, min_vocab=floor)
+        except ValueError:
+            if explicit:
+                raise
+            continue
+        record = {"arch": "teacher_shaped", **kw}
+        if explicit or floor != floors[0]:
+            record["min_vocab"] = floor
+        if floor != floors[0]:
+            logger.warning("fidelity: no teacher-shaped student with a %d-token vocabulary fits %.2f MB; allowing %d",
+                           floors[0], ctx.size_mb, floor)
+        return choice, record
+    logger.warning("fidelity: no teacher-shaped student fits %.2f MB; using AVATAR's search", ctx.size_mb)
+    choice, record = avatar_search(ctx, texts, tokenizers)
+    return choice, {"arch": "avatar", "fallback_from": "teacher_shaped", **record}
 
 
 def weights_from(options: dict[str, Any]) -> Any:

@@ -21,6 +21,8 @@ the wider one, then the larger vocabulary.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .z3_space import StudentConfig, param_count, size_mb
 
 
@@ -45,10 +47,10 @@ def teacher_shaped(
             vocab = min(max_vocab, int((target_mb * 1e6 / 4 - fixed) // hidden) // 1000 * 1000)
             if vocab < min_vocab:
                 continue
-            config = StudentConfig(**{**base.to_dict(), "vocab_size": vocab})
+            config = replace(base, vocab_size=vocab)
             if not lower * target_mb <= size_mb(config, num_labels, pair_mode) <= target_mb:
                 continue
-            layer_params = layers * (4 * hidden * hidden + 2 * hidden * ffn_ratio * hidden + 9 * hidden + ffn_ratio * hidden)
+            layer_params = fixed - param_count(replace(base, num_hidden_layers=0), num_labels, pair_mode)
             key = (layer_params, hidden, vocab)
             if best is None or key > best[0]:
                 best = (key, config)

@@ -12,8 +12,12 @@ temperatures. Softmax is always taken over the class dimension (the last one).
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
+
+from ..relations import KL_EPS, RelationConfig
 
 
 def kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -36,19 +40,20 @@ def hard_label_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float(), labels.long())
 
 
-def relation_agreement(student_logits: torch.Tensor, teacher_logits: torch.Tensor, kl_threshold: float = 0.1,
-                       confidence_threshold: float = 0.8, gap_threshold: float = 0.05) -> torch.Tensor:
+def relation_agreement(student_logits: torch.Tensor, teacher_logits: torch.Tensor,
+                       config: RelationConfig = RelationConfig()) -> torch.Tensor:
     """Per row, whether the student keeps all of MetaCompress's relations with the teacher
-    (Awal, Rochan, Roy, arXiv 2511.05476; thresholds as :class:`~mlflow_metacompress.relations.RelationConfig`):
+    (Awal, Rochan, Roy, arXiv 2511.05476; thresholds from ``config``, the evaluator's):
     same argmax (MR1), ``KL(p_T ‖ p_S) ≤ kl_threshold`` (MR2), confidence ≥ τ at the
     teacher's class where the teacher is ≥ τ sure (MR3), and ``|p_T,c − p_S,c| ≤
-    gap_threshold`` at the teacher's class (MR4's per-sample gap, without its bin). A
+    eca_threshold`` at the teacher's class (MR4's per-sample gap, without its bin). A
     validation metric for checkpoint selection, not a loss (it has no gradient)."""
     log_p = F.log_softmax(teacher_logits.float(), dim=-1)
     log_q = F.log_softmax(student_logits.float(), dim=-1)
     p, q = log_p.exp(), log_q.exp()
     conf, cls = p.max(dim=-1)
     q_c = q.gather(-1, cls.unsqueeze(-1)).squeeze(-1)
-    kl = (p * (log_p - log_q.clamp_min(-27.631))).sum(-1)  # p_S floored at 1e-12, as the relations do
-    keeps_mr3 = (conf < confidence_threshold) | (q_c >= confidence_threshold)
-    return (q.argmax(-1) == cls) & (kl <= kl_threshold) & keeps_mr3 & ((conf - q_c).abs() <= gap_threshold)
+    kl = (p * (log_p - log_q.clamp_min(math.log(KL_EPS)))).sum(-1)  # p_S floored as the relations do
+    tau = config.confidence_threshold
+    keeps_mr3 = (conf < tau) | (q_c >= tau)
+    return (q.argmax(-1) == cls) & (kl <= config.kl_threshold) & keeps_mr3 & ((conf - q_c).abs() <= config.eca_threshold)

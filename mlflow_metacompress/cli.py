@@ -45,7 +45,7 @@ def _add_gate(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_gate(args: argparse.Namespace) -> int:
-    from .gates import PromotionRefusedError, decision_json, gate_version, promote
+    from .gates.promotion import PromotionRefusedError, decision_json, gate_version, promote
 
     try:
         config = json.loads(args.evaluator_config)
@@ -74,7 +74,7 @@ def _add_policies(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_policies(args: argparse.Namespace) -> int:
-    from .gate_policy import PRESETS, load_policy
+    from .gates.policy import PRESETS, load_policy
 
     for name in args.names or PRESETS:
         print(load_policy(name).describe())

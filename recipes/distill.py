@@ -21,9 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     setup()
     import mlflow
 
-    from mlflow_metacompress.pipeline_data import load_task_data
-    from mlflow_metacompress.pipeline_stages import resolve_methods, student_stage
-    from mlflow_metacompress.profiles import get_profile
+    from mlflow_metacompress.pipeline.data import load_task_data
+    from mlflow_metacompress.pipeline.stages import resolve_methods, student_stage
+    from mlflow_metacompress.pipeline.profiles import get_profile
 
     profile = get_profile(args.profile)
     methods = resolve_methods(args.methods)

@@ -24,9 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     import mlflow
 
     from mlflow_metacompress.gates import PromotionRefusedError, promote
-    from mlflow_metacompress.pipeline_data import load_task_data
-    from mlflow_metacompress.pipeline_stages import gate_stage
-    from mlflow_metacompress.profiles import get_profile, resolve_policy
+    from mlflow_metacompress.pipeline.data import load_task_data
+    from mlflow_metacompress.pipeline.stages import gate_stage
+    from mlflow_metacompress.pipeline.profiles import get_profile, resolve_policy
 
     profile = get_profile(args.profile)
     policy = resolve_policy(args.policy, profile)

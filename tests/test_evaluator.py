@@ -30,11 +30,11 @@ def logged_artifacts(run_id):
 
 def test_entry_point_is_registered():
     eps = {ep.name: ep.value for ep in entry_points(group="mlflow.model_evaluator")}
-    assert eps["metacompress"] == "mlflow_metacompress.evaluator:MetaCompressEvaluator"
+    assert eps["metacompress"] == "mlflow_metacompress.evaluation.evaluator:MetaCompressEvaluator"
 
 
 def test_can_evaluate():
-    from mlflow_metacompress.evaluator import MetaCompressEvaluator
+    from mlflow_metacompress.evaluation.evaluator import MetaCompressEvaluator
 
     ev = MetaCompressEvaluator()
     assert ev.can_evaluate(model_type="metacompress", evaluator_config={})

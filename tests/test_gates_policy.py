@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from mlflow_metacompress.gate_policy import PRESETS, GatePolicy, PolicyError, load_policy
+from mlflow_metacompress.gates.policy import PRESETS, GatePolicy, PolicyError, load_policy
 from mlflow_metacompress.metrics import greater_is_better
 
 

@@ -9,7 +9,7 @@ HEAVY = ("torch", "transformers", "lightning", "tree_sitter", "matplotlib", "skl
 
 def test_plugin_import_is_light():
     code = (
-        "import sys, mlflow_metacompress, mlflow_metacompress.evaluator, mlflow_metacompress.transforms, "
+        "import sys, mlflow_metacompress, mlflow_metacompress.evaluation.evaluator, mlflow_metacompress.transforms, "
         "mlflow_metacompress.metrics, mlflow_metacompress.relations\n"
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )

@@ -10,19 +10,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_metacompress.gate_policy import load_policy
+from mlflow_metacompress.gates.policy import load_policy
 from mlflow_metacompress.metrics import greater_is_better
 from mlflow_metacompress.pipeline import default_tracking_uri, is_file_store, setup_tracking
-from mlflow_metacompress.pipeline_data import _cap, load_task_data, normalise_task
-from mlflow_metacompress.pipeline_report import comparison_table, to_markdown
-from mlflow_metacompress.pipeline_stages import (
+from mlflow_metacompress.pipeline.data import _cap, load_task_data, normalise_task
+from mlflow_metacompress.pipeline.report import comparison_table, to_markdown
+from mlflow_metacompress.pipeline.stages import (
     DEFAULT_METHODS,
     GateOutcome,
     evaluator_config,
     parse_methods,
     resolve_methods,
 )
-from mlflow_metacompress.profiles import PROFILES, QUICK_POLICY, get_profile, resolve_policy
+from mlflow_metacompress.pipeline.profiles import PROFILES, QUICK_POLICY, get_profile, resolve_policy
 
 
 # ------------------------------------------------------------------ tracking URI

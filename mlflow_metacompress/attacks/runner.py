@@ -36,7 +36,7 @@ def as_predict(model: Any) -> Callable[[pd.DataFrame], np.ndarray]:
         pyfunc = model
 
         def predict(df: pd.DataFrame) -> np.ndarray:
-            from ..predictors import to_probabilities
+            from ..evaluation.predictors import to_probabilities
 
             return to_probabilities(pyfunc.predict(df), len(df))[0]
 

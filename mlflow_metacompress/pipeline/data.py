@@ -74,12 +74,12 @@ def _cap(df: pd.DataFrame, n: int | None, label: str, seed: int) -> pd.DataFrame
 def load_task_data(task: str, data_dir: str | Path | None, profile: Profile, seed: int = 0) -> TaskData:
     """Splits for ``task``: generated when ``data_dir`` is empty, else read from
     ``data_dir`` (a CodeXGLUE task folder or its parent), capped at the profile's budget."""
-    from .data.codexglue import get_task, load_task
+    from ..data.codexglue import get_task, load_task
 
     task = normalise_task(task)
     spec = get_task(CODEXGLUE_TASK[task])
     if data_dir in (None, ""):
-        from .data.generators import make_splits
+        from ..data.generators import make_splits
 
         frames = make_splits(task, profile.generated_rows, seed)
         source = "generated"

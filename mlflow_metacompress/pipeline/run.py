@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
-from .pipeline_stages import DEFAULT_METHODS, GateOutcome
+from .stages import DEFAULT_METHODS, GateOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -95,10 +95,10 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     and in ``errors`` while the other methods continue."""
     import mlflow
 
-    from .gate_policy import load_policy
-    from .pipeline_data import load_task_data
-    from .pipeline_report import comparison_table, log_comparison
-    from .pipeline_stages import gate_stage, resolve_methods, student_stage, teacher_stage
+    from ..gates.policy import load_policy
+    from .data import load_task_data
+    from .report import comparison_table, log_comparison
+    from .stages import gate_stage, resolve_methods, student_stage, teacher_stage
     from .profiles import get_profile, resolve_policy
 
     profile = get_profile(config.profile)

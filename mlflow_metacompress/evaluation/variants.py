@@ -51,7 +51,7 @@ def original_variant(df: pd.DataFrame, code_columns: list[str]) -> Variant:
 
 def detect_language(codes: list[str]) -> str:
     """Majority vote of the transformation library's detector over up to 50 samples."""
-    from .transforms import detect_language as detect_one
+    from ..transforms import detect_language as detect_one
 
     votes = Counter(detect_one(c) for c in codes[:50])
     language = votes.most_common(1)[0][0]
@@ -61,7 +61,7 @@ def detect_language(codes: list[str]) -> str:
 
 def resolve_transform_names(spec: object, language: str) -> list[str]:
     """``"all"`` → every transformation for ``language``; a list is checked name by name."""
-    from .transforms import list_transforms
+    from ..transforms import list_transforms
     from .validation import MetaCompressInputError
 
     available = list_transforms(language)
@@ -85,7 +85,7 @@ def transform_variants(
     A row enters variant ``t`` only when ``t`` changed it; rows that do not parse are
     skipped for every transformation and reported in ``parse_failures``.
     """
-    from .transforms import TransformStatus, transform_many
+    from ..transforms import TransformStatus, transform_many
 
     base = df[code_columns].reset_index(drop=True)
     results = {col: transform_many(base[col].tolist(), names, language, seed=seed, progress=progress) for col in transform_columns}

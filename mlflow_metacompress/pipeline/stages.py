@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .pipeline_data import TaskData
+from .data import TaskData
 from .profiles import Profile
 
 logger = logging.getLogger(__name__)
@@ -63,14 +63,14 @@ def resolve_methods(methods: str | Sequence[str] | None) -> list[str]:
     for each requested name not yet registered (methods register themselves on import).
     Raises ``ValueError`` naming the unknown methods and the registered ones.
     """
-    from .distill import methods as registry
+    from ..distill import methods as registry
 
     names = parse_methods(methods)
     registry.get_method("compressor")  # imports the built-in methods
     for name in names:
         if name in registry.METHODS or not name.isidentifier():
             continue
-        module = f"{__package__}.distill.{name}"
+        module = f"mlflow_metacompress.distill.{name}"
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -96,8 +96,8 @@ def tag_version(name: str, version: str | None, tags: dict[str, Any]) -> None:
 def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: bool = True) -> Any:
     """Train and register the teacher (``metacompress-<dataset>-teacher``); returns the
     :class:`~.distill.results.TrainingResult`."""
-    from .distill.arch import ArchSpec
-    from .distill.teacher import train_teacher
+    from ..distill.arch import ArchSpec
+    from ..distill.teacher import train_teacher
 
     arch = ArchSpec(**profile.teacher_arch, max_length=profile.max_length)
     result = train_teacher(data.frames, data.codexglue_task, arch=arch, epochs=profile.teacher_epochs,
@@ -110,7 +110,7 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
 def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: str, size_mb: float | None = None,
                   seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True) -> Any:
     """Distil and register one student with ``method`` (``metacompress-<dataset>-<method>``)."""
-    from .distill.methods import distill_student
+    from ..distill.methods import distill_student
 
     target = float(size_mb) if size_mb else profile.size_mb
     result = distill_student(
@@ -143,8 +143,8 @@ def teacher_of(model_uri: str) -> str:
     """The ``metacompress.teacher`` tag of a ``models:/name/version`` or ``models:/name@alias`` URI."""
     from mlflow import MlflowClient
 
-    from .distill.soft_labels import resolve_model_uri
-    from .gates import TAG_TEACHER
+    from ..distill.soft_labels import resolve_model_uri
+    from ..gates.promotion import TAG_TEACHER
 
     pinned = resolve_model_uri(model_uri)
     if not pinned.startswith("models:/"):
@@ -180,7 +180,7 @@ def gate_stage(method: str, model_name: str, version: str, data: TaskData, profi
     """
     from mlflow import MlflowClient
 
-    from .gates import PromotionRefusedError, gate_version
+    from ..gates.promotion import PromotionRefusedError, gate_version
 
     cfg = evaluator_config(data, profile, seed, cache_dir, progress)
     try:

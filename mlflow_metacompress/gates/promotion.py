@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .gate_policy import CheckResult, GatePolicy, load_policy
+from .policy import CheckResult, GatePolicy, load_policy
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from .relations import RelationConfig
+from ..relations import RelationConfig
 from .validation import MetaCompressInputError
 
 LANGUAGES = ("c", "java", "python")

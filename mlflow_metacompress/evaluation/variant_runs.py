@@ -85,7 +85,7 @@ def run_attack_variants(
         return []
     if labels is None:
         raise MetaCompressInputError("attacks need labels: pass targets=<label column> to mlflow.models.evaluate")
-    from .attacks.runner import list_attacks, run_attack
+    from ..attacks.runner import list_attacks, run_attack
 
     unknown = [a for a in cfg.attacks if a not in list_attacks()]
     if unknown:

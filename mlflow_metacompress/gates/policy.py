@@ -5,7 +5,7 @@ match its teacher's accuracy while diverging from it behaviourally (up to 62% of
 samples) and under attack (up to 285% greater accuracy drop), and advises that the
 tolerable discrepancy depends on the task's risk. A :class:`GatePolicy` encodes that
 tolerance as thresholds on evaluator metric keys; presets ship per risk tier
-(``safety_critical``, ``standard``, ``lenient``) in ``mlflow_metacompress/policies``.
+(``safety_critical``, ``standard``, ``lenient``) in ``mlflow_metacompress/gates/presets``.
 
 YAML format::
 
@@ -35,7 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from .metrics import base_name, greater_is_better
+from ..metrics import base_name, greater_is_better
 
 logger = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ def load_policy(spec: "str | Path | GatePolicy | Mapping[str, Any]") -> GatePoli
         return GatePolicy.from_mapping(spec)
     text = str(spec)
     if text in PRESETS:
-        ref = resources.files("mlflow_metacompress") / "policies" / f"{text}.yaml"
+        ref = resources.files("mlflow_metacompress.gates") / "presets" / f"{text}.yaml"
         with resources.as_file(ref) as path:
             return GatePolicy.from_yaml(path)
     path = Path(text)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .config import EvaluatorConfig
 from .predictors import Predictor
-from .relations import evaluate_relations, predict
+from ..relations import evaluate_relations, predict
 from .validation import MetaCompressInputError, align_classes, check_probabilities, encode_labels
 from .variants import Variant, original_variant, pooled_variant
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from .pipeline_stages import GateOutcome
+from .stages import GateOutcome
 
 logger = logging.getLogger(__name__)
 

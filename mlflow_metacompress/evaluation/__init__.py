@@ -1,0 +1,30 @@
+"""The ``metacompress`` MLflow evaluator plugin, one arrow per module:
+
+config (``evaluator_config`` → frozen :class:`~.config.EvaluatorConfig`) → validation →
+predictors (models → N×K probabilities) → variants (original, transformed and
+adversarial inputs) → engine (relations per variant; computes, never logs) → artifacts →
+evaluator (logs metrics and artifacts in one go).
+
+Importing this package is light; the plugin class is loaded on first use.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "MetaCompressEvaluator": "evaluator",
+    "MetaCompressInputError": "validation",
+    "EvaluatorConfig": "config",
+    "parse_config": "config",
+    "run_evaluation": "engine",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,29 @@
+"""Registry promotion gates: policies (:mod:`.policy`, presets in ``presets/``) and the
+promotion that tags a model version with its verdict and moves an alias only when it
+passed (:mod:`.promotion`). Based on the MetaCompress relations (Awal, Rochan, Roy,
+arXiv 2511.05476)."""
+
+from __future__ import annotations
+
+from .policy import PRESETS, CheckResult, GatePolicy, PolicyError, load_policy
+from .promotion import (
+    TAG_EVALUATED_AT,
+    TAG_FAILED,
+    TAG_POLICY,
+    TAG_RUN,
+    TAG_TEACHER,
+    TAG_VERDICT,
+    TAG_VERDICT_TIME,
+    GateDecision,
+    PromotionRefusedError,
+    decision_json,
+    gate_version,
+    load_eval_data,
+    promote,
+)
+
+__all__ = [
+    "PRESETS", "CheckResult", "GatePolicy", "PolicyError", "load_policy", "TAG_EVALUATED_AT", "TAG_FAILED",
+    "TAG_POLICY", "TAG_RUN", "TAG_TEACHER", "TAG_VERDICT", "TAG_VERDICT_TIME", "GateDecision",
+    "PromotionRefusedError", "decision_json", "gate_version", "load_eval_data", "promote",
+]

@@ -52,7 +52,7 @@ def load_frames(data_dir: Path, train: int, valid: int, test: int, seed: int) ->
 
 def option_values(items: list[str]) -> dict[str, Any]:
     """``KEY=VALUE`` strings as options (values as in ``python -m mlflow_metacompress.distill --option``)."""
-    from mlflow_metacompress.distill.__main__ import parse_option
+    from mlflow_metacompress.distill.cli import parse_option
 
     return dict(parse_option(item) for item in items)
 

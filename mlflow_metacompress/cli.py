@@ -1,10 +1,9 @@
-"""The ``metacompress`` command line.
+"""The one ``metacompress`` command line.
 
-Subcommands are registered by small ``_add_<name>(subparsers)`` functions listed in
-``SUBCOMMANDS``; each sets ``func`` to a handler ``(args) -> exit code``. To add one
-(``evaluate``, ``attack``), write its ``_add_...`` function (or import it from the
-module that owns it) and append it to ``SUBCOMMANDS``. Handlers import heavy modules
-lazily so ``metacompress --help`` stays fast.
+Each package owns its subcommands in its ``cli.py``: an ``add_<name>(subparsers)``
+function, listed in :data:`SUBCOMMANDS`, adds a subparser whose ``func`` default is a
+handler ``(args) -> exit code``. Handlers import heavy modules lazily so
+``metacompress --help`` stays fast.
 
 Exit codes: 0 success (for ``gate``: the version passed), 1 the gate failed or refused,
 2 usage or input error.
@@ -13,7 +12,7 @@ Exit codes: 0 success (for ``gate``: the version passed), 1 the gate failed or r
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import logging
 import sys
 from typing import Callable, Sequence
@@ -23,65 +22,14 @@ logger = logging.getLogger(__name__)
 Handler = Callable[[argparse.Namespace], int]
 
 
-def _add_gate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("gate", help="judge a registered model version with a gate policy and move its alias if it passes",
-                       description="Evaluate (or read an evaluation run) and promote a model version. "
-                                   "Give --data to evaluate against the teacher in the version's "
-                                   "'metacompress.teacher' tag, or --evaluation-run-id to reuse an evaluation.")
-    p.add_argument("--model-name", required=True, help="registered model name")
-    p.add_argument("--version", required=True, help="model version to judge")
-    p.add_argument("--policy", default="standard",
-                   help="preset (safety_critical, standard, lenient) or path to a policy YAML (default: standard)")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--data", help="evaluation data (.jsonl, .json, .csv, .parquet)")
-    src.add_argument("--evaluation-run-id", help="id of a run holding metacompress metrics")
-    p.add_argument("--targets", default="target", help="label column of --data (default: target)")
-    p.add_argument("--evaluator-config", default="{}", help="extra evaluator_config as JSON, e.g. '{\"transforms\": \"all\"}'")
-    p.add_argument("--alias", default="champion", help="alias to move when the version passes (default: champion)")
-    p.add_argument("--force", action="store_true", help="move the alias even over a more recent passing verdict")
-    p.add_argument("--stage", default=None, help="also perform the legacy stage transition (e.g. Production)")
-    p.add_argument("--json", action="store_true", help="print the decision as JSON")
-    p.set_defaults(func=_run_gate)
-
-
-def _run_gate(args: argparse.Namespace) -> int:
-    from .gates.promotion import PromotionRefusedError, decision_json, gate_version, promote
-
-    try:
-        config = json.loads(args.evaluator_config)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"--evaluator-config is not valid JSON: {exc}") from None
-    if not isinstance(config, dict):
-        raise ValueError("--evaluator-config must be a JSON object")
-    common = dict(policy=args.policy, alias=args.alias or None, force=args.force, stage=args.stage)
-    try:
-        if args.data:
-            decision = gate_version(args.model_name, args.version, args.data, targets=args.targets,
-                                    evaluator_config=config, **common)
-        else:
-            decision = promote(args.model_name, args.version, args.evaluation_run_id, **common)
-    except PromotionRefusedError as exc:
-        print(decision_json(exc.decision) if args.json else f"{exc.decision.summary()}\nrefused: {exc}")
-        return 1
-    print(decision_json(decision) if args.json else decision.summary())
-    return 0 if decision.passed else 1
-
-
-def _add_policies(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("policies", help="show the preset gate policies (or the given policy files)")
-    p.add_argument("names", nargs="*", help="presets or YAML paths (default: every preset)")
-    p.set_defaults(func=_run_policies)
-
-
-def _run_policies(args: argparse.Namespace) -> int:
-    from .gates.policy import PRESETS, load_policy
-
-    for name in args.names or PRESETS:
-        print(load_policy(name).describe())
-    return 0
-
-
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_gate, _add_policies]
+# (module, function): each package owns its subcommands; the function adds one subparser
+# whose ``func`` default is the handler.
+SUBCOMMANDS: list[tuple[str, str]] = [
+    ("mlflow_metacompress.attacks.cli", "add_attack"),
+    ("mlflow_metacompress.distill.cli", "add_distill"),
+    ("mlflow_metacompress.gates.cli", "add_gate"),
+    ("mlflow_metacompress.gates.cli", "add_policies"),
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="MLflow tracking (and registry) URI; default: MLFLOW_TRACKING_URI or MLflow's default")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for register in SUBCOMMANDS:
-        register(sub)
+    for module, function in SUBCOMMANDS:
+        getattr(importlib.import_module(module), function)(sub)
     return parser
 
 

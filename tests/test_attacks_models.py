@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from mlflow_metacompress.attacks import AttackStatus, run_attack
-from mlflow_metacompress.attacks.__main__ import main
+from mlflow_metacompress.attacks.cli import main
 from mlflow_metacompress.attacks.substitutes import IDENT, MLMSubstitutes
 
 from test_attacks_recipes import CODES, assert_consistent_renaming

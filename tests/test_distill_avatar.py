@@ -179,7 +179,7 @@ SEARCH_ARGS = ["--population", "6", "--generations", "2", "--option", "probes=2"
 
 @pytest.mark.slow
 def test_avatar_cli_end_to_end(tracking, tmp_path, capsys):
-    from mlflow_metacompress.distill.__main__ import main
+    from mlflow_metacompress.distill.cli import main
 
     data, teacher = tiny_teacher(tmp_path)
     rc = main(["student", "--method", "avatar", "--data-dir", str(data), "--teacher", teacher, "--size-mb", "0.2",

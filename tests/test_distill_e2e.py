@@ -10,7 +10,7 @@ import mlflow
 import numpy as np
 import pytest
 
-from mlflow_metacompress.distill.__main__ import main
+from mlflow_metacompress.distill.cli import main
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.teacher import train_teacher
 from mlflow_metacompress.models.classifier import CodeClassifier, parameter_count, size_mb

@@ -120,7 +120,7 @@ def test_variant_table_and_draws_stay_with_their_original():
 
 @pytest.mark.slow
 def test_fidelity_end_to_end_with_a_given_architecture(tracking, tmp_path, capsys):
-    from mlflow_metacompress.distill.__main__ import main
+    from mlflow_metacompress.distill.cli import main
     from mlflow_metacompress.distill.z3_space import StudentConfig, param_count
 
     data, teacher = tiny_teacher(tmp_path)

@@ -77,7 +77,7 @@ def test_morph_end_to_end_labels_variants_once_outside_training(tracking, tmp_pa
     import json
 
     from mlflow_metacompress.distill import modules
-    from mlflow_metacompress.distill.__main__ import main
+    from mlflow_metacompress.distill.cli import main
 
     data, teacher = tiny_teacher(tmp_path)
     state = {"training": False, "loads": 0}

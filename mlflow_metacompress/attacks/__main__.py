@@ -1,77 +1,10 @@
-"""``python -m mlflow_metacompress.attacks``: attack a logged model on a data file and
-print a TextAttack-style summary table.
-
-Example::
-
-    python -m mlflow_metacompress.attacks --model models:/student/1 \\
-        --data test.jsonl --attack alert_yang_2022 --budget 500 --language c \\
-        --code-columns func --label-column target --limit 100
-"""
+"""``python -m mlflow_metacompress.attacks``: an alias of ``metacompress attack``."""
 
 from __future__ import annotations
 
-import argparse
-import logging
 import sys
-from pathlib import Path
 
-import pandas as pd
-
-from .recipes import list_attacks
-
-
-def read_data(path: str) -> pd.DataFrame:
-    """Read a ``.jsonl``/``.json``, ``.csv`` or ``.parquet`` file."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"data file {path} does not exist")
-    suffix = p.suffix.lower()
-    if suffix in (".jsonl", ".json"):
-        try:
-            return pd.read_json(p, lines=suffix == ".jsonl")
-        except ValueError as exc:
-            raise ValueError(f"{path}: not valid JSON lines ({exc})") from exc
-    if suffix == ".csv":
-        return pd.read_csv(p)
-    if suffix == ".parquet":
-        return pd.read_parquet(p)
-    raise ValueError(f"{path}: unsupported data format {suffix!r}; use .jsonl, .csv or .parquet")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mlflow_metacompress.attacks", description=__doc__.split("\n")[0])
-    parser.add_argument("--model", required=True, help="model URI (models:/name/1, runs:/id/model, a local path)")
-    parser.add_argument("--data", required=True, help="a .jsonl, .csv or .parquet file")
-    parser.add_argument("--attack", required=True, choices=list_attacks())
-    parser.add_argument("--budget", type=int, default=500, help="maximum queries per sample (default 500)")
-    parser.add_argument("--language", default="auto", choices=["auto", "c", "java", "python"])
-    parser.add_argument("--code-columns", default="func", help="comma-separated code column(s); only the first is attacked")
-    parser.add_argument("--label-column", default="target")
-    parser.add_argument("--limit", type=int, default=None, help="attack only the first N rows")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--mlm", default=None, help="local fill-mask model directory for ALERT's substitutes")
-    parser.add_argument("--output", default=None, help="write the per-sample table to this .parquet file")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-
-    from .runner import run_attack
-
-    df = read_data(args.data)
-    if args.limit is not None:
-        df = df.head(args.limit)
-    columns = [c.strip() for c in args.code_columns.split(",") if c.strip()]
-    if args.label_column not in df.columns:
-        parser.error(f"label column {args.label_column!r} not in {args.data}; it has {list(df.columns)}")
-    report = run_attack(
-        args.attack, args.model, df, columns, df[args.label_column].to_numpy(), args.language,
-        budget=args.budget, seed=args.seed, mlm=args.mlm,
-    )
-    print(report.summary())
-    if args.output:
-        report.table().to_parquet(args.output)
-        print(f"per-sample results written to {args.output}")
-    return 0
-
+from .cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,116 @@
+"""``metacompress distill {teacher,student} ...`` (``python -m mlflow_metacompress.distill`` is an alias).
+
+``teacher`` fine-tunes and registers a teacher; ``student --method compressor`` distils
+and registers a student from a teacher model URI. Both print the result as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import asdict
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", default=None, help="CodeXGLUE folder (task folder or its parent); omit to read the hub")
+    p.add_argument("--task", default="devign", choices=["devign", "bigclonebench"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--max-steps", type=int, default=-1, help="stop after this many optimiser steps (-1: no limit)")
+    p.add_argument("--max-length", type=int, default=256)
+    p.add_argument("--limit", type=int, default=None, help="use at most this many rows per split")
+    p.add_argument("--registered-name", default=None)
+    p.add_argument("--experiment", default=None, help="MLflow experiment name")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def add_distill(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("distill", help="fine-tune a teacher or distil a student, and register it",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(func=run)
+    sub = parser.add_subparsers(dest="distill_command", required=True, metavar="{teacher,student}")
+    t = sub.add_parser("teacher", help="fine-tune and register a teacher")
+    _common(t)
+    t.add_argument("--init", default="scratch", help="'scratch' (offline), 'minilm', or a model dir / hub id")
+    t.add_argument("--lr", type=float, default=5e-4)
+    t.add_argument("--monitor", default="val_acc", choices=["val_acc", "last"],
+                   help="keep the best validation-accuracy epoch or the last (confident) one")
+    t.add_argument("--pair-mode", default="concat_cls", choices=["concat_cls", "single_sequence"])
+    t.add_argument("--layers", type=int, default=4)
+    t.add_argument("--hidden", type=int, default=256)
+    t.add_argument("--heads", type=int, default=4)
+    t.add_argument("--intermediate", type=int, default=1024)
+    t.add_argument("--vocab-size", type=int, default=8000)
+    s = sub.add_parser("student", help="distil and register a student")
+    _common(s)
+    s.add_argument("--method", default="compressor")
+    s.add_argument("--teacher", required=True, help="teacher model URI, e.g. models:/metacompress-teacher/1")
+    s.add_argument("--size-mb", type=float, default=3.0)
+    s.add_argument("--population", type=int, default=20)
+    s.add_argument("--generations", type=int, default=15)
+    s.add_argument("--temperature", type=float, default=None, help="KD temperature (default: the method's own)")
+    s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra method option, repeatable (e.g. probes=6 for avatar/morph/fidelity)")
+    s.add_argument("--lr", type=float, default=1e-3)
+    s.add_argument("--cache-dir", default=None, help="where teacher soft labels are cached")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mlflow_metacompress.distill``: the same as ``metacompress distill``."""
+    from ..cli import main as metacompress
+
+    return metacompress(["distill", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train what ``args`` describe and print the result as JSON."""
+    logging.getLogger().setLevel(logging.INFO)
+    import mlflow
+
+    if args.experiment:
+        mlflow.set_experiment(args.experiment)
+    common = dict(task=args.task, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
+                  max_steps=args.max_steps, limit=args.limit, progress=not args.no_progress)
+    if args.distill_command == "teacher":
+        from .arch import ArchSpec
+        from .teacher import train_teacher
+
+        arch = ArchSpec(vocab_size=args.vocab_size, num_hidden_layers=args.layers, hidden_size=args.hidden,
+                        num_attention_heads=args.heads, intermediate_size=args.intermediate, max_length=args.max_length)
+        result = train_teacher(args.data_dir, init=args.init, arch=arch, pair_mode=args.pair_mode, lr=args.lr,
+                               monitor=args.monitor, registered_name=args.registered_name or "metacompress-teacher", **common)
+    else:
+        from .methods import distill_student
+
+        extra = {"temperature": args.temperature} if args.temperature is not None else {}
+        extra.update(parse_option(item) for item in args.option)
+        result = distill_student(
+            args.data_dir, args.teacher, method=args.method, size_mb=args.size_mb, max_length=args.max_length,
+            registered_name=args.registered_name or f"metacompress-{args.method}", cache_dir=args.cache_dir,
+            population=args.population, generations=args.generations, lr=args.lr, **extra,
+            **common,
+        )
+    json.dump(asdict(result), sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+    return 0
+
+
+def parse_option(item: str) -> tuple[str, object]:
+    """``KEY=VALUE`` as ``(key, value)``; exits with a message naming a malformed item."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--option expects KEY=VALUE, got {item!r}")
+    return key, _literal(value)
+
+
+def _literal(value: str) -> object:
+    """``--option`` values: Python literals when they parse (numbers, booleans, lists), else strings."""
+    import ast
+
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return value

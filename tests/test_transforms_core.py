@@ -20,8 +20,9 @@ from mlflow_metacompress.transforms import (
 from mlflow_metacompress.transforms.base import parses_cleanly, run
 from mlflow_metacompress.transforms._tree import Source
 
-ALL = ["rename_variables", "rename_function", "insert_dead_code", "for_to_while", "while_to_for",
-       "swap_if_else", "swap_operands", "expand_compound_assignment", "literal_to_constant", "compose"]
+# the minimum set the package must provide; tests iterate the registry (list_transforms)
+MINIMUM = {"rename_variables", "rename_function", "insert_dead_code", "for_to_while", "while_to_for",
+           "swap_if_else", "swap_operands", "expand_compound_assignment", "literal_to_constant", "compose"}
 
 SNIPPETS = {
     "c": ['int f(int n) {\n    int s = 0, i;\n    for (i = 0; i < n; i++) { s += i * 2; }\n'
@@ -37,8 +38,9 @@ SNIPPETS = {
 
 def test_registry_and_languages() -> None:
     for lang in LANGUAGES:
-        assert list_transforms(lang) == ALL
-    with pytest.raises(ValueError, match="unknown transformation"):
+        names = list_transforms(lang)
+        assert MINIMUM <= set(names) and names == sorted(names)
+    with pytest.raises(ValueError, match=r"unknown transformation 'no_such'; known: \[.*'swap_if_else'"):
         transform("int x;", "no_such", "c")
     with pytest.raises(ValueError, match="unsupported language"):
         list_transforms("rust")
@@ -48,11 +50,12 @@ def test_registry_and_languages() -> None:
 def test_every_transformation_changes_snippets_into_parsable_code(lang: str) -> None:
     for code in SNIPPETS[lang]:
         src = Source(code, lang)
-        for name in ALL:
+        for name in list_transforms(lang):
             result = run(src, name, 0, verify=False)
             assert parses_cleanly(result.code, lang), (name, result.code)
-    changed = {n for n in ALL if transform(SNIPPETS[lang][0], n, lang).status is TransformStatus.CHANGED}
-    assert changed == set(ALL)
+    changed = {n for n in list_transforms(lang)
+               if transform(SNIPPETS[lang][0], n, lang).status is TransformStatus.CHANGED}
+    assert changed >= MINIMUM
 
 
 def test_statuses_errors_and_determinism() -> None:

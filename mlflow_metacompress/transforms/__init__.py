@@ -8,16 +8,22 @@ parse. This module stays light: tree-sitter is imported only when code is first 
 
 Public API::
 
-    apply_transform(code, name, language, seed=0) -> str
-    transform(code, name, language, seed=0) -> TransformResult
-    transform_many(codes, names, language, seed=0, progress=False) -> {name: [TransformResult]}
+    apply_transform(code, name, language, seed=0, limits=None) -> str
+    transform(code, name, language, seed=0, limits=None) -> TransformResult
+    transform_many(codes, names, language, seed=0, progress=False, limits=None) -> {name: [TransformResult]}
     list_transforms(language) -> [name], detect_language(code) -> "c" | "java" | "python"
+    TransformLimits(max_bytes=200_000, max_depth=500); TransformResult.reason (TransformReason),
+    count_reasons(results) -> {reason: n}; LIMIT_REASONS (too_large, too_deep)
+
+A transformation is one module of this package that declares its name once with
+``@register(name, languages)`` (see :mod:`.base`); ``list_transforms`` discovers it.
     renamable_identifiers / function_names / rename_identifiers / all_identifiers /
     is_valid_identifier / KEYWORDS   (the identifier API shared with the attacks)
 """
 
 from __future__ import annotations
 
+from mlflow_metacompress.transforms._checks import DEFAULT_LIMITS, TransformLimits
 from mlflow_metacompress.transforms._tree import LANGUAGES, Source, TransformError
 from mlflow_metacompress.transforms.api import (
     apply_transform,
@@ -26,7 +32,13 @@ from mlflow_metacompress.transforms.api import (
     transform,
     transform_many,
 )
-from mlflow_metacompress.transforms.base import TransformResult, TransformStatus
+from mlflow_metacompress.transforms.base import (
+    LIMIT_REASONS,
+    TransformReason,
+    TransformResult,
+    TransformStatus,
+    count_reasons,
+)
 from mlflow_metacompress.transforms.identifiers import (
     KEYWORDS,
     RESERVED,
@@ -39,6 +51,7 @@ from mlflow_metacompress.transforms.identifiers import (
 
 __all__ = [
     "LANGUAGES", "KEYWORDS", "RESERVED", "Source", "TransformError", "TransformResult", "TransformStatus",
+    "TransformReason", "TransformLimits", "DEFAULT_LIMITS", "LIMIT_REASONS", "count_reasons",
     "apply_transform", "transform", "transform_many", "list_transforms", "detect_language",
     "renamable_identifiers", "function_names", "rename_identifiers", "all_identifiers",
     "is_valid_identifier",

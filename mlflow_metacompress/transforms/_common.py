@@ -27,22 +27,40 @@ _PRIMARY = {"identifier", "number_literal", "char_literal", "string_literal", "c
 
 
 class NameFactory:
-    """Fresh identifiers that collide with nothing in the code nor with each other."""
+    """Fresh identifiers that collide with nothing in the code nor with each other.
+
+    A few seed-chosen tries from a pool of natural names, then a counter suffix: the
+    factory never runs out, however many names a function already uses.
+    """
+
+    _RANDOM_TRIES = 60
 
     def __init__(self, src: Source, rng: random.Random, prefix: str = "") -> None:
         self.taken = set(_all_identifiers(src))
         self.language = src.language
         self.rng = rng
         self.prefix = prefix
+        self._counter = 100
+
+    def _take(self, name: str) -> bool:
+        if name not in self.taken and is_valid_identifier(name, self.language):
+            self.taken.add(name)
+            return True
+        return False
 
     def __call__(self, hint: str | None = None) -> str:
-        for attempt in range(1000):
+        for attempt in range(self._RANDOM_TRIES):
             base = hint if hint and attempt == 0 else self.rng.choice(_POOL)
             name = f"{self.prefix}{base}" if attempt < 3 else f"{self.prefix}{base}_{self.rng.randrange(100)}"
-            if name not in self.taken and is_valid_identifier(name, self.language):
-                self.taken.add(name)
+            if self._take(name):
                 return name
-        raise RuntimeError("could not find a fresh identifier")  # pragma: no cover
+        base = hint if hint and is_valid_identifier(f"{self.prefix}{hint}_1", self.language) \
+            else self.rng.choice(_POOL)
+        while True:  # terminates: finitely many names are taken
+            name = f"{self.prefix}{base}_{self._counter}"
+            self._counter += 1
+            if self._take(name):
+                return name
 
 
 def is_pure(node: Node, language: str) -> bool:
@@ -56,38 +74,44 @@ def paren(src_text: str, node: Node) -> str:
     return src_text if node.type in _PRIMARY else f"({src_text})"
 
 
-def has_ancestor(node: Node, types: set[str] | tuple[str, ...], stop: Node | None = None) -> bool:
-    for anc in node.ancestors():
-        if anc is stop:
-            return False
-        if anc.type in types:
-            return True
-    return False
+def has_ancestor(src: Source, node: Node, types: frozenset[str]) -> bool:
+    """True if a proper ancestor of ``node`` has a type in ``types`` (memoised per source)."""
+    return src.enclosing(node, types) is not None
+
+
+_JUMPS = ("return_statement", "throw_statement", "break_statement", "continue_statement", "yield_statement")
 
 
 def java_may_not_complete(src: Source, stmt: Node | None) -> bool:
     """Conservative javac reachability: True if ``stmt`` might not complete normally (JLS 14.22),
-    in which case nothing may be appended after it."""
-    if stmt is None:
-        return False
-    t = stmt.type
-    if t in ("return_statement", "throw_statement", "break_statement", "continue_statement",
-             "yield_statement"):
-        return True
-    if t == "block":
-        kids = [c for c in stmt.named_children if c.type not in ("line_comment", "block_comment")]
-        return bool(kids) and java_may_not_complete(src, kids[-1])
-    if t == "if_statement":
-        alt = stmt.child("alternative")
-        return alt is not None and java_may_not_complete(src, stmt.child("consequence")) and \
-            java_may_not_complete(src, alt)
-    if t in ("while_statement", "for_statement", "do_statement"):
-        cond = stmt.child("condition")
-        return cond is None or src.text(cond).strip("() \n\t") == "true"
-    if t in ("expression_statement", "local_variable_declaration", "empty_statement"):
-        return False
-    return any(n.type in ("return_statement", "throw_statement", "break_statement", "continue_statement",
-                          "yield_statement") for n in stmt.walk())
+    in which case nothing may be appended after it. Iterative: nesting depth cannot overflow."""
+    pending = [stmt]
+    while pending:  # a conjunction: every pending statement must be unable to complete
+        node = pending.pop()
+        if node is None:
+            return False
+        t = node.type
+        if t in _JUMPS:
+            continue
+        if t == "block":
+            kids = [c for c in node.named_children if c.type not in ("line_comment", "block_comment")]
+            if not kids:
+                return False
+            pending.append(kids[-1])
+        elif t == "if_statement":
+            alt = node.child("alternative")
+            if alt is None:
+                return False
+            pending.extend((node.child("consequence"), alt))
+        elif t in ("while_statement", "for_statement", "do_statement"):
+            cond = node.child("condition")
+            if not (cond is None or src.text(cond).strip("() \n\t") == "true"):
+                return False
+        elif t in ("expression_statement", "local_variable_declaration", "empty_statement"):
+            return False
+        elif not any(n.type in _JUMPS for n in node.walk()):
+            return False
+    return True
 
 
 # ---- Python blocks ---------------------------------------------------------------------

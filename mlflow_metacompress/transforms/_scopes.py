@@ -12,26 +12,27 @@ NatGen (Chakraborty et al., FSE 2022), CODA (Tian et al., ASE 2023) and Rabin et
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
-from mlflow_metacompress.transforms._tree import Node, Source
+from mlflow_metacompress.transforms._tree import UNITS, Node, Source
 
 _WORD = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*")
 
-_UNITS = {
-    "c": {"function_definition"},
-    "java": {"method_declaration", "constructor_declaration", "compact_constructor_declaration"},
-    "python": {"function_definition"},
-}
 _SCOPES = {
-    "c": {"compound_statement", "for_statement", "function_definition"},
-    "java": {"block", "for_statement", "enhanced_for_statement", "catch_clause", "switch_block",
-             "try_with_resources_statement", "lambda_expression", "method_declaration",
-             "constructor_declaration", "compact_constructor_declaration"},
-    "python": {"function_definition", "lambda", "list_comprehension", "set_comprehension",
-               "dictionary_comprehension", "generator_expression", "class_definition"},
+    "c": frozenset({"compound_statement", "for_statement", "function_definition"}),
+    "java": frozenset({"block", "for_statement", "enhanced_for_statement", "catch_clause", "switch_block",
+                       "try_with_resources_statement", "lambda_expression", "method_declaration",
+                       "constructor_declaration", "compact_constructor_declaration"}),
+    "python": frozenset({"function_definition", "lambda", "list_comprehension", "set_comprehension",
+                         "dictionary_comprehension", "generator_expression", "class_definition"}),
 }
+_FUNCTION = frozenset({"function_definition"})
+_FUNCTION_DECLARATOR = frozenset({"function_declarator"})
+_LAMBDA = frozenset({"lambda_expression"})
+_JAVA_IMPORTS = frozenset({"import_declaration", "package_declaration"})
+_PY_WALRUS_SCOPES = frozenset({"function_definition", "lambda", "class_definition"})
 _C_DECLARATOR_WRAPPERS = {"init_declarator", "pointer_declarator", "array_declarator",
                           "parenthesized_declarator", "attributed_declarator"}
 _JAVA_SKIP_FIELDS = {
@@ -63,11 +64,22 @@ class Analysis:
     order: list[str] = field(default_factory=list)
 
 
-def _enclosing(node: Node, types: set[str]) -> Node | None:
-    for anc in node.ancestors():
-        if anc.type in types:
-            return anc
-    return None
+class _Ranges:
+    """Byte ranges of some nodes; ``covers(node)`` says whether one of them contains ``node``
+    in O(log n) (prefix maxima of the ends over ranges sorted by start)."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        spans = sorted((n.start, n.end) for n in nodes)
+        self.starts = [s for s, _ in spans]
+        self.max_end: list[int] = []
+        best = -1
+        for _, e in spans:
+            best = max(best, e)
+            self.max_end.append(best)
+
+    def covers(self, node: Node) -> bool:
+        i = bisect.bisect_right(self.starts, node.start) - 1
+        return i >= 0 and self.max_end[i] >= node.end
 
 
 def _is_c_function_name(node: Node) -> bool:
@@ -85,7 +97,7 @@ def _c_declaration(src: Source, node: Node) -> tuple[str, Node | None] | None:
     if parent is None:
         return None
     if parent.type == "parameter_list":  # K&R parameter names
-        return ("param", _enclosing(node, {"function_definition"}))
+        return ("param", src.enclosing(node, _FUNCTION))
     if node.field != "declarator":
         return None
     child, cur = node, parent
@@ -98,9 +110,9 @@ def _c_declaration(src: Source, node: Node) -> tuple[str, Node | None] | None:
     if cur is None:
         return None
     if cur.type == "declaration":
-        return ("decl", _enclosing(node, _SCOPES["c"]))
+        return ("decl", src.enclosing(node, _SCOPES["c"]))
     if cur.type == "parameter_declaration":
-        fdecl = _enclosing(node, {"function_declarator"})
+        fdecl = src.enclosing(node, _FUNCTION_DECLARATOR)
         if fdecl is not None and fdecl.parent is not None and fdecl.parent.type == "function_definition":
             return ("param", fdecl.parent)
         return ("ignore", None)
@@ -113,7 +125,7 @@ def _c_analyse(src: Source, out: Analysis) -> None:
         for tok in _WORD.findall(src.data[node.start:node.end]):
             out.macros.add(tok.decode())
     out.blocked |= out.macros
-    decls: dict[str, set[int]] = {}
+    decls: dict[str, dict[int, Node]] = {}
     for node in src.nodes("identifier"):
         name = src.text(node)
         if _is_c_function_name(node):
@@ -123,13 +135,13 @@ def _c_analyse(src: Source, out: Analysis) -> None:
         if kind is not None and kind[0] == "ignore":
             continue
         if kind is not None and kind[1] is not None:
-            decls.setdefault(name, set()).add(id(kind[1]))
+            decls.setdefault(name, {})[id(kind[1])] = kind[1]
             out.declared.add(name)
         _record(out, name, node)
-    _resolve(src, out, decls, _SCOPES["c"], _UNITS["c"])
+    _resolve(src, out, decls, _SCOPES["c"])
 
 
-def _java_declaration(node: Node) -> Node | None:
+def _java_declaration(src: Source, node: Node) -> Node | None:
     """The scope node that a declaring identifier declares into, else None."""
     parent = node.parent
     if parent is None:
@@ -138,16 +150,16 @@ def _java_declaration(node: Node) -> Node | None:
     if ptype == "variable_declarator" and node.field == "name":
         holder = parent.parent
         if holder is not None and holder.type in ("local_variable_declaration", "spread_parameter"):
-            return _enclosing(node, _SCOPES["java"])
+            return src.enclosing(node, _SCOPES["java"])
         return None
     if (ptype in ("formal_parameter", "catch_formal_parameter", "enhanced_for_statement", "resource")
             and node.field == "name"):
-        return _enclosing(node, _SCOPES["java"])
+        return src.enclosing(node, _SCOPES["java"])
     if ptype == "inferred_parameters" or (ptype == "lambda_expression" and node.field == "parameters"):
-        return _enclosing(node, {"lambda_expression"})
+        return src.enclosing(node, _LAMBDA)
     if ptype in ("instanceof_expression", "type_pattern", "record_pattern_component") and node.field in (
             "name", None):
-        return _enclosing(node, _UNITS["java"])
+        return src.enclosing(node, UNITS["java"])
     return None
 
 
@@ -158,7 +170,7 @@ def _java_analyse(src: Source, out: Analysis) -> None:
         if name_node is not None and holder is not None and holder.type in ("field_declaration",
                                                                             "constant_declaration"):
             out.blocked.add(src.text(name_node))
-    decls: dict[str, set[int]] = {}
+    decls: dict[str, dict[int, Node]] = {}
     for node in src.nodes("identifier"):
         parent = node.parent
         name = src.text(node)
@@ -168,14 +180,14 @@ def _java_analyse(src: Source, out: Analysis) -> None:
             continue
         if parent.type == "method_reference" and parent.children and parent.children[0] is not node:
             continue
-        if _enclosing(node, {"import_declaration", "package_declaration"}) is not None:
+        if src.enclosing(node, _JAVA_IMPORTS) is not None:
             continue
-        scope = _java_declaration(node)
+        scope = _java_declaration(src, node)
         if scope is not None:
-            decls.setdefault(name, set()).add(id(scope))
+            decls.setdefault(name, {})[id(scope)] = scope
             out.declared.add(name)
         _record(out, name, node)
-    _resolve(src, out, decls, _SCOPES["java"], _UNITS["java"])
+    _resolve(src, out, decls, _SCOPES["java"])
 
 
 def _py_targets(node: Node | None) -> list[Node]:
@@ -207,7 +219,7 @@ def _py_param_names(params: Node) -> list[Node]:
 
 def _py_analyse(src: Source, out: Analysis) -> None:
     scopes = _SCOPES["python"]
-    decls: dict[str, set[int]] = {}
+    decls: dict[str, dict[int, Node]] = {}
 
     def declare(ident: Node, scope: Node | None) -> None:
         if scope is None:
@@ -215,7 +227,7 @@ def _py_analyse(src: Source, out: Analysis) -> None:
         name = src.text(ident)
         if scope.type == "class_definition":
             out.blocked.add(name)
-        decls.setdefault(name, set()).add(id(scope))
+        decls.setdefault(name, {})[id(scope)] = scope
         out.declared.add(name)
 
     for p in src.nodes("parameters", "lambda_parameters"):
@@ -224,17 +236,17 @@ def _py_analyse(src: Source, out: Analysis) -> None:
             out.blocked.add(src.text(ident))
     for node in src.nodes("assignment", "augmented_assignment"):
         for ident in _py_targets(node.child("left")):
-            declare(ident, _enclosing(node, scopes))
+            declare(ident, src.enclosing(node, scopes))
     for node in src.nodes("for_statement", "for_in_clause"):
         for ident in _py_targets(node.child("left")):
-            declare(ident, _enclosing(node, scopes))
+            declare(ident, src.enclosing(node, scopes))
     for node in src.nodes("as_pattern"):
         for ident in _py_targets(node.child("alias")):
-            declare(ident, _enclosing(node, scopes))
+            declare(ident, src.enclosing(node, scopes))
     for node in src.nodes("named_expression"):
         name = node.child("name")
         if name is not None:
-            declare(name, _enclosing(node, {"function_definition", "lambda", "class_definition"}))
+            declare(name, src.enclosing(node, _PY_WALRUS_SCOPES))
     for node in src.nodes("global_statement", "nonlocal_statement", "import_statement",
                           "import_from_statement", "future_import_statement", "case_pattern",
                           "function_definition", "class_definition"):
@@ -246,13 +258,14 @@ def _py_analyse(src: Source, out: Analysis) -> None:
     for node in src.nodes("interpolation"):
         if any(ch.type == "=" for ch in node.children):
             out.blocked.update(src.text(n) for n in node.walk() if n.type == "identifier")
+    dynamic_units: set[int] = set()
     for call in src.nodes("call"):
         fn = call.child("function")
         if fn is not None and fn.type == "identifier" and src.data[fn.start:fn.end] in _PY_DYNAMIC:
-            unit = _enclosing(call, {"function_definition"})
-            for n in (unit.walk() if unit is not None else src.root.walk()):
-                if n.type == "identifier":
-                    out.blocked.add(src.text(n))
+            unit = src.enclosing(call, _FUNCTION) or src.root
+            if id(unit) not in dynamic_units:  # walk each unit once, however many calls it has
+                dynamic_units.add(id(unit))
+                out.blocked.update(src.text(n) for n in unit.walk() if n.type == "identifier")
     for node in src.nodes("identifier"):
         parent = node.parent
         if parent is None or (parent.type, node.field) in _PY_SKIP_FIELDS:
@@ -260,7 +273,7 @@ def _py_analyse(src: Source, out: Analysis) -> None:
         if parent.type == "dotted_name":
             continue
         _record(out, src.text(node), node)
-    _resolve(src, out, decls, scopes - {"class_definition"}, _UNITS["python"])
+    _resolve(src, out, decls, scopes - {"class_definition"})
 
 
 def _record(out: Analysis, name: str, node: Node) -> None:
@@ -270,17 +283,17 @@ def _record(out: Analysis, name: str, node: Node) -> None:
     out.occurrences[name].append(node)
 
 
-def _resolve(src: Source, out: Analysis, decls: dict[str, set[int]], scopes: set[str],
-             units: set[str]) -> None:
-    """Mark a name valid iff each occurrence sees a declaration in an enclosing scope."""
+def _resolve(src: Source, out: Analysis, decls: dict[str, dict[int, Node]], scopes: frozenset[str]) -> None:
+    """Mark a name valid iff each occurrence sees a declaration in an enclosing scope, inside
+    a function unit. Scopes are byte ranges, so each occurrence costs O(log n), not its depth."""
+    units = _Ranges(src.nodes(*UNITS[src.language]))
     for name, nodes in out.occurrences.items():
-        owners = decls.get(name)
-        ok = bool(owners)
+        owners = _Ranges([n for n in decls.get(name, {}).values() if n.type in scopes])
+        ok = bool(owners.starts)
         for node in nodes:
             if not ok:
                 break
-            ok = any(anc.type in scopes and id(anc) in owners for anc in node.ancestors()) and \
-                _enclosing(node, units) is not None
+            ok = owners.covers(node) and units.covers(node)
         out.valid[name] = ok
 
 

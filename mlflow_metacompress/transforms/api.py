@@ -1,45 +1,86 @@
-"""Public entry points: one sample, many samples (parsed once), discovery and detection."""
+"""Public entry points: one sample, many samples (parsed once), discovery and detection.
+
+Every sample is first held to the per-sample limits of issue 12 (size before parsing,
+nesting depth after), so one pathological row never stalls or aborts an evaluation.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
 
-from mlflow_metacompress.transforms._tree import LANGUAGES, Source, TransformError, _parser
-from mlflow_metacompress.transforms.base import TransformResult, TransformStatus, get, load_all, run
+from mlflow_metacompress.transforms._checks import DEFAULT_LIMITS, TransformLimits
+from mlflow_metacompress.transforms._tree import LANGUAGES, Source, TransformError, _parser, encode_code
+from mlflow_metacompress.transforms.base import (
+    TransformReason,
+    TransformResult,
+    TransformStatus,
+    get,
+    load_all,
+    run,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def list_transforms(language: str) -> list[str]:
-    """Names of the transformations that support ``language``, in registration order."""
+    """Names of the transformations (modules of this package) that support ``language``, sorted."""
     if language not in LANGUAGES:
         raise ValueError(f"unsupported language {language!r}; expected one of {LANGUAGES}")
-    return [name for name, spec in load_all().items() if language in spec.languages]
+    return sorted(name for name, spec in load_all().items() if language in spec.languages)
 
 
-def transform(code: str, name: str, language: str, seed: int = 0) -> TransformResult:
-    """Apply transformation ``name``; raises :class:`TransformError` on unparsable input."""
-    get(name, language)
+def _over_limit(code: str, language: str, limits: TransformLimits) -> tuple[Source | None, TransformReason | None]:
+    """Parse ``code`` within ``limits``: (source, None), or (None, TOO_LARGE) / (source, TOO_DEEP).
+
+    Raises :class:`TransformError` for a non-string or non-UTF-8 code.
+    """
+    if len(encode_code(code)) > limits.max_bytes:
+        return None, TransformReason.TOO_LARGE
     src = Source(code, language)
-    src.require_clean()
-    return run(src, name, seed)
+    if src.depth > limits.max_depth:
+        return src, TransformReason.TOO_DEEP
+    return src, None
 
 
-def apply_transform(code: str, name: str, language: str, seed: int = 0) -> str:
+def transform(code: str, name: str, language: str, seed: int = 0,
+              limits: TransformLimits | None = None) -> TransformResult:
+    """Apply transformation ``name`` to one sample.
+
+    Raises :class:`TransformError` when ``code`` is not a string, not valid UTF-8 (e.g.
+    lone surrogates) or does not parse cleanly. A sample over ``limits`` (default 200 KB,
+    depth 500) is returned unchanged as NOT_APPLICABLE with reason ``too_large``/``too_deep``.
+    """
+    get(name, language)
+    limits = limits or DEFAULT_LIMITS
+    src, reason = _over_limit(code, language, limits)
+    if src is not None:
+        src.require_clean()
+    if reason is not None:
+        return TransformResult(code, TransformStatus.NOT_APPLICABLE, name, reason)
+    return run(src, name, seed)  # type: ignore[arg-type]
+
+
+def apply_transform(code: str, name: str, language: str, seed: int = 0,
+                    limits: TransformLimits | None = None) -> str:
     """The transformed code, or ``code`` unchanged when the transformation does not apply."""
-    return transform(code, name, language, seed).code
+    return transform(code, name, language, seed, limits).code
 
 
 def transform_many(codes: list[str], names: list[str], language: str, seed: int = 0,
-                   progress: bool = False) -> dict[str, list[TransformResult]]:
+                   progress: bool = False, limits: TransformLimits | None = None,
+                   ) -> dict[str, list[TransformResult]]:
     """Apply each transformation in ``names`` to every sample, parsing each sample once.
 
-    Never raises on bad input: unparsable samples get ``TransformStatus.PARSE_ERROR`` (and
-    their code unchanged) for every transformation.
+    Never raises on a sample (unknown names or languages still raise ``ValueError``):
+    unparsable or non-UTF-8 samples get ``PARSE_ERROR`` for every transformation, samples
+    over ``limits`` get ``NOT_APPLICABLE`` with reason ``too_large``/``too_deep``, and a
+    transformation that fails on a sample is logged and reported as NOT_APPLICABLE.
+    Use :func:`~mlflow_metacompress.transforms.count_reasons` to count the reasons.
     """
     for name in names:
         get(name, language)
+    limits = limits or DEFAULT_LIMITS
     out: dict[str, list[TransformResult]] = {name: [] for name in names}
     iterator = codes
     if progress:
@@ -47,21 +88,23 @@ def transform_many(codes: list[str], names: list[str], language: str, seed: int 
 
         iterator = tqdm(codes, desc=f"transforming {language}", unit="sample")
     for code in iterator:
+        src: Source | None = None
+        status, reason = TransformStatus.NOT_APPLICABLE, None
         try:
-            src = Source(code, language)
-            clean = not src.has_error
-        except (ValueError, UnicodeError, TypeError) as exc:
+            src, reason = _over_limit(code, language, limits)
+            if src is not None and src.has_error:
+                status, reason = TransformStatus.PARSE_ERROR, TransformReason.UNPARSABLE
+        except TransformError as exc:
             logger.debug("sample could not be parsed: %s", exc)
-            src, clean = None, False
+            status, reason = TransformStatus.PARSE_ERROR, TransformReason.NOT_TEXT
+        except Exception:  # noqa: BLE001 - one sample must never abort an evaluation
+            logger.warning("sample could not be parsed", exc_info=True)
+            status, reason = TransformStatus.PARSE_ERROR, TransformReason.UNPARSABLE
         for name in names:
-            if not clean or src is None:
-                out[name].append(TransformResult(code, TransformStatus.PARSE_ERROR, name))
-                continue
-            try:
+            if reason is not None or src is None:
+                out[name].append(TransformResult(code, status, name, reason))
+            else:
                 out[name].append(run(src, name, seed))
-            except TransformError as exc:
-                logger.warning("transformation %s failed on a sample: %s", name, exc)
-                out[name].append(TransformResult(code, TransformStatus.NOT_APPLICABLE, name))
     return out
 
 
@@ -79,7 +122,7 @@ def detect_language(code: str) -> str:
     """Guess 'c', 'java' or 'python': clean tree-sitter parses first, then keyword hints."""
     if not isinstance(code, str) or not code.strip():
         raise ValueError("cannot detect the language of empty code")
-    data = code.encode("utf-8")
+    data = encode_code(code)
     best = None
     for lang in LANGUAGES:
         clean = not _parser(lang).parse(data).root_node.has_error

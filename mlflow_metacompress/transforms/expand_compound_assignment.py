@@ -23,6 +23,21 @@ _C_LVALUES = {"identifier", "field_expression", "subscript_expression", "pointer
               "parenthesized_expression"}
 _JAVA_LVALUES = {"identifier", "field_access", "array_access"}
 _PY_SCALAR_CALLS = {b"int", b"float", b"str", b"len", b"ord", b"abs", b"round", b"chr", b"hex", b"bin"}
+_ASSIGNMENTS = frozenset({"assignment_expression", "update_expression"})
+_PY_SCOPES = frozenset({"function_definition", "module"})
+
+
+def _java_declarations(src: Source) -> dict[str, list[Node]]:
+    """Java declarators by declared name, indexed once per sample."""
+    index = src.cache.get("java_declarations")
+    if index is None:
+        index = {}
+        for decl in src.nodes("variable_declarator", "formal_parameter", "catch_formal_parameter"):
+            ident = decl.child("name")
+            if ident is not None:
+                index.setdefault(src.text(ident), []).append(decl)
+        src.cache["java_declarations"] = index
+    return index  # type: ignore[return-value]
 
 
 def _java_type(src: Source, target: Node) -> str | None:
@@ -38,10 +53,7 @@ def _java_type(src: Source, target: Node) -> str | None:
         return None
     name = src.text(base)
     types = set()
-    for decl in src.nodes("variable_declarator", "formal_parameter", "catch_formal_parameter"):
-        ident = decl.child("name")
-        if ident is None or src.text(ident) != name:
-            continue
+    for decl in _java_declarations(src).get(name, ()):
         holder = decl.parent if decl.type == "variable_declarator" else decl
         typ = holder.child("type") if holder is not None else None
         if typ is None:
@@ -60,31 +72,43 @@ def _py_scalar(src: Source, target: Node) -> bool:
     """True if every plain assignment to the name in its scope binds a number or string."""
     if target.type != "identifier":
         return False
-    name = src.data[target.start:target.end]
-    scope = next((a for a in target.ancestors() if a.type in ("function_definition", "module")), src.root)
-    found = False
+    scope = src.enclosing(target, _PY_SCOPES) or src.root
+    summaries = src.cache.setdefault("py_scalar", {})
+    summary = summaries.get(id(scope))  # type: ignore[union-attr]
+    if summary is None:
+        summary = summaries[id(scope)] = _py_scalar_summary(src, scope)  # type: ignore[index]
+    return summary.get(src.data[target.start:target.end], False)
+
+
+def _py_scalar_summary(src: Source, scope: Node) -> dict[bytes, bool]:
+    """For each name bound in ``scope`` (one walk): True if it is only ever bound to scalars
+    (numbers, strings, ``range`` loop indices), False otherwise."""
+    out: dict[bytes, bool] = {}
+
+    def mark(name: bytes, ok: bool) -> None:
+        out[name] = out.get(name, True) and ok
+
     for node in scope.walk():
         if node.type == "for_statement" or node.type == "for_in_clause":
             left, right = node.child("left"), node.child("right")
-            if left is not None and any(n.type == "identifier" and src.data[n.start:n.end] == name
-                                        for n in left.walk()):
+            if left is not None:
                 fn = right.child("function") if right is not None and right.type == "call" else None
-                if fn is None or src.data[fn.start:fn.end] != b"range" or left.type != "identifier":
-                    return False
-                found = True
+                ok = fn is not None and src.data[fn.start:fn.end] == b"range" and left.type == "identifier"
+                for n in left.walk():
+                    if n.type == "identifier":
+                        mark(src.data[n.start:n.end], ok)
         if node.type != "assignment" and node.type != "named_expression":
             continue
         left = node.child("left") or node.child("name")
-        if left is None or src.data[left.start:left.end] != name:
-            if left is not None and any(n.type == "identifier" and src.data[n.start:n.end] == name
-                                        for n in left.walk()):
-                return False  # bound by unpacking: type unknown
+        if left is None:
             continue
+        whole = src.data[left.start:left.end]
         value = node.child("right") or node.child("value")
-        if value is None or not _py_scalar_expr(src, value):
-            return False
-        found = True
-    return found
+        mark(whole, value is not None and _py_scalar_expr(src, value))
+        for n in left.walk():
+            if n.type == "identifier" and src.data[n.start:n.end] != whole:
+                mark(src.data[n.start:n.end], False)  # bound by unpacking: type unknown
+    return out
 
 
 def _py_scalar_expr(src: Source, node: Node) -> bool:
@@ -148,7 +172,7 @@ def expand_compound_assignment(src: Source, rng: random.Random) -> str | None:
     changed = False
     for node in sorted(src.nodes(*kinds), key=lambda n: n.end - n.start):
         if src.language != "python" and node.type == "assignment_expression" and \
-                has_ancestor(node, {"assignment_expression", "update_expression"}):
+                has_ancestor(src, node, _ASSIGNMENTS):
             continue
         if edits.overlaps(node.start, node.end):
             continue

@@ -29,20 +29,25 @@ from mlflow_metacompress.transforms._tree import Edits, Node, Source
 from mlflow_metacompress.transforms.base import register
 from mlflow_metacompress.transforms.identifiers import get_analysis
 
-_LOOPS = {"for_statement", "while_statement", "do_statement", "enhanced_for_statement", "for_range_loop"}
+_LOOPS = frozenset({"for_statement", "while_statement", "do_statement", "enhanced_for_statement",
+                    "for_range_loop"})
 
 
 def _continue_targets(src: Source, loop: Node, body: Node) -> bool:
     """True if some ``continue`` in ``body`` targets ``loop`` (or is labelled)."""
-    for node in body.walk():
-        if node.type != "continue_statement":
-            continue
-        if src.language == "java" and node.named_children:
-            return True
-        target = next((a for a in node.ancestors() if a.type in _LOOPS), None)
-        if target is loop:
-            return True
-    return False
+    if "continued_loops" not in src.cache:  # one pass over the continues, not one walk per loop
+        targeted: set[int] = set()
+        labelled: list[Node] = []
+        for node in src.nodes("continue_statement"):
+            if src.language == "java" and node.named_children:
+                labelled.append(node)
+                continue
+            target = src.enclosing(node, _LOOPS)
+            if target is not None:
+                targeted.add(id(target))
+        src.cache["continued_loops"] = (targeted, labelled)
+    targeted, labelled = src.cache["continued_loops"]  # type: ignore[misc]
+    return id(loop) in targeted or any(body.contains(n) for n in labelled)
 
 
 def _braced_rewrite(src: Source, edits: Edits, node: Node) -> bool:

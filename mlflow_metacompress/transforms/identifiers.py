@@ -131,8 +131,13 @@ def _c_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
         ident = decl.child("declarator") if decl is not None else None
         if ident is not None and ident.type == "identifier":
             names.append(src.text(ident))
-    return {n: [x for x in src.nodes("identifier") if src.text(x) == n]
-            for n in dict.fromkeys(names) if n not in a.macros and n != "main"}
+    wanted = {n for n in names if n not in a.macros and n != "main"}
+    by_name: dict[str, list[Node]] = {n: [] for n in dict.fromkeys(names) if n in wanted}
+    for x in src.nodes("identifier"):
+        text = src.text(x)
+        if text in by_name:
+            by_name[text].append(x)
+    return by_name
 
 
 def _java_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
@@ -194,12 +199,12 @@ def _py_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
     for cls in src.nodes("class_definition"):
         if cls.child("name") is not None:
             sites.pop(src.text(cls.child("name")), None)
+    imported = {src.text(n) for s in src.nodes("import_statement", "import_from_statement")
+                for n in s.walk() if n.type == "identifier"}
+    words = set(re.findall(rb"\w+", strings))  # the whole-word matches of the old \\b...\\b search
     out = {}
     for name, defs in sites.items():
-        if name in a.params or name in a.macros or re.search(rb"\b%s\b" % name.encode(), strings):
-            continue
-        if any(src.text(n) == name for s in src.nodes("import_statement", "import_from_statement")
-               for n in s.walk() if n.type == "identifier"):
+        if name in a.params or name in a.macros or name.encode() in words or name in imported:
             continue
         out[name] = defs + list(a.occurrences.get(name, []))
     return out

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import random
 
-from mlflow_metacompress.transforms._common import NameFactory, has_ancestor, py_block_on_own_lines, py_indent
-from mlflow_metacompress.transforms._tree import Edits, Node, Source
+from mlflow_metacompress.transforms._common import NameFactory, py_block_on_own_lines, py_indent
+from mlflow_metacompress.transforms._tree import UNITS, Edits, Node, Source
 from mlflow_metacompress.transforms.base import register
-
-_UNITS = {"c": {"function_definition"}, "java": {"method_declaration", "constructor_declaration"},
-          "python": {"function_definition"}}
 
 
 def _dead_body(rng: random.Random, name: str, language: str) -> list[str]:
@@ -38,7 +35,7 @@ def _braced_sites(src: Source) -> list[Node]:
     out = []
     for block in src.nodes(*kinds):
         parent = block.parent
-        if parent is None or not has_ancestor(block, _UNITS[src.language]):
+        if parent is None or src.enclosing(block, UNITS[src.language]) is None:
             continue
         if parent.type in ("switch_statement", "statement_expression", "initializer_list"):
             continue
@@ -65,7 +62,7 @@ def _python_sites(src: Source) -> list[Node]:
     out = []
     for block in src.nodes("block"):
         header = block.parent
-        if header is None or not has_ancestor(block, {"function_definition"}) and header.type != "function_definition":
+        if header is None or src.enclosing(block, UNITS["python"]) is None:
             continue
         if header.type == "class_definition" or not py_block_on_own_lines(src, header, block):
             continue
@@ -74,7 +71,9 @@ def _python_sites(src: Source) -> list[Node]:
 
 
 def _insert_python(src: Source, block: Node, edits: Edits, lines: list[str], header: Node) -> None:
-    stmts = block.named_children
+    stmts = [c for c in block.named_children if c.type != "comment"]  # a comment may sit at column 0
+    if not stmts:
+        raise ValueError("no statement")
     indent = py_indent(src, stmts[0])
     unit = indent[len(py_indent(src, header)):] or "    "
     text = "if False:\n" + "".join(f"{indent}{unit}{line}\n" for line in lines)

@@ -18,7 +18,7 @@ import random
 import re
 
 from mlflow_metacompress.transforms._common import NameFactory, py_block_on_own_lines, py_indent
-from mlflow_metacompress.transforms._tree import Edits, Node, Source
+from mlflow_metacompress.transforms._tree import UNITS, Edits, Node, Source
 from mlflow_metacompress.transforms.base import register
 
 _POOL = ("LIMIT", "FACTOR", "OFFSET", "BASE", "THRESHOLD", "COUNT", "SIZE", "STEP", "MAGIC", "VALUE", "K")
@@ -37,8 +37,6 @@ _BLOCKED = {
     "python": {"case_pattern", "parameters", "lambda_parameters", "type", "decorator",
                "concatenated_string", "global_statement"},
 }
-_UNITS = {"c": ("function_definition",), "java": ("method_declaration", "constructor_declaration"),
-          "python": ("function_definition",)}
 
 
 def _c_type(text: str) -> str | None:
@@ -82,26 +80,41 @@ def _java_type(node: Node, text: str) -> str | None:
     return "long" if low.endswith("l") else "int"
 
 
-def _eligible(src: Source, lit: Node, unit: Node) -> bool:
-    lang = src.language
-    blocked = _BLOCKED[lang]
-    for anc in lit.ancestors():
-        if anc is unit:
-            return True
-        if anc.type in blocked or anc.type.startswith("preproc"):
-            value = anc.child("value") if anc.type == "case_statement" else None
-            if not (anc.type == "case_statement" and (value is None or not value.contains(lit))):
-                return False
-        if lang == "c" and anc.type == "call_expression":
-            fn = anc.child("function")
-            if fn is not None and re.fullmatch(r"[A-Z_][A-Z0-9_]*", src.text(fn)):
-                return False
-        if lang == "c" and anc.type == "declaration" and any(
-                c.type == "storage_class_specifier" and src.text(c) == "static" for c in anc.children):
-            return False
-        if lang == "python" and anc.type == "function_definition":
-            return False  # a nested function; only the unit's own body is eligible
-    return False
+def _blocks(src: Source, node: Node) -> bool:
+    """True if a literal at or below ``node`` (inside the unit) must not be hoisted because of ``node``."""
+    lang, t = src.language, node.type
+    parent = node.parent
+    if parent is not None and parent.type == "case_statement" and node.field == "value":
+        return True  # a case label (its body is fine)
+    if (t in _BLOCKED[lang] and t != "case_statement") or t.startswith("preproc"):
+        return True
+    if lang == "c" and t == "call_expression":
+        fn = node.child("function")
+        return fn is not None and re.fullmatch(r"[A-Z_][A-Z0-9_]*", src.text(fn)) is not None
+    if lang == "c" and t == "declaration":
+        return any(c.type == "storage_class_specifier" and src.text(c) == "static" for c in node.children)
+    return lang == "python" and t == "function_definition"  # a nested function: only the unit's own body
+
+
+def _eligible(src: Source, lit: Node, unit: Node, memo: dict[int, bool]) -> bool:
+    """No node between ``lit`` (included) and ``unit`` blocks it. ``memo`` (one per unit) holds
+    the answer for nodes already seen, so all literals of a unit cost time linear in its size."""
+    path: list[Node] = []
+    node: Node | None = lit
+    blocked = False
+    while node is not None and node is not unit:
+        known = memo.get(id(node))
+        if known is not None:
+            blocked = known
+            break
+        path.append(node)
+        node = node.parent
+    if node is None:
+        return False
+    for p in reversed(path):  # from just below the unit down to the literal
+        blocked = blocked or _blocks(src, p)
+        memo[id(p)] = blocked
+    return not blocked
 
 
 def _python_ok(src: Source, lit: Node) -> bool:
@@ -128,8 +141,8 @@ def _insert_point(src: Source, unit: Node) -> tuple[int, str] | None:
     if body is None:
         return None
     if src.language == "python":
-        stmts = body.named_children
-        if not py_block_on_own_lines(src, unit, body):
+        stmts = [c for c in body.named_children if c.type != "comment"]  # a comment may sit at column 0
+        if not stmts or not py_block_on_own_lines(src, unit, body):
             return None
         first = stmts[0]
         if first.type == "expression_statement" and len(first.named_children) == 1 and \
@@ -154,15 +167,16 @@ def literal_to_constant(src: Source, rng: random.Random) -> str | None:
     edits = Edits(src.data)
     fresh = NameFactory(src, rng)
     changed = False
-    for unit in src.nodes(*_UNITS[lang]):
-        if lang != "python" and any(a.type in _UNITS[lang] for a in unit.ancestors()):
+    for unit in src.nodes(*UNITS[lang]):
+        if lang != "python" and src.enclosing(unit, UNITS[lang]) is not None:
             continue
         point = _insert_point(src, unit)
         if point is None:
             continue
         groups: dict[str, list[Node]] = {}
+        memo: dict[int, bool] = {}
         for lit in unit.walk():
-            if lit.type not in _KINDS[lang] or lit.start < point[0] or not _eligible(src, lit, unit):
+            if lit.type not in _KINDS[lang] or lit.start < point[0] or not _eligible(src, lit, unit, memo):
                 continue
             if lang == "python" and not _python_ok(src, lit):
                 continue

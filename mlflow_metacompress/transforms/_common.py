@@ -41,6 +41,7 @@ class NameFactory:
         self.rng = rng
         self.prefix = prefix
         self._counter = 100
+        self._tries = self._RANDOM_TRIES  # drops once the pool is exhausted, keeping calls O(1)
 
     def _take(self, name: str) -> bool:
         if name not in self.taken and is_valid_identifier(name, self.language):
@@ -49,11 +50,12 @@ class NameFactory:
         return False
 
     def __call__(self, hint: str | None = None) -> str:
-        for attempt in range(self._RANDOM_TRIES):
+        for attempt in range(self._tries):
             base = hint if hint and attempt == 0 else self.rng.choice(_POOL)
             name = f"{self.prefix}{base}" if attempt < 3 else f"{self.prefix}{base}_{self.rng.randrange(100)}"
             if self._take(name):
                 return name
+        self._tries = 3
         base = hint if hint and is_valid_identifier(f"{self.prefix}{hint}_1", self.language) \
             else self.rng.choice(_POOL)
         while True:  # terminates: finitely many names are taken

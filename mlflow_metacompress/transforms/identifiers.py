@@ -201,7 +201,7 @@ def _py_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
             sites.pop(src.text(cls.child("name")), None)
     imported = {src.text(n) for s in src.nodes("import_statement", "import_from_statement")
                 for n in s.walk() if n.type == "identifier"}
-    words = set(re.findall(rb"\w+", strings))  # the whole-word matches of the old \\b...\\b search
+    words = set(re.findall(rb"\w+", strings))  # whole words, as a word-boundary search
     out = {}
     for name, defs in sites.items():
         if name in a.params or name in a.macros or name.encode() in words or name in imported:

@@ -190,16 +190,24 @@ def _java_analyse(src: Source, out: Analysis) -> None:
     _resolve(src, out, decls, _SCOPES["java"])
 
 
+_PY_TARGET_GROUPS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list",
+                               "parenthesized_expression", "list_splat_pattern", "as_pattern_target",
+                               "expression_list"})
+
+
 def _py_targets(node: Node | None) -> list[Node]:
-    if node is None:
-        return []
-    if node.type == "identifier":
-        return [node]
-    if node.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "list",
-                     "parenthesized_expression", "list_splat_pattern", "as_pattern_target",
-                     "expression_list"):
-        return [t for ch in node.named_children for t in _py_targets(ch)]
-    return []
+    """Identifiers bound by an assignment target, in order (iterative: any nesting depth)."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if cur is None:
+            continue
+        if cur.type == "identifier":
+            out.append(cur)
+        elif cur.type in _PY_TARGET_GROUPS:
+            stack.extend(reversed(cur.named_children))
+    return out
 
 
 def _py_param_names(params: Node) -> list[Node]:

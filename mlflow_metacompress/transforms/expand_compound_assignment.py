@@ -112,12 +112,12 @@ def _py_scalar_summary(src: Source, scope: Node) -> dict[bytes, bool]:
 
 
 def _py_scalar_expr(src: Source, node: Node) -> bool:
+    while node.type == "unary_operator" and node.named_children:  # -x, +x, ~x: iteratively
+        node = node.named_children[-1]
     if node.type in ("integer", "float"):
         return True
     if node.type == "string":
         return True
-    if node.type == "unary_operator":
-        return _py_scalar_expr(src, node.named_children[-1])
     if node.type == "call":
         fn = node.child("function")
         return fn is not None and src.data[fn.start:fn.end] in _PY_SCALAR_CALLS

@@ -7,7 +7,8 @@ stray ``\\r``, shuffled lines, deep nesting and inputs over the size limit. For 
 ``transform_many`` never raises; ``transform`` raises only :class:`TransformError` and
 otherwise agrees with ``transform_many``; every CHANGED output re-parses cleanly with
 tree-sitter (the independent oracle) and, when the input compiled, Python output still
-``compile()``s; no transformation fails or is caught producing broken code; every sample
+``compile()``s; no transformation fails, and none is caught producing broken code except on
+Python that tree-sitter accepts but CPython rejects; every sample
 is either within the per-sample limits or reported ``too_large``/``too_deep``.
 
 The normal suite runs a few hundred inputs; ``METACOMPRESS_FUZZ_N=20000`` runs more, and
@@ -146,10 +147,15 @@ def check_one(language: str, code: str, names: list[str], rng: random.Random) ->
         else:
             assert first.reason not in (TransformReason.TOO_LARGE, TransformReason.TOO_DEEP)
     input_compiles = language == "python" and data is not None and compiles(code)
+    invalid = 0
     for name in names:
         (res,) = results[name]
         assert res.name == name and res.reason is not TransformReason.FAILED, (name, code)
-        assert res.reason is not TransformReason.INVALID_OUTPUT, (name, code)
+        # the output check is a safety net: it may only fire on Python that CPython rejects
+        # but tree-sitter accepts (garbage in); anywhere else a broken output is a bug
+        if res.reason is TransformReason.INVALID_OUTPUT:
+            assert language == "python" and not input_compiles, (name, code)
+            invalid += 1
         if res.status is TransformStatus.CHANGED:
             assert res.code != code and parses_cleanly(res.code, language), (name, code, res.code)
             if input_compiles:
@@ -168,22 +174,24 @@ def check_one(language: str, code: str, names: list[str], rng: random.Random) ->
         again = transform_many([code], [name], language, seed=seed, limits=LIMITS)[name][0]
         assert (single.code, single.status, single.reason) == (again.code, again.status, again.reason)
     return {"status": first.status, "reason": first.reason,
-            "changed": sum(results[n][0].changed for n in names), "seconds": elapsed}
+            "changed": sum(results[n][0].changed for n in names), "invalid": invalid, "seconds": elapsed}
 
 
 def run_fuzz(n: int) -> dict[str, object]:
     names = {lang: list_transforms(lang) for lang in LANGUAGES}
     rng = random.Random(7)
     reasons: dict[str, int] = {}
-    changed = 0
+    changed = invalid = 0
     slowest = 0.0
     for language, code in inputs(n):
         out = check_one(language, code, names[language], rng)
         key = out["reason"].value if out["reason"] is not None else "changed"  # type: ignore[union-attr]
         reasons[key] = reasons.get(key, 0) + 1
         changed += out["changed"]  # type: ignore[operator]
+        invalid += out["invalid"]  # type: ignore[operator]
         slowest = max(slowest, out["seconds"])  # type: ignore[arg-type]
     return {"inputs": n, "first_transformation_reasons": reasons, "changed_outputs": changed,
+            "caught_invalid_outputs_of_non_compiling_python": invalid,
             "max_seconds_per_sample": round(slowest, 3)}
 
 

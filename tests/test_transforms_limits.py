@@ -76,7 +76,8 @@ def test_column0_comment_after_docstring_still_compiles(name: str) -> None:
     env_b: dict = {}
     exec(compile(MKTEMP_SHAPE, "a", "exec"), env_a)  # noqa: S102
     exec(compile(apply_transform(MKTEMP_SHAPE, name, "python"), "b", "exec"), env_b)  # noqa: S102
-    assert env_a["mktemp"](".s") == env_b["mktemp"](".s") == "/tmp/x.stmp"
+    (fn,) = [v for k, v in env_b.items() if k != "__builtins__"]  # compose may rename mktemp
+    assert env_a["mktemp"](".s") == fn(".s") == "/tmp/x.stmp"
 
 
 @pytest.mark.parametrize("name", ["insert_dead_code", "compose", "while_to_for"])

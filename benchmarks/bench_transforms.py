@@ -4,6 +4,11 @@ transformation, and the tree-sitter parse-failure rate (issue 3, "Speed").
 Usage::
 
     python benchmarks/bench_transforms.py [--n 1000] [--data ../shared/data]
+    python benchmarks/bench_transforms.py --stress   # large and deep inputs (issue 12)
+
+``--stress`` times one sample at a time with the per-sample limits raised: rename_variables
+on a ~1 MB C function, and every transformation on ``if (a) {`` nested 4,000 deep (C, Java)
+and on mixed if/for/while nesting; it also shows that the default limits skip them.
 
 C uses Devign's test split, Java a BigCloneBench sample, Python top-level functions and
 classes of pure-Python standard-library modules. Prints one table per language.
@@ -19,7 +24,13 @@ import random
 import time
 from pathlib import Path
 
-from mlflow_metacompress.transforms import TransformStatus, list_transforms, transform_many
+from mlflow_metacompress.transforms import (
+    TransformLimits,
+    TransformStatus,
+    list_transforms,
+    transform,
+    transform_many,
+)
 
 PY_MODULES = ("textwrap", "difflib", "shlex", "fractions", "calendar", "ipaddress", "pprint", "configparser",
               "argparse", "tokenize", "csv", "json.encoder", "json.decoder", "string", "heapq", "bisect",
@@ -58,11 +69,73 @@ def bench(codes: list[str], language: str) -> None:
         print(f"{name:30s} {100 * changed / max(parsed, 1):17.1f}% {100 * changed / max(len(codes), 1):14.1f}%")
 
 
+def big_c(target_bytes: int = 1_000_000) -> str:
+    """One C function of about ``target_bytes`` bytes with ~12,000 locals."""
+    lines, size, i = ["int big(int n) {"], 20, 0
+    while size < target_bytes:
+        line = f"    int v{i} = n + {i % 97}; if (v{i} > {i % 13}) {{ n += v{i} * 2; }} else {{ n -= v{i}; }}"
+        lines.append(line)
+        size, i = size + len(line) + 1, i + 1
+    return "\n".join(lines + ["    for (int k = 0; k < n; k++) { n--; }", "    return n;", "}"]) + "\n"
+
+
+def deep_if(depth: int, language: str) -> str:
+    body = "if (a) {\n" * depth + "a = a + 1;\n" + "}\n" * depth
+    return f"int f(int a) {{\n{body}return a;\n}}\n" if language == "c" else \
+        f"class T {{ int f(int a) {{\n{body}return a;\n}} }}\n"
+
+
+def deep_mixed(depth: int) -> str:
+    """C nesting that every structural transformation applies to: if/else, for, while."""
+    opens, closes = [], []
+    for k in range(depth):
+        if k % 3 == 0:
+            opens.append(f"if (a < {k}) {{")
+            closes.append(f"}} else {{ a += {k}; }}")
+        elif k % 3 == 1:
+            opens.append(f"for (i = 0; i < a; i++) {{")
+            closes.append("}")
+        else:
+            opens.append(f"while (a > {k}) {{ a--;")
+            closes.append("}")
+    return ("int f(int a) {\nint i;\n" + "\n".join(opens) + "\na = a * 2 + (a - 1);\n"
+            + "\n".join(reversed(closes)) + "\nreturn a;\n}\n")
+
+
+def stress() -> None:
+    raised = TransformLimits(max_bytes=10**8, max_depth=10**6)
+
+    def timed(code: str, name: str, language: str, limits: TransformLimits | None = raised) -> str:
+        start = time.perf_counter()
+        res = transform(code, name, language, limits=limits)
+        reason = res.reason.value if res.reason is not None else "changed"
+        return f"{time.perf_counter() - start:6.2f} s  {reason}"
+
+    code = big_c()
+    print(f"\n## stress (limits raised to {raised})")
+    print(f"rename_variables, C function of {len(code):,} bytes: {timed(code, 'rename_variables', 'c')}")
+    print(f"  with the default limits: {timed(code, 'rename_variables', 'c', None)}")
+    for language in ("c", "java"):
+        code = deep_if(4000, language)
+        print(f"\n`if (a) {{` x 4,000 ({language}, {len(code):,} bytes); default limits: "
+              f"{timed(code, 'swap_if_else', language, None)}")
+        for name in list_transforms(language):
+            print(f"  {name:30s} {timed(code, name, language)}")
+    code = deep_mixed(4000)
+    print(f"\nmixed if/else, for, while x 4,000 (c, {len(code):,} bytes)")
+    for name in list_transforms("c"):
+        print(f"  {name:30s} {timed(code, name, 'c')}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1000, help="samples per language (default 1000)")
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
+    parser.add_argument("--stress", action="store_true", help="time large and deeply nested samples instead")
     args = parser.parse_args()
+    if args.stress:
+        stress()
+        return
     devign, bcb = args.data / "devign" / "test.jsonl", args.data / "bigclonebench" / "data.jsonl"
     if devign.exists():
         bench(load_jsonl(devign, args.n), "c")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import random
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from mlflow_metacompress.transforms import TransformStatus, list_transforms, tra
 from mlflow_metacompress.transforms._tree import Source
 from mlflow_metacompress.transforms.base import parses_cleanly, run
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(os.environ.get("METACOMPRESS_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 SAMPLE = 300
 
 

@@ -218,3 +218,55 @@ def test_seeded_results_do_not_depend_on_call_order() -> None:
     forward = transform_many([code], names, "c", seed=2)
     backward = transform_many([code], list(reversed(names)), "c", seed=2)
     assert all(forward[n][0].code == backward[n][0].code for n in names)
+
+
+class _NaiveEdits:
+    """The original quadratic edit list: the oracle for the sorted implementation."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.items, self.seq = data, [], 0
+
+    def render(self, start: int, end: int) -> str:
+        inside = sorted(it for it in self.items if start <= it[0] and it[1] <= end)
+        parts, pos = [], start
+        for s, e, _, text in inside:
+            if s < pos:
+                raise TransformError("overlapping edits")
+            parts += [self.data[pos:s].decode(), text]
+            pos = e
+        return "".join(parts + [self.data[pos:end].decode()])
+
+    def overlaps(self, start: int, end: int) -> bool:
+        return any(s < end and start < e and not (start <= s and e <= end) and not (s <= start and end <= e)
+                   for s, e, _, _ in self.items)
+
+    def replace(self, start: int, end: int, text: str) -> None:
+        self.items = [it for it in self.items if not (start <= it[0] and it[1] <= end and start < end)]
+        self.items.append((start, end, self.seq, text))
+        self.seq += 1
+
+
+def test_sorted_edits_match_the_naive_edit_list() -> None:
+    import random
+
+    from mlflow_metacompress.transforms._edits import Edits
+
+    rng = random.Random(5)
+    for trial in range(300):
+        data = bytes(rng.choice(b"abcdefgh") for _ in range(rng.randint(0, 40)))
+        fast, slow = Edits(data), _NaiveEdits(data)
+        for step in range(rng.randint(1, 12)):
+            i, j = sorted(rng.randrange(len(data) + 1) for _ in range(2))
+            if rng.random() < 0.3:
+                j = i  # an insertion
+            assert fast.overlaps(i, j) == slow.overlaps(i, j), (trial, step)
+            try:
+                expected = slow.render(i, j)
+            except TransformError:
+                with pytest.raises(TransformError):
+                    fast.render(i, j)
+            else:
+                assert fast.render(i, j) == expected
+            text = f"<{step}>"
+            fast.replace(i, j, text) if i < j else fast.insert(i, text)
+            slow.replace(i, j, text)

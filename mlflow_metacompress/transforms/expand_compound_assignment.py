@@ -13,7 +13,8 @@ from __future__ import annotations
 import random
 
 from mlflow_metacompress.transforms._common import has_ancestor, is_pure, paren
-from mlflow_metacompress.transforms._tree import Edits, Node, Source
+from mlflow_metacompress.transforms._edits import Edits
+from mlflow_metacompress.transforms._tree import Node, Source
 from mlflow_metacompress.transforms.base import register
 
 _OPS = {"+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|=", ">>>=", "//=", "**=", "@="}

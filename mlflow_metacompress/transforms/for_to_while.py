@@ -25,7 +25,8 @@ from mlflow_metacompress.transforms._common import (
     py_block_on_own_lines,
     py_indent,
 )
-from mlflow_metacompress.transforms._tree import Edits, Node, Source
+from mlflow_metacompress.transforms._edits import Edits
+from mlflow_metacompress.transforms._tree import Node, Source
 from mlflow_metacompress.transforms.base import register
 from mlflow_metacompress.transforms.identifiers import get_analysis
 

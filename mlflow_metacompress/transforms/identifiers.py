@@ -16,7 +16,8 @@ import keyword
 import re
 
 from mlflow_metacompress.transforms._scopes import Analysis, analyse
-from mlflow_metacompress.transforms._tree import Edits, Node, Source, TransformError
+from mlflow_metacompress.transforms._edits import Edits
+from mlflow_metacompress.transforms._tree import Node, Source, TransformError
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct switch

@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 
 from mlflow_metacompress.transforms._common import NameFactory, py_block_on_own_lines, py_indent
-from mlflow_metacompress.transforms._tree import UNITS, Edits, Node, Source
+from mlflow_metacompress.transforms._edits import Edits
+from mlflow_metacompress.transforms._tree import UNITS, Node, Source
 from mlflow_metacompress.transforms.base import register
 
 

@@ -18,7 +18,8 @@ import random
 import re
 
 from mlflow_metacompress.transforms._common import NameFactory, py_block_on_own_lines, py_indent
-from mlflow_metacompress.transforms._tree import UNITS, Edits, Node, Source
+from mlflow_metacompress.transforms._edits import Edits
+from mlflow_metacompress.transforms._tree import UNITS, Node, Source
 from mlflow_metacompress.transforms.base import register
 
 _POOL = ("LIMIT", "FACTOR", "OFFSET", "BASE", "THRESHOLD", "COUNT", "SIZE", "STEP", "MAGIC", "VALUE", "K")

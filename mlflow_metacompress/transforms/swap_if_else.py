@@ -18,7 +18,8 @@ from mlflow_metacompress.transforms._common import (
     py_indent,
     reindent,
 )
-from mlflow_metacompress.transforms._tree import Edits, Node, Source
+from mlflow_metacompress.transforms._edits import Edits
+from mlflow_metacompress.transforms._tree import Node, Source
 from mlflow_metacompress.transforms.base import register
 
 _BLOCKS = {"compound_statement", "block"}

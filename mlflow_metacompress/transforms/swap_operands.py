@@ -12,7 +12,8 @@ from __future__ import annotations
 import random
 
 from mlflow_metacompress.transforms._common import is_pure, paren
-from mlflow_metacompress.transforms._tree import Edits, Node, Source
+from mlflow_metacompress.transforms._edits import Edits
+from mlflow_metacompress.transforms._tree import Node, Source
 from mlflow_metacompress.transforms.base import register
 
 _MIRROR = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}

@@ -12,7 +12,8 @@ from __future__ import annotations
 import random
 
 from mlflow_metacompress.transforms._common import NameFactory, py_block_lines, py_block_on_own_lines, py_indent
-from mlflow_metacompress.transforms._tree import Edits, Node, Source
+from mlflow_metacompress.transforms._edits import Edits
+from mlflow_metacompress.transforms._tree import Node, Source
 from mlflow_metacompress.transforms.base import register
 from mlflow_metacompress.transforms.identifiers import get_analysis
 

@@ -38,7 +38,6 @@ from .registry import (TAG_EVALUATED_AT, TAG_FAILED, TAG_POLICY, TAG_RUN, TAG_TE
                        registry_uri, restore_alias, write_verdict)
 
 if TYPE_CHECKING:
-    import pandas as pd
     from mlflow import MlflowClient
     from mlflow.models.evaluation import EvaluationResult
 

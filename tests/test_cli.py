@@ -40,6 +40,7 @@ def store(tmp_path, monkeypatch):
         r = client.create_run(exp, start_time=end_time - 5)
         for k, v in metrics.items():
             client.log_metric(r.info.run_id, k, v)
+        client.log_text(r.info.run_id, json.dumps({"metrics": metrics}), "metacompress/summary.json")
         client.set_terminated(r.info.run_id, end_time=end_time)
         return r.info.run_id
 

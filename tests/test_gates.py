@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import time
 
 import mlflow
@@ -48,13 +49,17 @@ def _model(registry, versions=2):
     return client, name
 
 
-def _eval_run(client, metrics, end_time):
-    """A finished evaluation run with ``metrics`` that ended at ``end_time`` (ms)."""
+def _eval_run(client, metrics, end_time, summary=True, finish=True):
+    """An evaluation run with ``metrics`` (and, like the evaluator, ``metacompress/summary.json``)
+    that ended at ``end_time`` (ms)."""
     exp = client.get_experiment_by_name("Default").experiment_id
     run = client.create_run(exp, start_time=end_time - 10)
     for key, value in metrics.items():
         client.log_metric(run.info.run_id, key, value)
-    client.set_terminated(run.info.run_id, end_time=end_time)
+    if summary:
+        client.log_text(run.info.run_id, json.dumps({"metrics": metrics}), "metacompress/summary.json")
+    if finish:
+        client.set_terminated(run.info.run_id, end_time=end_time)
     return run.info.run_id
 
 

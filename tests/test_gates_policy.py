@@ -106,3 +106,31 @@ def test_missing_metric_fails_with_hint_and_glob_expands():
     by_key = {c.metric: c.passed for c in res}
     assert by_key == {"mr1_violation_rate/metamorphic": True, "attack_alert_yang_2022/excess_drop_pct": False,
                       "attack_mhm_zhang_2020/excess_drop_pct": True}
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("name: a\nname: b\nthresholds:\n  accuracy_drop: 0.1\n", "found duplicate key 'name'"),
+    ("name: a\nthresholds:\n  accuracy_drop: 0.1\n  mr4_eca: 0.1\n  accuracy_drop: 0.9\n",
+     "found duplicate key 'accuracy_drop'"),
+    ("name: a\nthresholds:\n  mr4_eca: {threshold: 0.1, threshold: 0.5}\n", "found duplicate key 'threshold'"),
+])
+def test_duplicate_yaml_keys_are_rejected_with_line(tmp_path, text, needle):
+    """Plain yaml.safe_load keeps the last duplicate silently, which could loosen a gate."""
+    assert yaml.safe_load(text)  # the oracle: PyYAML alone accepts it
+    path = _write(tmp_path, text)
+    with pytest.raises(PolicyError) as err:
+        load_policy(path)
+    assert needle in str(err.value) and str(path) in str(err.value) and "line" in str(err.value)
+
+
+def test_unreadable_policy_paths_name_the_file(tmp_path):
+    (tmp_path / "dir.yaml").mkdir()
+    with pytest.raises(PolicyError, match="is a directory"):
+        load_policy(tmp_path / "dir.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"name: x\xff\nthresholds: {accuracy_drop: 0.1}\n")
+    with pytest.raises(PolicyError, match=r"bad.yaml is not UTF-8 text \(byte 0xff at offset 7\)"):
+        load_policy(bad)
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("name: caf\u00e9\nthresholds: {accuracy_drop: 0.1}\n", encoding="utf-8")
+    assert load_policy(ok).name == "caf\u00e9"

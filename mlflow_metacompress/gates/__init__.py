@@ -1,10 +1,12 @@
 """Registry promotion gates: policies (:mod:`.policy`, presets in ``presets/``) and the
 promotion that tags a model version with its verdict and moves an alias only when it
-passed (:mod:`.promotion`). Based on the MetaCompress relations (Awal, Rochan, Roy,
+passed (:mod:`.promotion`), serialised per registered model by the lock of :mod:`.lock`
+and reading and writing the registry through :mod:`.registry`. Based on the MetaCompress relations (Awal, Rochan, Roy,
 arXiv 2511.05476)."""
 
 from __future__ import annotations
 
+from .lock import PromotionLockError
 from .policy import PRESETS, CheckResult, GatePolicy, PolicyError, load_policy
 from .promotion import (
     TAG_EVALUATED_AT,
@@ -25,5 +27,5 @@ from .promotion import (
 __all__ = [
     "PRESETS", "CheckResult", "GatePolicy", "PolicyError", "load_policy", "TAG_EVALUATED_AT", "TAG_FAILED",
     "TAG_POLICY", "TAG_RUN", "TAG_TEACHER", "TAG_VERDICT", "TAG_VERDICT_TIME", "GateDecision",
-    "PromotionRefusedError", "decision_json", "gate_version", "load_eval_data", "promote",
+    "PromotionLockError", "PromotionRefusedError", "decision_json", "gate_version", "load_eval_data", "promote",
 ]

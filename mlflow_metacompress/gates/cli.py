@@ -1,13 +1,49 @@
 """``metacompress gate`` and ``metacompress policies``.
 
-Exit codes: 0 the version passed, 1 the gate failed or refused the promotion, 2 usage or
-input error (reported by :func:`mlflow_metacompress.cli.main`).
+Exit codes: 0 the version passed, 1 the gate failed or refused the promotion (a staler
+evaluation, an unfinished or half-written evaluation run, another promotion holding the
+lock too long), 2 usage or input error (a policy path that is a directory, missing,
+unreadable, not UTF-8, not valid YAML or with a duplicated key; a malformed version such
+as ``"1 "``; an unknown model, version or run; bad ``--evaluator-config``). Errors are one
+line on stderr, never a traceback (``-v`` logs the details).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import sys
+from typing import Callable
+
+logger = logging.getLogger(__name__)
+
+
+def _one_line(command: str, exc: BaseException) -> str:
+    message = getattr(exc, "message", None) or (exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc))
+    message = message or type(exc).__name__
+    return f"metacompress {command}: error: {' '.join(str(message).split())}"
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    from mlflow.exceptions import MlflowException
+
+    return (ValueError, KeyError, TypeError, OSError, MlflowException)
+
+
+def _guarded(command: str, args: argparse.Namespace, body: Callable[[argparse.Namespace], int]) -> int:
+    """Run ``body``; an input error becomes exit 2 with one line on stderr."""
+    from .lock import PromotionLockError
+
+    try:
+        return body(args)
+    except PromotionLockError as exc:  # not an input error, and not a pass: refused
+        print(_one_line(command, exc), file=sys.stderr)
+        return 1
+    except _input_errors() as exc:
+        print(_one_line(command, exc), file=sys.stderr)
+        logger.info("details", exc_info=True)  # shown with -v
+        return 2
 
 
 def add_gate(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +54,7 @@ def add_gate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-name", required=True, help="registered model name")
     p.add_argument("--version", required=True, help="model version to judge")
     p.add_argument("--policy", default="standard",
-                   help="preset (safety_critical, standard, lenient) or path to a policy YAML (default: standard)")
+                   help="preset (safety_critical, standard, lenient, quick) or path to a policy YAML (default: standard)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", help="evaluation data (.jsonl, .json, .csv, .parquet)")
     src.add_argument("--evaluation-run-id", help="id of a run holding metacompress metrics")
@@ -32,7 +68,12 @@ def add_gate(sub: argparse._SubParsersAction) -> None:
 
 
 def run_gate(args: argparse.Namespace) -> int:
-    from .promotion import PromotionRefusedError, decision_json, gate_version, promote
+    return _guarded("gate", args, _gate)
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from .policy import load_policy
+    from .promotion import PromotionRefusedError, decision_json, gate_version, promote, version_text
 
     try:
         config = json.loads(args.evaluator_config)
@@ -40,7 +81,8 @@ def run_gate(args: argparse.Namespace) -> int:
         raise ValueError(f"--evaluator-config is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
         raise ValueError("--evaluator-config must be a JSON object")
-    common = dict(policy=args.policy, alias=args.alias or None, force=args.force, stage=args.stage)
+    version_text(args.version)  # "1 " or "x": exit 2 before anything runs
+    common = dict(policy=load_policy(args.policy), alias=args.alias or None, force=args.force, stage=args.stage)
     try:
         if args.data:
             decision = gate_version(args.model_name, args.version, args.data, targets=args.targets,
@@ -61,6 +103,10 @@ def add_policies(sub: argparse._SubParsersAction) -> None:
 
 
 def run_policies(args: argparse.Namespace) -> int:
+    return _guarded("policies", args, _policies)
+
+
+def _policies(args: argparse.Namespace) -> int:
     from .policy import PRESETS, load_policy
 
     for name in args.names or PRESETS:

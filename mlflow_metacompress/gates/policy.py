@@ -5,7 +5,8 @@ match its teacher's accuracy while diverging from it behaviourally (up to 62% of
 samples) and under attack (up to 285% greater accuracy drop), and advises that the
 tolerable discrepancy depends on the task's risk. A :class:`GatePolicy` encodes that
 tolerance as thresholds on evaluator metric keys; presets ship per risk tier
-(``safety_critical``, ``standard``, ``lenient``) in ``mlflow_metacompress/gates/presets``.
+(``safety_critical``, ``standard``, ``lenient``) in ``mlflow_metacompress/gates/presets``,
+plus ``quick``, the default of the pipeline's minutes-sized ``quick`` profile.
 
 YAML format::
 
@@ -39,13 +40,33 @@ from ..metrics import base_name, greater_is_better
 
 logger = logging.getLogger(__name__)
 
-PRESETS = ("safety_critical", "standard", "lenient")
+PRESETS = ("safety_critical", "standard", "lenient", "quick")
 _DIRECTIONS = {"<=": False, ">=": True}
 _STRING_RULE = re.compile(r"^\s*([<>=!]*)\s*(.*?)\s*$")
 
 
 class PolicyError(ValueError):
     """A gate policy file or mapping is malformed."""
+
+
+def _unique_key_loader() -> type:
+    """A ``yaml.SafeLoader`` that rejects a key repeated in one mapping (plain PyYAML keeps
+    the last one silently, so a typo'd duplicate would quietly loosen a gate)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 @dataclass(frozen=True)
@@ -109,15 +130,26 @@ class GatePolicy:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "GatePolicy":
+        """Parse a policy file; :class:`PolicyError` names the file for every problem
+        (missing, a directory, unreadable, not UTF-8, invalid YAML, a duplicated key)."""
         import yaml
 
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            text = path.read_bytes().decode("utf-8")
         except FileNotFoundError:
             raise PolicyError(f"policy file {path} does not exist") from None
+        except IsADirectoryError:
+            raise PolicyError(f"policy path {path} is a directory, not a YAML file") from None
+        except UnicodeDecodeError as exc:
+            raise PolicyError(f"policy file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                              f"at offset {exc.start})") from None
+        except OSError as exc:
+            raise PolicyError(f"policy file {path} cannot be read: {exc.strerror or exc}") from None
+        try:
+            data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader subclass
         except yaml.YAMLError as exc:
-            raise PolicyError(f"{path}: not valid YAML: {exc}") from None
+            raise PolicyError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
         return cls.from_mapping(data, source=str(path))
 
     def check(self, metrics: Mapping[str, float]) -> list[CheckResult]:

@@ -1,44 +1,61 @@
 """Registry promotion gates: tag a model version with its verdict, move an alias if it passed.
 
 The gate turns a MetaCompress evaluation (Awal, Rochan, Roy, arXiv 2511.05476) into a
-registry decision. ``promote`` always records the verdict as model-version tags, then
-(only when every check of the :class:`~.gate_policy.GatePolicy` passes) moves the alias.
-Tags are written first and the alias last, so a failure at any point leaves the alias
-where it was. A version whose evaluation is older than that of the alias's current
-passing holder is refused unless ``force=True``, so a slow pipeline cannot overwrite a
-fresher decision.
+registry decision. ``promote`` records the verdict as model-version tags (verdict last,
+see :mod:`.registry`), then, only when every check of the :class:`~.policy.GatePolicy`
+passes, moves the alias. Every promotion of one registered model runs under the lock of
+:mod:`.lock`, so the read of the alias holder, the freshness comparison and the move are
+one step for every process writing the same store, and the alias only ever moves to a
+fresher passing evaluation:
+
+- a version whose evaluation is older than that of the alias's passing holder is refused
+  (:class:`PromotionRefusedError`) unless ``force=True``;
+- a holder whose new verdict is ``failed`` loses the alias: it goes back to the other
+  version that passed on the freshest evaluation, or is deleted;
+- after the move the holder is read back; ``alias_moved`` is true only if this version
+  holds the alias at the end, and a lost race is said in ``notes``;
+- a ``stage`` transition happens after the alias move and is undone if the alias did not
+  end on this version; a failing transition puts the alias back.
+
+``promote(run_id)`` refuses a run that is not FINISHED or lacks ``metacompress/summary.json``
+(a half-written evaluation) before writing anything.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .lock import DEFAULT_TIMEOUT_S, promotion_lock
 from .policy import CheckResult, GatePolicy, load_policy
+from .registry import (TAG_EVALUATED_AT, TAG_FAILED, TAG_POLICY, TAG_RUN, TAG_TEACHER, TAG_VERDICT,
+                       TAG_VERDICT_TIME, evaluated_at, freshness, hand_off, has_passed, holder, mark_pending,
+                       registry_uri, restore_alias, write_verdict)
 
 if TYPE_CHECKING:
-    import pandas as pd
     from mlflow import MlflowClient
     from mlflow.models.evaluation import EvaluationResult
 
 logger = logging.getLogger(__name__)
 
-TAG_VERDICT = "metacompress.verdict"
-TAG_FAILED = "metacompress.failed_checks"
-TAG_RUN = "metacompress.evaluation_run_id"
-TAG_POLICY = "metacompress.policy"
-TAG_EVALUATED_AT = "metacompress.evaluation_time"
-TAG_VERDICT_TIME = "metacompress.verdict_time"
-TAG_TEACHER = "metacompress.teacher"
+__all__ = ["TAG_EVALUATED_AT", "TAG_FAILED", "TAG_POLICY", "TAG_RUN", "TAG_TEACHER", "TAG_VERDICT",
+           "TAG_VERDICT_TIME", "GateDecision", "PromotionRefusedError", "decision_json", "gate_version",
+           "load_eval_data", "promote"]
+
+SUMMARY_ARTIFACT = "metacompress/summary.json"
 _MAX_TAG = 5000
+_VERSION = re.compile(r"[1-9][0-9]*")
+_RECHECKS = 3
 
 
 class PromotionRefusedError(RuntimeError):
-    """The alias holder carries a more recent passing verdict; ``decision`` is attached."""
+    """The promotion was refused (``decision`` attached): the alias holder carries a more
+    recent passing verdict, or the evaluation run is unfinished or half-written."""
 
     def __init__(self, message: str, decision: "GateDecision") -> None:
         super().__init__(message)
@@ -60,6 +77,7 @@ class GateDecision:
     previous_holder: str | None = None
     stage: str | None = None
     notes: list[str] = field(default_factory=list)
+    alias_handed_to: str | None = None  # set when this (failing) version lost the alias
 
     @property
     def failed_checks(self) -> list[CheckResult]:
@@ -76,13 +94,40 @@ class GateDecision:
         return {"model_name": self.model_name, "version": self.version, "policy": self.policy,
                 "passed": self.passed, "alias": self.alias, "alias_moved": self.alias_moved,
                 "evaluation_run_id": self.evaluation_run_id, "previous_holder": self.previous_holder,
-                "stage": self.stage, "checks": [c.to_dict() for c in self.checks], "notes": self.notes}
+                "alias_handed_to": self.alias_handed_to, "stage": self.stage,
+                "checks": [c.to_dict() for c in self.checks], "notes": self.notes}
+
+
+class _Refused(Exception):
+    """An evaluation run that must not be judged; promote turns it into PromotionRefusedError."""
 
 
 def _client(client: "MlflowClient | None") -> "MlflowClient":
     from mlflow import MlflowClient
 
     return client if client is not None else MlflowClient()
+
+
+def version_text(version: str | int) -> str:
+    """``version`` as the registry's canonical text; ValueError for ``"1 "``, ``"x"``, ``0``, ``True``."""
+    if isinstance(version, int) and not isinstance(version, bool) and version >= 1:
+        return str(version)
+    if isinstance(version, str) and _VERSION.fullmatch(version):
+        return version
+    raise ValueError(f"model version must be a positive integer such as 1 or '3', got {version!r}")
+
+
+def _check_run_complete(client: "MlflowClient", run: Any) -> None:
+    run_id, status = run.info.run_id, run.info.status
+    if status != "FINISHED":
+        raise _Refused(f"evaluation run {run_id} is {status}, not FINISHED: its metrics may be incomplete; "
+                       "wait for it to finish or re-run the evaluation")
+    folder, _, _ = SUMMARY_ARTIFACT.rpartition("/")
+    entries = {a.path: a for a in client.list_artifacts(run_id, folder)}
+    entry = entries.get(SUMMARY_ARTIFACT)
+    if entry is None or entry.is_dir or entry.file_size == 0:
+        raise _Refused(f"evaluation run {run_id} has no {SUMMARY_ARTIFACT} artifact: the evaluation is "
+                       "half-written (e.g. its artifact upload failed); re-run the evaluation")
 
 
 def _evaluation_metrics(evaluation: "EvaluationResult | str", client: "MlflowClient") -> tuple[dict[str, float], str | None, int]:
@@ -94,6 +139,7 @@ def _evaluation_metrics(evaluation: "EvaluationResult | str", client: "MlflowCli
             run = client.get_run(evaluation)
         except MlflowException as exc:
             raise ValueError(f"evaluation run {evaluation!r} not found: {exc.message}") from None
+        _check_run_complete(client, run)
         when = run.info.end_time or run.info.start_time or int(time.time() * 1000)
         return dict(run.data.metrics), evaluation, int(when)
     metrics = getattr(evaluation, "metrics", None)
@@ -115,132 +161,108 @@ def _failed_tag(checks: list[CheckResult]) -> str:
     return text if len(text) <= _MAX_TAG else text[: _MAX_TAG - 3] + "..."
 
 
-def _as_int(text: str | None) -> int:
-    try:
-        return int(text or 0)
-    except ValueError:
-        return 0
-
-
-def _holder(client: "MlflowClient", name: str, alias: str) -> Any | None:
-    from mlflow.exceptions import MlflowException
-
-    try:
-        return client.get_model_version_by_alias(name, alias)
-    except MlflowException:
-        return None
-
-
 def promote(model_name: str, version: str | int, evaluation: "EvaluationResult | str",
             policy: "str | Path | GatePolicy", alias: str | None = "champion", force: bool = False,
-            stage: str | None = None, client: "MlflowClient | None" = None) -> GateDecision:
+            stage: str | None = None, client: "MlflowClient | None" = None,
+            lock_timeout: float = DEFAULT_TIMEOUT_S) -> GateDecision:
     """Judge ``evaluation`` with ``policy``, tag ``model_name``/``version``, move ``alias`` if passed.
 
-    ``evaluation`` is an ``EvaluationResult`` or the id of a run holding metacompress
-    metrics. Tags written on every call: verdict, failed checks, evaluation run id,
-    policy name, evaluation time and verdict time. Raises :class:`PromotionRefusedError`
-    (tags written, alias untouched) if the alias's holder passed on a more recent
-    evaluation and ``force`` is false. ``stage`` (e.g. ``"Production"``) also performs the
-    legacy stage transition before the alias moves.
+    ``evaluation`` is an ``EvaluationResult`` or the id of a FINISHED run holding
+    metacompress metrics and ``metacompress/summary.json``. Tags written on every judged
+    call: verdict (last), failed checks, evaluation run id, policy name, evaluation time
+    and verdict time. Raises :class:`PromotionRefusedError` (nothing written) for an
+    unfinished or half-written run, and (tags written, alias untouched) if the alias's
+    holder passed on a more recent evaluation and ``force`` is false. A failing verdict
+    of the alias's holder hands the alias back (``decision.alias_handed_to``). ``stage``
+    (e.g. ``"Production"``) also performs the legacy stage transition after the alias
+    moves. Raises :class:`~.lock.PromotionLockError` if another promotion of the model
+    holds the lock for ``lock_timeout`` seconds.
     """
     client = _client(client)
     policy = load_policy(policy)
-    version = str(version)
+    version = version_text(version)
     client.get_model_version(model_name, version)  # fail early on an unknown version
-    metrics, run_id, evaluated_at = _evaluation_metrics(evaluation, client)
+    try:
+        metrics, run_id, when = _evaluation_metrics(evaluation, client)
+    except _Refused as exc:
+        decision = GateDecision(model_name, version, policy.name, False, [], alias, False,
+                                evaluation if isinstance(evaluation, str) else None, notes=[str(exc)])
+        raise PromotionRefusedError(str(exc), decision) from None
     checks = policy.check(metrics)
     passed = all(c.passed for c in checks)
     decision = GateDecision(model_name, version, policy.name, passed, checks, alias, False, run_id)
     logger.info("gate %s v%s policy %s: %s", model_name, version, policy.name,
                 "passed" if passed else f"failed {len(decision.failed_checks)} check(s)")
+    evidence = {TAG_FAILED: _failed_tag(checks), TAG_RUN: run_id or "", TAG_POLICY: policy.name,
+                TAG_EVALUATED_AT: str(when), TAG_VERDICT_TIME: str(int(time.time() * 1000))}
+    with promotion_lock(registry_uri(client), model_name, lock_timeout):
+        mark_pending(client, model_name, version)
+        if alias and not passed:  # fail closed: the alias leaves before the evidence changes
+            current = holder(client, model_name, alias)
+            if current is not None and str(current.version) == version:
+                decision.alias_handed_to = hand_off(client, model_name, alias, version)
+                decision.notes.append(f"v{version} held alias {alias!r} and failed: alias "
+                                      + (f"handed back to v{decision.alias_handed_to}" if decision.alias_handed_to
+                                         else "deleted (no other version passed)"))
+        write_verdict(client, model_name, version, "passed" if passed else "failed", evidence)
+        if alias and passed:
+            _move_alias(client, decision, when, force, stage)
+    return decision
 
-    tags = {TAG_VERDICT: "passed" if passed else "failed", TAG_FAILED: _failed_tag(checks),
-            TAG_RUN: run_id or "", TAG_POLICY: policy.name, TAG_EVALUATED_AT: str(evaluated_at),
-            TAG_VERDICT_TIME: str(int(time.time() * 1000))}
-    for key, value in tags.items():  # tags first ...
-        client.set_model_version_tag(model_name, version, key, value)
-    if not passed or not alias:
-        return decision
 
-    holder = _holder(client, model_name, alias)
-    if holder is not None and str(holder.version) != version:
-        decision.previous_holder = str(holder.version)
-        held = holder.tags or {}
-        held_at = _as_int(held.get(TAG_EVALUATED_AT))
-        if held.get(TAG_VERDICT) == "passed" and held_at > evaluated_at:
-            msg = (f"refusing to move alias {alias!r} of {model_name!r} from v{holder.version} to v{version}: "
-                   f"v{holder.version} passed on a more recent evaluation ({held_at} > {evaluated_at} ms); "
+def _move_alias(client: "MlflowClient", decision: GateDecision, when: int, force: bool, stage: str | None) -> None:
+    """Under the lock: refuse a staler evaluation, move the alias, transition, read back."""
+    name, version, alias = decision.model_name, decision.version, str(decision.alias)
+    current = holder(client, name, alias)
+    previous = str(current.version) if current is not None else None
+    if current is not None and previous != version:
+        decision.previous_holder = previous
+        held_at = evaluated_at(current)
+        if has_passed(current) and held_at > when:
+            msg = (f"refusing to move alias {alias!r} of {name!r} from v{previous} to v{version}: "
+                   f"v{previous} passed on a more recent evaluation ({held_at} > {when} ms); "
                    "pass force=True to override")
             if not force:
                 decision.notes.append(msg)
                 raise PromotionRefusedError(msg, decision)
-            decision.notes.append(f"forced over v{holder.version}'s more recent passing verdict")
+            decision.notes.append(f"forced over v{previous}'s more recent passing verdict")
             logger.warning("%s (forced)", msg)
+    old_stage = client.get_model_version(name, version).current_stage
+    client.set_registered_model_alias(name, alias, version)
     if stage:
-        client.transition_model_version_stage(model_name, version, stage)
+        try:
+            client.transition_model_version_stage(name, version, stage)
+        except Exception:
+            restore_alias(client, name, alias, previous)
+            raise
         decision.stage = stage
-    client.set_registered_model_alias(model_name, alias, version)  # ... alias last
-    decision.alias_moved = True
-    logger.info("alias %r of %s now points at v%s", alias, model_name, version)
-    return decision
-
-
-def load_eval_data(path: str | Path) -> "pd.DataFrame":
-    """Read ``.jsonl``/``.json``/``.csv``/``.parquet`` evaluation data into a DataFrame."""
-    import pandas as pd
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"evaluation data {path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix in {".jsonl", ".ndjson"}:
-        return pd.read_json(path, lines=True)
-    if suffix == ".json":
-        return pd.read_json(path)
-    if suffix == ".csv":
-        return pd.read_csv(path)
-    if suffix in {".parquet", ".pq"}:
-        return pd.read_parquet(path)
-    raise ValueError(f"evaluation data {path}: unsupported extension {suffix!r} (use .jsonl, .json, .csv or .parquet)")
-
-
-def gate_version(model_name: str, version: str | int, data: "pd.DataFrame | str | Path",
-                 policy: "str | Path | GatePolicy", targets: str = "target", alias: str | None = "champion",
-                 force: bool = False, stage: str | None = None, evaluator_config: Mapping[str, Any] | None = None,
-                 client: "MlflowClient | None" = None) -> GateDecision:
-    """Evaluate a registered version against the teacher in its ``metacompress.teacher`` tag, then promote.
-
-    The evaluation runs ``mlflow.models.evaluate(model="models:/<name>/<version>",
-    model_type="metacompress", evaluators="metacompress")`` in its own run, so the
-    verdict's ``metacompress.evaluation_run_id`` points at the logged metrics.
-    """
-    import mlflow
-
-    client = _client(client)
-    policy = load_policy(policy)
-    mv = client.get_model_version(model_name, str(version))
-    cfg = dict(evaluator_config or {})
-    teacher = cfg.pop("teacher", None) or (mv.tags or {}).get(TAG_TEACHER)
-    if not teacher:
-        raise ValueError(f"{model_name} v{version} has no {TAG_TEACHER!r} tag naming its teacher model URI; "
-                         "tag it, or pass evaluator_config={'teacher': <uri>}")
-    df = load_eval_data(data) if isinstance(data, (str, Path)) else data
-    if targets not in df.columns:
-        raise KeyError(f"targets column {targets!r} is not in the evaluation data; it has {list(df.columns)}")
-    with mlflow.start_run(run_name=f"gate-{model_name}-v{version}", nested=mlflow.active_run() is not None) as run:
-        mlflow.set_tags({"metacompress.gate_model": f"models:/{model_name}/{version}", TAG_POLICY: policy.name,
-                         TAG_TEACHER: teacher})
-        result = mlflow.models.evaluate(model=f"models:/{model_name}/{version}", data=df, targets=targets,
-                                        model_type="metacompress", evaluators="metacompress",
-                                        evaluator_config={"teacher": teacher, **cfg})
-        run_id = run.info.run_id
-    if not getattr(result, "run_id", None):
-        from mlflow.models.evaluation import EvaluationResult
-
-        result = EvaluationResult(result.metrics, result.artifacts, run_id=run_id)
-    # the run has ended, so promote reads its end time as the evaluation time
-    return promote(model_name, version, result, policy, alias=alias, force=force, stage=stage, client=client)
+    for attempt in range(_RECHECKS + 1):  # read back: a writer outside the lock may have moved it
+        now = holder(client, name, alias)
+        if now is not None and str(now.version) == version:
+            decision.alias_moved = True
+            logger.info("alias %r of %s now points at v%s", alias, name, version)
+            return
+        if now is not None and has_passed(now) and freshness(now) >= (when, int(version)):
+            decision.notes.append(f"alias {alias!r} was taken by v{now.version}, which passed on a fresher "
+                                  f"evaluation ({evaluated_at(now)} >= {when} ms); v{version} does not hold it")
+            break
+        if attempt == _RECHECKS:
+            decision.notes.append(f"alias {alias!r} kept being moved by a concurrent writer; "
+                                  f"v{version} does not hold it")
+            break
+        logger.warning("alias %r of %s moved to %s by a concurrent writer; moving it back to v%s",
+                       alias, name, f"v{now.version}" if now is not None else "<none>", version)
+        client.set_registered_model_alias(name, alias, version)
+    logger.warning("%s v%s: %s", name, version, decision.notes[-1])
+    if decision.stage:
+        client.transition_model_version_stage(name, version, old_stage)
+        decision.notes.append(f"stage transition to {decision.stage!r} undone (back to {old_stage!r})")
+        decision.stage = None
 
 
 def decision_json(decision: GateDecision) -> str:
     return json.dumps(decision.to_dict(), indent=2, default=str)
+
+
+# public path since 0.1 (pipeline/stages.py imports it from here)
+from .gate import gate_version, load_eval_data  # noqa: E402

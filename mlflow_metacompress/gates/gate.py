@@ -1,0 +1,77 @@
+"""``gate_version``: evaluate a registered model version against its tagged teacher with the
+metacompress evaluator (MetaCompress, Awal, Rochan, Roy, arXiv 2511.05476), then
+:func:`~.promotion.promote` it on that evaluation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .policy import GatePolicy, load_policy
+from .registry import TAG_POLICY, TAG_TEACHER
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from mlflow import MlflowClient
+
+    from .promotion import GateDecision
+
+
+def load_eval_data(path: str | Path) -> "pd.DataFrame":
+    """Read ``.jsonl``/``.json``/``.csv``/``.parquet`` evaluation data into a DataFrame."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"evaluation data {path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix in {".jsonl", ".ndjson"}:
+        return pd.read_json(path, lines=True)
+    if suffix == ".json":
+        return pd.read_json(path)
+    if suffix == ".csv":
+        return pd.read_csv(path)
+    if suffix in {".parquet", ".pq"}:
+        return pd.read_parquet(path)
+    raise ValueError(f"evaluation data {path}: unsupported extension {suffix!r} (use .jsonl, .json, .csv or .parquet)")
+
+
+def gate_version(model_name: str, version: str | int, data: "pd.DataFrame | str | Path",
+                 policy: "str | Path | GatePolicy", targets: str = "target", alias: str | None = "champion",
+                 force: bool = False, stage: str | None = None, evaluator_config: Mapping[str, Any] | None = None,
+                 client: "MlflowClient | None" = None) -> GateDecision:
+    """Evaluate a registered version against the teacher in its ``metacompress.teacher`` tag, then promote.
+
+    The evaluation runs ``mlflow.models.evaluate(model="models:/<name>/<version>",
+    model_type="metacompress", evaluators="metacompress")`` in its own run, so the
+    verdict's ``metacompress.evaluation_run_id`` points at the logged metrics.
+    """
+    import mlflow
+
+    from .promotion import _client, promote, version_text
+
+    client = _client(client)
+    policy = load_policy(policy)
+    version = version_text(version)
+    mv = client.get_model_version(model_name, version)
+    cfg = dict(evaluator_config or {})
+    teacher = cfg.pop("teacher", None) or (mv.tags or {}).get(TAG_TEACHER)
+    if not teacher:
+        raise ValueError(f"{model_name} v{version} has no {TAG_TEACHER!r} tag naming its teacher model URI; "
+                         "tag it, or pass evaluator_config={'teacher': <uri>}")
+    df = load_eval_data(data) if isinstance(data, (str, Path)) else data
+    if targets not in df.columns:
+        raise KeyError(f"targets column {targets!r} is not in the evaluation data; it has {list(df.columns)}")
+    with mlflow.start_run(run_name=f"gate-{model_name}-v{version}", nested=mlflow.active_run() is not None) as run:
+        mlflow.set_tags({"metacompress.gate_model": f"models:/{model_name}/{version}", TAG_POLICY: policy.name,
+                         TAG_TEACHER: teacher})
+        result = mlflow.models.evaluate(model=f"models:/{model_name}/{version}", data=df, targets=targets,
+                                        model_type="metacompress", evaluators="metacompress",
+                                        evaluator_config={"teacher": teacher, **cfg})
+        run_id = run.info.run_id
+    if not getattr(result, "run_id", None):
+        from mlflow.models.evaluation import EvaluationResult
+
+        result = EvaluationResult(result.metrics, result.artifacts, run_id=run_id)
+    # the run has ended, so promote reads its end time as the evaluation time
+    return promote(model_name, version, result, policy, alias=alias, force=force, stage=stage, client=client)

@@ -1,0 +1,103 @@
+"""A per-registered-model lock that serialises promotions across processes.
+
+``promote`` reads the alias holder, compares evaluation times and moves the alias; those
+steps must not interleave with another promotion of the same model, or an older
+evaluation can overwrite a fresher one. The lock is an advisory ``fcntl.flock`` on a
+file:
+
+- beside a sqlite store (``sqlite:///dir/mlflow.db`` → ``dir/mlflow.db.metacompress-<key>.lock``),
+  so every process that writes that database shares it;
+- for any other store (``http(s)://`` tracking servers, databases reached over the
+  network, an in-memory sqlite), a best-effort file in the local cache directory
+  (``$METACOMPRESS_CACHE_DIR/locks`` or ``~/.cache/mlflow-metacompress/locks``) keyed by
+  the URI and model name: it serialises the processes of one machine only, and
+  ``promote`` re-reads the alias after moving it to report a lost race truthfully.
+
+On platforms without ``fcntl`` the lock is skipped with a warning (the read-back still
+applies).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Iterator
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 120.0
+_POLL_S = 0.02
+
+
+class PromotionLockError(TimeoutError):
+    """The promotion lock of a registered model could not be taken in time."""
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("METACOMPRESS_CACHE_DIR")
+    return Path(root) if root else Path.home() / ".cache" / "mlflow-metacompress"
+
+
+def _sqlite_file(registry_uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI, or None (not sqlite, or in memory)."""
+    if not registry_uri.startswith("sqlite:"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    try:
+        database = make_url(registry_uri).database
+    except Exception:  # a malformed URI: MLflow itself will report it
+        return None
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database).resolve()
+
+
+def lock_path(registry_uri: str, model_name: str) -> Path:
+    """Where the lock file of ``model_name`` in the store at ``registry_uri`` lives."""
+    db = _sqlite_file(registry_uri)
+    if db is not None:
+        key = hashlib.sha256(model_name.encode("utf-8")).hexdigest()[:16]
+        return db.with_name(f"{db.name}.metacompress-{key}.lock")
+    key = hashlib.sha256(f"{registry_uri}\0{model_name}".encode("utf-8")).hexdigest()[:24]
+    return _cache_dir() / "locks" / f"promote-{key}.lock"
+
+
+@contextlib.contextmanager
+def promotion_lock(registry_uri: str, model_name: str, timeout: float = DEFAULT_TIMEOUT_S) -> Iterator[Path | None]:
+    """Hold the exclusive promotion lock of ``model_name`` for the ``with`` block.
+
+    Raises :class:`PromotionLockError` naming the lock file after ``timeout`` seconds.
+    Yields the lock file path (None when locking is unavailable on this platform).
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        logger.warning("fcntl is unavailable: promotions of %r are not serialised across processes", model_name)
+        yield None
+        return
+    path = lock_path(registry_uri, model_name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise PromotionLockError(
+                        f"another promotion of {model_name!r} held the lock {path} for more than {timeout:g} s; "
+                        "retry when it finishes (the lock is released when its holder exits)") from None
+                time.sleep(_POLL_S)
+        try:
+            yield path
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

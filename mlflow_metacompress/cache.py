@@ -100,7 +100,10 @@ def model_identity(model_or_uri: Any, uri: str | None = None) -> str | None:
         return _uri_identity(str(model_or_uri))
     found = _metadata_identity(getattr(model_or_uri, "metadata", None))
     if found is None and uri:
-        return _uri_identity(uri)
+        try:
+            return _uri_identity(uri)
+        except CacheEntryError:  # a loaded model that cannot be identified is simply not cached
+            return None
     return found
 
 

@@ -1,9 +1,12 @@
 """Run one attack over a data frame: the few lines the evaluator and the CLI call.
 
 ``run_attack`` wraps the victim (a ``predict(df) -> N×K`` callable, an MLflow
-``PyFuncModel`` or a model URI such as ``models:/name/1``), primes the query cache
-with one batched forward pass over all original inputs, attacks every row with the
-named recipe and returns an :class:`~.results.AttackReport`.
+``PyFuncModel`` or a model URI such as ``models:/name/1``) with the evaluator's
+predictor adapter (:func:`~mlflow_metacompress.evaluation.predictors.resolve_model`,
+uncached: the attack's query cache is in memory), primes the query cache with one
+batched forward pass over all original inputs, checks the labels with the evaluator's
+label check, attacks every row with the named recipe and returns an
+:class:`~.results.AttackReport`.
 """
 
 from __future__ import annotations
@@ -23,40 +26,38 @@ from .results import AttackReport
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ATTACKS", "as_predict", "list_attacks", "run_attack"]
+__all__ = ["ATTACKS", "list_attacks", "run_attack", "victim_predict"]
 
 
-def as_predict(model: Any) -> Callable[[pd.DataFrame], np.ndarray]:
-    """A ``predict(df) -> N×K`` callable for a callable, a ``PyFuncModel`` or a URI."""
-    if isinstance(model, str):
-        import mlflow
+def victim_predict(model: Any, code_columns: Sequence[str], batch_size: int = 256) -> Callable[[pd.DataFrame], np.ndarray]:
+    """A validated ``predict(df) -> N×K`` for a callable, a ``PyFuncModel``, a model URI or an
+    evaluator :class:`~mlflow_metacompress.evaluation.predictors.Predictor` (one adapter for
+    the evaluator and attacks)."""
+    from ..evaluation.predictors import Predictor, resolve_model
 
-        model = mlflow.pyfunc.load_model(model)
-    if hasattr(model, "predict") and hasattr(model, "metadata"):
-        pyfunc = model
-
-        def predict(df: pd.DataFrame) -> np.ndarray:
-            from ..evaluation.predictors import to_probabilities
-
-            return to_probabilities(pyfunc.predict(df), len(df))[0]
-
-        return predict
-    if callable(model):
-        return model
-    raise TypeError(f"cannot attack a {type(model).__name__}: pass a predict callable, a PyFuncModel or a model URI")
+    if isinstance(model, Predictor):
+        predictor = model.uncached()
+    else:
+        predictor = resolve_model(model, "attacked model", cache_dir=None, batch_size=batch_size, progress=False)
+    columns = list(code_columns)
+    return lambda df: predictor.predict(df, columns)[0]
 
 
-def _labels(labels: Any, n: int) -> np.ndarray:
+def _check_label_count(labels: Any, n: int) -> np.ndarray:
     arr = np.asarray(labels)
-    if arr.shape != (n,):
+    if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"attacks need one label per row: got {arr.shape[0] if arr.ndim else 0} labels for {n} rows")
+    return arr
+
+
+def _class_indices(labels: np.ndarray, k: int) -> np.ndarray:
+    """Labels as class indices 0..k-1 (the evaluator's :func:`encode_labels`), the error naming the culprit."""
+    from ..evaluation.validation import MetaCompressInputError, encode_labels
+
     try:
-        out = arr.astype(np.int64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"attack labels must be class indices (integers); got values like {arr[:3].tolist()}") from exc
-    if not np.array_equal(out, arr.astype(float)):
-        raise ValueError(f"attack labels must be integer class indices; got values like {arr[:3].tolist()}")
-    return out
+        return encode_labels(labels, None, k, column="labels")
+    except MetaCompressInputError as exc:
+        raise MetaCompressInputError(f"attack labels must be integer class indices 0..{k - 1}: {exc}") from None
 
 
 def run_attack(
@@ -88,17 +89,18 @@ def run_attack(
     missing = [c for c in code_columns if c not in df.columns]
     if missing:
         raise KeyError(f"code column(s) {missing} not in the data; it has {list(df.columns)}")
-    y = _labels(labels, len(df))
+    raw_labels = _check_label_count(labels, len(df))
     if language == "auto":
         from ..transforms import detect_language
 
         language = detect_language(str(df[code_columns[0]].iloc[0])) if len(df) else "c"
-    model = QueryModel(as_predict(predict), code_columns)
+    model = QueryModel(victim_predict(predict, code_columns), code_columns)
     attack = ATTACKS[name](model, budget=budget, seed=seed, mlm=mlm, **options)
     t0 = time.perf_counter()
-    attack.prepare(AttackData(df, code_columns, y, language), progress=progress)
     rows = [{c: str(r[c]) for c in code_columns} for r in df[code_columns].to_dict("records")]
-    model.probabilities([tuple(r[c] for c in code_columns) for r in rows])  # one batched pass over originals
+    originals = model.probabilities([tuple(r[c] for c in code_columns) for r in rows])  # one batched pass
+    y = _class_indices(raw_labels, originals.shape[1])
+    attack.prepare(AttackData(df, code_columns, y, language), progress=progress)
     results = []
     it = zip(df.index, range(len(df)), rows, y)
     for index, position, row, label in tqdm(it, total=len(df), desc=name, disable=not progress):

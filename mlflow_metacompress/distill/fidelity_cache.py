@@ -1,5 +1,6 @@
 """Teacher logits and last-layer ``[CLS]`` states for the ``fidelity`` method, computed
-once per (teacher, inputs) and cached as ``.npz``; the teacher never enters training.
+once per (teacher, inputs) and kept in the one cache (:mod:`mlflow_metacompress.cache`,
+validated on load like fresh outputs); the teacher never enters training.
 
 The teacher must be a logged :class:`~mlflow_metacompress.models.classifier.CodeClassifier`
 (``models.pyfunc.log_code_classifier``), whose ``artifacts/hf`` folder holds the
@@ -9,27 +10,27 @@ single-function tasks).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 
 import numpy as np
 
+from .. import cache
 from .datasets import CodeExamples
+from .soft_labels import model_identity
 
 logger = logging.getLogger(__name__)
-VERSION = b"fidelity-teacher-outputs-v1"
+KIND = "fidelity"
+VERSION = "fidelity-teacher-outputs-v2"
+CHECKS: dict[str, cache.Check] = {"logits": "log_probabilities", "states": "finite"}
+
+
+def _rows(examples: CodeExamples) -> str:
+    return cache.texts_digest([("texts", examples.texts), ("texts_b", examples.texts_b or [])])
 
 
 def _key(uri: str, examples: CodeExamples) -> str:
-    from .soft_labels import model_identity
-
-    h = hashlib.sha256(VERSION + model_identity(uri).encode())
-    for col in (examples.texts, examples.texts_b or []):
-        h.update(b"\x00")
-        for t in col:
-            h.update(b"\x01" + t.encode("utf-8", "surrogatepass"))
-    return h.hexdigest()[:32]
+    return cache.entry_key(KIND, model_identity(uri), _rows(examples), VERSION)
 
 
 def load_teacher_classifier(uri: str) -> tuple[object, object]:
@@ -46,16 +47,23 @@ def load_teacher_classifier(uri: str) -> tuple[object, object]:
     return CodeClassifier.load(folder)
 
 
-def teacher_outputs(uri: str, examples: CodeExamples, cache_dir: str | Path | None, batch_size: int = 64,
-                    progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """``(log-probabilities N×K, [CLS] states N×H)`` of the teacher on ``examples``."""
+def teacher_outputs(uri: str, examples: CodeExamples, cache_dir: str | Path | None = None, batch_size: int = 64,
+                    progress: bool = False, *, use_cache: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(log-probabilities N×K, [CLS] states N×H)`` of the teacher on ``examples``.
+
+    Cached under ``cache_dir``, or the one cache location when it is None;
+    ``use_cache=False`` neither reads nor writes.
+    """
     import torch
 
-    path = Path(cache_dir) / f"fidelity-{_key(uri, examples)}.npz" if cache_dir is not None else None
-    if path is not None and path.exists():
-        logger.info("teacher states: cache hit %s", path)
-        data = np.load(path)
-        return data["logits"], data["states"]
+    key = rows = identity = None
+    if use_cache:
+        identity, rows = model_identity(uri), _rows(examples)
+        key = cache.entry_key(KIND, identity, rows, VERSION)
+        hit = cache.load(KIND, key, rows=rows, n_rows=len(examples), checks=CHECKS, cache_dir=cache_dir)
+        if hit is not None:
+            logger.info("teacher states: cache hit %s", hit.path)
+            return hit.arrays["logits"], hit.arrays["states"]
     from tqdm.auto import tqdm
 
     model, tokenizer = load_teacher_classifier(uri)
@@ -75,7 +83,6 @@ def teacher_outputs(uri: str, examples: CodeExamples, cache_dir: str | Path | No
             logits[idx] = torch.log_softmax(out.float(), dim=-1).numpy()
             states[idx] = cls
     states = states if states is not None else np.zeros((0, 1), dtype=np.float32)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path, logits=logits, states=states)
+    if key is not None and rows is not None:
+        cache.store(KIND, key, {"logits": logits, "states": states}, rows=rows, identity=identity or "", cache_dir=cache_dir)
     return logits, states

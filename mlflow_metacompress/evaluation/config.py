@@ -52,11 +52,13 @@ class EvaluatorConfig:
 
     @property
     def cache_path(self) -> Path | None:
-        from .predictors import DEFAULT_CACHE_DIR
+        """Where predictions are cached (:func:`mlflow_metacompress.cache.location`, resolved
+        now), or None when ``use_cache`` is false."""
+        from ..cache import location
 
         if not self.use_cache:
             return None
-        return Path(self.cache_dir) if self.cache_dir else DEFAULT_CACHE_DIR
+        return location(self.cache_dir)
 
     def as_loggable(self) -> dict[str, Any]:
         """The config as JSON-safe values (the teacher shown by URI or type)."""

@@ -4,16 +4,15 @@ Accepted outputs (see :func:`to_probabilities`): a DataFrame with one column per
 an (n, k) ndarray; a ``mlflow.transformers`` text-classification pipeline's list of
 ``{label, score}`` dicts (``top_k=None``); sklearn models logged with
 ``pyfunc_predict_fn="predict_proba"``. Inference runs in length-sorted batches with a
-progress bar, and results are cached on disk keyed by the model's identity (logged-model
-UUID, registry version or run id) and a hash of the input rows, so a second student
-evaluated against the same teacher never runs the teacher again.
+progress bar, and results are kept in the one cache (:mod:`mlflow_metacompress.cache`)
+keyed by the model's identity (:func:`~mlflow_metacompress.cache.model_identity`) and a
+digest of the input rows, so a second student evaluated against the same teacher never
+runs the teacher again. A cached entry is validated like fresh predictions before use.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +21,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import cache
+from ..cache import model_identity, rows_digest
 from .validation import MetaCompressInputError, check_probabilities
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_CACHE_DIR = Path(os.environ.get("METACOMPRESS_CACHE_DIR", Path.home() / ".cache" / "mlflow-metacompress"))
+# The one cache location (:func:`mlflow_metacompress.cache.location`), resolved when used.
+DEFAULT_CACHE_DIR = cache.DEFAULT
+KIND = "predictions"
+
+__all__ = ["DEFAULT_CACHE_DIR", "Predictor", "declared_classes", "model_identity", "resolve_model", "rows_digest",
+           "to_probabilities"]
 
 
 def to_probabilities(output: Any, n_rows: int) -> tuple[np.ndarray, list[str] | None]:
@@ -89,31 +95,6 @@ def _raw_model(model: Any) -> Any:
         return None
 
 
-def model_identity(model: Any, uri: str | None = None) -> str | None:
-    """A stable identity for caching, or None when the model has none (plain callables).
-
-    Prefers the logged model's UUID (content identity: unchanged when the same model is
-    reached through an alias or a version number), then its model id and run id.
-    """
-    meta = getattr(model, "metadata", None)
-    if meta is not None:
-        for attr in ("model_uuid", "model_id"):
-            value = getattr(meta, attr, None)
-            if value:
-                return f"{attr}:{value}"
-        if getattr(meta, "run_id", None):
-            return f"run:{meta.run_id}:{getattr(meta, 'artifact_path', '')}"
-    return f"uri:{uri}" if uri and not uri.startswith(("models:/", "runs:/")) else None
-
-
-def rows_digest(df: pd.DataFrame, columns: list[str]) -> str:
-    """SHA-256 over the given columns' values (order-sensitive)."""
-    h = hashlib.sha256()
-    h.update("\x1f".join(columns).encode())
-    h.update(pd.util.hash_pandas_object(df[columns], index=False).to_numpy().tobytes())
-    return h.hexdigest()
-
-
 @dataclass
 class Predictor:
     """A model as seen by the evaluator: ``predict(df) → (N×K probabilities, classes)``."""
@@ -122,7 +103,7 @@ class Predictor:
     fn: Callable[[pd.DataFrame], Any]
     identity: str | None = None
     classes: list[str] | None = None
-    cache_dir: Path | None = DEFAULT_CACHE_DIR
+    cache_dir: Path | str | cache.DefaultLocation | None = DEFAULT_CACHE_DIR  # None: no disk cache
     batch_size: int = 64
     progress: bool = True
     calls: int = field(default=0, init=False)
@@ -131,20 +112,21 @@ class Predictor:
 
     def predict(self, df: pd.DataFrame, code_columns: list[str]) -> tuple[np.ndarray, list[str] | None]:
         """Validated probabilities for every row of ``df`` (cached when possible)."""
-        key = None
+        key = rows = None
         if self.identity is not None:
-            key = hashlib.sha256(f"{self.identity}|{rows_digest(df, code_columns)}".encode()).hexdigest()
+            rows = rows_digest(df, code_columns)
+            key = cache.entry_key(KIND, self.identity, rows)
             if key in self._memory:
                 return self._memory[key]
-            cached = self._load(key)
+            cached = self._load(key, rows, len(df))
             if cached is not None:
                 logger.info("%s: %d predictions read from the cache", self.name, len(df))
                 self._memory[key] = cached
                 return cached
         result = self._run(df, code_columns)
-        if key is not None:
+        if key is not None and rows is not None:
             self._memory[key] = result
-            self._store(key, result)
+            self._store(key, rows, result)
         return result
 
     def uncached(self) -> Predictor:
@@ -176,32 +158,30 @@ class Predictor:
         probs = check_probabilities(out, self.name, len(frame))
         return probs, classes if classes is not None else self.classes
 
-    def _path(self, key: str) -> Path | None:
-        return self.cache_dir / f"{key}.npz" if self.cache_dir is not None else None
-
-    def _load(self, key: str) -> tuple[np.ndarray, list[str] | None] | None:
-        path = self._path(key)
-        if path is None or not path.exists():
+    def _load(self, key: str, rows: str, n_rows: int) -> tuple[np.ndarray, list[str] | None] | None:
+        """The cached entry, checked like fresh predictions, or None (a bad entry is recomputed)."""
+        if self.cache_dir is None:
+            return None
+        entry = cache.load(KIND, key, rows=rows, n_rows=n_rows, checks={"probs": "probabilities"},
+                           cache_dir=self.cache_dir)
+        if entry is None:
+            return None
+        classes = entry.classes
+        if self.classes is not None and (classes is None or sorted(classes) != sorted(map(str, self.classes))):
+            logger.warning("discarding %s cache entry %s: classes %s differ from the model's %s", self.name, entry.path,
+                           classes, self.classes)
             return None
         try:
-            with np.load(path, allow_pickle=False) as z:
-                classes = [str(c) for c in z["classes"]] if "classes" in z.files else None
-                return z["probs"], classes
-        except Exception as exc:  # a corrupt cache entry is recomputed, never trusted
-            logger.warning("ignoring unreadable prediction cache %s: %s", path, exc)
+            probs = check_probabilities(entry.arrays["probs"], f"cached {self.name}", n_rows)
+        except MetaCompressInputError as exc:
+            logger.warning("discarding %s cache entry %s: %s", self.name, entry.path, exc)
             return None
+        return probs, classes
 
-    def _store(self, key: str, result: tuple[np.ndarray, list[str] | None]) -> None:
-        path = self._path(key)
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        arrays = {"probs": result[0]}
-        if result[1] is not None:
-            arrays["classes"] = np.asarray(result[1], dtype=str)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
+    def _store(self, key: str, rows: str, result: tuple[np.ndarray, list[str] | None]) -> None:
+        if self.cache_dir is not None:
+            cache.store(KIND, key, {"probs": result[0]}, rows=rows, identity=self.identity or "", classes=result[1],
+                        cache_dir=self.cache_dir)
 
 
 def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:

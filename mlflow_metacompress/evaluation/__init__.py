@@ -1,9 +1,11 @@
 """The ``metacompress`` MLflow evaluator plugin, one arrow per module:
 
-config (``evaluator_config`` → frozen :class:`~.config.EvaluatorConfig`) → validation →
-predictors (models → N×K probabilities) → variants (original, transformed and
-adversarial inputs) → engine (relations per variant; computes, never logs) → artifacts →
-evaluator (logs metrics and artifacts in one go).
+config (``evaluator_config`` resolved once, language detection included → frozen
+:class:`~.config.EvaluatorConfig`) → validation → predictors (models → N×K
+probabilities) → pair (teacher and student side by side) → variants (original,
+transformed and adversarial inputs, one interface) → engine (one loop: predict, judge,
+collect per variant; computes, never logs) → artifacts → evaluator (logs metrics and
+artifacts in one go).
 
 Importing this package is light; the plugin class is loaded on first use.
 """

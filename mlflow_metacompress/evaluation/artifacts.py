@@ -1,6 +1,8 @@
 """Artifacts of one evaluation, written under ``metacompress/`` in the run:
 
-- ``summary.json``: every metric plus the config used;
+- ``summary.json``: every metric, the config as the user set it (``config``), how each key
+  was set (``config_sources``: given, default, inferred or detected) and the values that
+  were inferred or detected (``detected``), the classes and notes (``language``, rows run);
 - ``per_sample.parquet``: one row per (variant, sample) with both models' probabilities,
   predictions, KL and every relation flag (and the code of rewritten variants);
 - ``worst_discrepancies.csv``: the failing examples first (CheckList's lesson), by KL;
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from .engine import Outcome
+if TYPE_CHECKING:
+    from .config import EvaluatorConfig
+    from .engine import Outcome
 
 
 def _plots(per: pd.DataFrame, classes: list[str], bins: int, out: Path) -> list[str]:
@@ -70,16 +74,17 @@ def _plots(per: pd.DataFrame, classes: list[str], bins: int, out: Path) -> list[
     return written
 
 
-def write_artifacts(outcome: Outcome, config: dict[str, Any], bins: int, out: Path, max_examples: int = 25) -> list[str]:
+def write_artifacts(outcome: Outcome, cfg: EvaluatorConfig, out: Path) -> list[str]:
     """Write every artifact into ``out``; return their paths relative to ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps({"metrics": outcome.metrics, "config": config, "classes": outcome.classes,
-                                                  **outcome.notes}, indent=2, sort_keys=True, default=str))
+    summary = {"metrics": outcome.metrics, "config": cfg.as_loggable(), "config_sources": cfg.config_sources(),
+               "detected": cfg.detected_values(), "classes": outcome.classes, **outcome.notes}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
     outcome.per_sample.to_parquet(out / "per_sample.parquet", index=False)
-    worst = outcome.per_sample[outcome.per_sample["any_violation"]].sort_values("kl", ascending=False).head(max_examples)
+    worst = outcome.per_sample[outcome.per_sample["any_violation"]].sort_values("kl", ascending=False).head(cfg.max_examples)
     worst.to_csv(out / "worst_discrepancies.csv", index=False)
     written = ["summary.json", "per_sample.parquet", "worst_discrepancies.csv"]
-    written += _plots(outcome.per_sample, outcome.classes, bins, out)
+    written += _plots(outcome.per_sample, outcome.classes, cfg.calibration_bins, out)
     for name, table in outcome.extra_tables.items():
         path = out / (f"{name}.parquet" if name.startswith("attacks/") else f"{name}.csv")
         path.parent.mkdir(parents=True, exist_ok=True)

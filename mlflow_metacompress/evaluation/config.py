@@ -1,28 +1,48 @@
-"""``evaluator_config`` parsed into a typed, validated :class:`EvaluatorConfig`."""
+"""``evaluator_config`` resolved once into a frozen, validated :class:`EvaluatorConfig`.
+
+:func:`parse_config` checks every key against the data and fills what the user left
+unset: ``code_columns`` and ``transform_columns`` are *inferred* from the columns, and
+``language`` is *detected* from the code when a transformation or attack needs it. All
+of it happens before any model runs; afterwards the config never changes. The config
+remembers which values the user gave, so ``summary.json`` never shows a detected value
+as if the user had set it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import logging
+from collections import Counter
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
 from ..relations import RelationConfig
-from .validation import MetaCompressInputError
+from .validation import MetaCompressInputError, check_code_columns
+
+logger = logging.getLogger(__name__)
 
 LANGUAGES = ("c", "java", "python")
 RESERVED = {"col_mapping"}  # read by mlflow.models.evaluate itself
+LIST_KEYS = ("code_columns", "teacher_prob_columns", "student_prob_columns", "transform_columns", "attacks")
+DETECTION_SAMPLES = 50
+
+Source = Literal["given", "default", "inferred", "detected"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class EvaluatorConfig:
-    """Every key ``evaluator_config`` accepts (unknown keys are rejected by name)."""
+    """Every key ``evaluator_config`` accepts (unknown keys are rejected by name).
+
+    Column and attack lists are tuples (the config is immutable). ``sources`` is not a
+    key: it records how :func:`parse_config` filled values the user left unset.
+    """
 
     teacher: Any = None
-    code_columns: list[str] | None = None
-    teacher_prob_columns: list[str] | None = None
-    student_prob_columns: list[str] | None = None
+    code_columns: tuple[str, ...] | None = None
+    teacher_prob_columns: tuple[str, ...] | None = None
+    student_prob_columns: tuple[str, ...] | None = None
     kl_threshold: float = 0.1
     confidence_threshold: float = 0.8
     calibration_bins: int = 10
@@ -35,12 +55,13 @@ class EvaluatorConfig:
     progress: bool = True
     language: str | None = None
     transforms: Any = "all"
-    transform_columns: list[str] | None = None
-    attacks: list[str] = field(default_factory=list)
+    transform_columns: tuple[str, ...] | None = None
+    attacks: tuple[str, ...] = ()
     attack_budget: int = 500
     attack_mlm: str | None = None
     attack_max_samples: int | None = None
     max_examples: int = 25
+    sources: tuple[tuple[str, Source], ...] = field(default=(), repr=False, compare=False, metadata={"internal": True})
 
     @property
     def static(self) -> bool:
@@ -60,55 +81,159 @@ class EvaluatorConfig:
             return None
         return location(self.cache_dir)
 
+    def transform_names(self) -> list[str]:
+        """The transformations to run: ``"all"`` → every one for ``language``; none in static mode.
+
+        A name the transformation library does not know for ``language`` is rejected with
+        the known names (:func:`parse_config` calls this once, before any model runs).
+        """
+        if self.static or not self.code_columns or self.transforms in (None, [], (), ""):
+            return []
+        from ..transforms import list_transforms
+
+        available = list_transforms(self.language)
+        if self.transforms == "all":
+            return list(available)
+        names = [self.transforms] if isinstance(self.transforms, str) else list(self.transforms)
+        unknown = [n for n in names if n not in available]
+        if unknown:
+            raise MetaCompressInputError(f"transforms {unknown} are not available for {self.language!r}; available: {available}")
+        return names
+
+    def config_sources(self) -> dict[str, Source]:
+        """For every key: ``given`` by the user, ``default``, ``inferred`` from the columns or ``detected`` from the code."""
+        resolved = dict(self.sources)
+        return {key: resolved.get(key, "default") for key in config_keys()}
+
+    def detected_values(self) -> dict[str, Any]:
+        """The values :func:`parse_config` inferred or detected (JSON-safe)."""
+        return {key: _loggable(getattr(self, key)) for key, source in self.sources if source in ("inferred", "detected")}
+
     def as_loggable(self) -> dict[str, Any]:
-        """The config as JSON-safe values (the teacher shown by URI or type)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        """The config as the user set it, JSON-safe (the teacher shown by URI or type).
+
+        Values that were inferred or detected appear as the user left them (``None``);
+        :meth:`detected_values` and :meth:`config_sources` report them separately.
+        """
+        out = {}
+        auto = {key for key, source in self.sources if source in ("inferred", "detected")}
+        for key in config_keys():
+            out[key] = None if key in auto else _loggable(getattr(self, key))
         if not isinstance(out["teacher"], (str, type(None))):
-            out["teacher"] = f"<{type(out['teacher']).__name__}>"
+            out["teacher"] = f"<{type(self.teacher).__name__}>"
         return out
 
 
-def parse_config(raw: dict[str, Any] | None, data: pd.DataFrame, model_given: bool) -> EvaluatorConfig:
-    """Validate ``raw`` against the data; infer ``code_columns`` when not given."""
-    raw = dict(raw or {})
-    for key in RESERVED:
-        raw.pop(key, None)
-    known = {f.name for f in fields(EvaluatorConfig)}
-    unknown = sorted(set(raw) - known)
+def config_keys() -> list[str]:
+    """The keys ``evaluator_config`` accepts."""
+    return [f.name for f in fields(EvaluatorConfig) if not f.metadata.get("internal")]
+
+
+def _loggable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def parse_config(
+    raw: dict[str, Any] | None, data: pd.DataFrame, model_given: bool, labels_given: bool = True
+) -> EvaluatorConfig:
+    """Validate ``raw`` against the data and resolve every value left unset, before any model runs.
+
+    ``model_given``: a student model was passed (static mode needs none). ``labels_given``:
+    the data has targets (attacks need them).
+    """
+    raw = {k: v for k, v in (raw or {}).items() if k not in RESERVED}
+    known = config_keys()
+    unknown = sorted(set(raw) - set(known))
     if unknown:
         raise MetaCompressInputError(f"unknown evaluator_config key(s) {unknown}; known keys are {sorted(known)}")
-    for key in ("code_columns", "teacher_prob_columns", "student_prob_columns", "transform_columns"):
+    for key in LIST_KEYS:
         if isinstance(raw.get(key), str):
-            raw[key] = [raw[key]]
-    if isinstance(raw.get("attacks"), str):
-        raw["attacks"] = [raw["attacks"]]
+            raw[key] = (raw[key],)
+        elif isinstance(raw.get(key), list):
+            raw[key] = tuple(raw[key])
+    if isinstance(raw.get("transforms"), list):
+        raw["transforms"] = tuple(raw["transforms"])
+    sources: dict[str, Source] = {key: "given" for key in raw}
     cfg = EvaluatorConfig(**raw)
     _check_numbers(cfg)
-    if cfg.static:
-        if model_given:
-            raise MetaCompressInputError("pass model=None with teacher_prob_columns/student_prob_columns (static mode), or drop those keys")
-        if not cfg.teacher_prob_columns or not cfg.student_prob_columns:
-            raise MetaCompressInputError("static mode needs both teacher_prob_columns and student_prob_columns")
-        if len(cfg.teacher_prob_columns) != len(cfg.student_prob_columns):
-            raise MetaCompressInputError(
-                f"teacher and student disagree on the number of classes: teacher_prob_columns has {len(cfg.teacher_prob_columns)} "
-                f"columns, student_prob_columns has {len(cfg.student_prob_columns)}"
-            )
-        for col in cfg.teacher_prob_columns + cfg.student_prob_columns:
-            if col not in data.columns:
-                raise MetaCompressInputError(f"probability column {col!r} is missing from the data; columns are {list(data.columns)}")
-    else:
+    _check_mode(cfg, data, model_given)
+    if cfg.language is not None and cfg.language not in LANGUAGES:
+        raise MetaCompressInputError(f"language must be one of {LANGUAGES}; got {cfg.language!r}")
+    if cfg.code_columns is None:
+        inferred = _infer_code_columns(data, required=not cfg.static)
+        if inferred is not None:
+            cfg = replace(cfg, code_columns=inferred)
+            sources["code_columns"] = "inferred"
+    if cfg.code_columns and not cfg.static:
+        check_code_columns(data, list(cfg.code_columns))
+    if cfg.code_columns and cfg.transform_columns is None:
+        cfg = replace(cfg, transform_columns=cfg.code_columns[:1])
+        sources["transform_columns"] = "inferred"
+    _check_variants(cfg, labels_given)
+    if cfg.language is None and _needs_language(cfg):
+        cfg = replace(cfg, language=detect_language(data[cfg.code_columns[0]].tolist()))
+        sources["language"] = "detected"
+    cfg = replace(cfg, sources=tuple(sources.items()))
+    cfg.transform_names()  # unknown transformation names fail here, before any model runs
+    return cfg
+
+
+def _check_mode(cfg: EvaluatorConfig, data: pd.DataFrame, model_given: bool) -> None:
+    """Static mode (probability columns) versus model mode (a student and a teacher)."""
+    if not cfg.static:
         if not model_given:
             raise MetaCompressInputError("model is None: pass a student model, or name teacher_prob_columns and student_prob_columns for static mode")
         if cfg.teacher is None:
             raise MetaCompressInputError("evaluator_config must name a 'teacher' (a models:/ or runs:/ URI, a PyFuncModel or a callable)")
-    if cfg.code_columns is None:
-        cfg.code_columns = _infer_code_columns(data, required=not cfg.static)
-    if cfg.language is not None and cfg.language not in LANGUAGES:
-        raise MetaCompressInputError(f"language must be one of {LANGUAGES}; got {cfg.language!r}")
-    if cfg.code_columns and cfg.transform_columns is None:
-        cfg.transform_columns = cfg.code_columns[:1]
-    return cfg
+        return
+    if model_given:
+        raise MetaCompressInputError("pass model=None with teacher_prob_columns/student_prob_columns (static mode), or drop those keys")
+    if not cfg.teacher_prob_columns or not cfg.student_prob_columns:
+        raise MetaCompressInputError("static mode needs both teacher_prob_columns and student_prob_columns")
+    if len(cfg.teacher_prob_columns) != len(cfg.student_prob_columns):
+        raise MetaCompressInputError(
+            f"teacher and student disagree on the number of classes: teacher_prob_columns has {len(cfg.teacher_prob_columns)} "
+            f"columns, student_prob_columns has {len(cfg.student_prob_columns)}"
+        )
+    for col in cfg.teacher_prob_columns + cfg.student_prob_columns:
+        if col not in data.columns:
+            raise MetaCompressInputError(f"probability column {col!r} is missing from the data; columns are {list(data.columns)}")
+    if cfg.transforms not in ("all", None, [], ()) or cfg.attacks:
+        raise MetaCompressInputError("transforms and attacks need models and code_columns; static mode only judges the given probabilities")
+
+
+def _check_variants(cfg: EvaluatorConfig, labels_given: bool) -> None:
+    """Transform columns, attack names and labels for attacks."""
+    missing = [c for c in cfg.transform_columns or () if c not in (cfg.code_columns or ())]
+    if missing:
+        raise MetaCompressInputError(f"transform_columns {missing} are not code columns {list(cfg.code_columns or ())}")
+    if not cfg.attacks:
+        return
+    if not labels_given:
+        raise MetaCompressInputError("attacks need labels: pass targets=<label column> to mlflow.models.evaluate")
+    from ..attacks.runner import list_attacks
+
+    unknown = [a for a in cfg.attacks if a not in list_attacks()]
+    if unknown:
+        raise MetaCompressInputError(f"unknown attacks {unknown}; available: {list_attacks()}")
+
+
+def _needs_language(cfg: EvaluatorConfig) -> bool:
+    if cfg.static or not cfg.code_columns:
+        return False
+    return bool(cfg.attacks) or cfg.transforms not in (None, [], (), "")
+
+
+def detect_language(codes: list[str]) -> str:
+    """Majority vote of the transformation library's detector over up to 50 samples."""
+    from ..transforms import detect_language as detect_one
+
+    votes = Counter(detect_one(c) for c in codes[:DETECTION_SAMPLES] if c.strip())
+    if not votes:
+        raise MetaCompressInputError("cannot detect the language: the code column is blank; set evaluator_config['language']")
+    language = votes.most_common(1)[0][0]
+    logger.warning("evaluator_config has no 'language'; detected %r from the code (votes %s). Set it to be sure.", language, dict(votes))
+    return language
 
 
 def _check_numbers(cfg: EvaluatorConfig) -> None:
@@ -125,12 +250,12 @@ def _check_numbers(cfg: EvaluatorConfig) -> None:
             raise MetaCompressInputError(f"evaluator_config[{key!r}] has an invalid value {getattr(cfg, key)!r}")
 
 
-def _infer_code_columns(data: pd.DataFrame, required: bool) -> list[str] | None:
+def _infer_code_columns(data: pd.DataFrame, required: bool) -> tuple[str, ...] | None:
     if {"func1", "func2"} <= set(data.columns):
-        return ["func1", "func2"]
+        return ("func1", "func2")
     for name in ("func", "code", "text"):
         if name in data.columns:
-            return [name]
+            return (name,)
     if required:
         raise MetaCompressInputError(
             f"cannot tell which column holds the code: set evaluator_config['code_columns'] (columns are {list(data.columns)})"

@@ -1,32 +1,38 @@
-"""The evaluation data flow, free of MLflow logging:
+"""The evaluation data flow in one loop, free of MLflow logging:
 
-DataFrame → variants → prediction table → relations → metrics + per-sample table.
+DataFrame → variants → both models' probabilities → relations → metrics + per-sample table.
 
-``run_evaluation`` computes everything first; the evaluator logs only after it returns,
-so a failure anywhere leaves nothing half-written in the run.
+:func:`run_evaluation` takes each producer's :class:`~.variants.VariantSet` in turn and,
+for each variant, predicts, judges (the four relations of MetaCompress, arXiv
+2511.05476) and collects. It returns one :class:`Outcome` and logs nothing, so a failure
+anywhere leaves nothing half-written in the run.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from .config import EvaluatorConfig
-from .predictors import Predictor
-from ..relations import evaluate_relations, predict
-from .validation import MetaCompressInputError, align_classes, check_probabilities, encode_labels
-from .variants import Variant, original_variant, pooled_variant
+from ..relations import RelationConfig, evaluate_relations, predict
+from .pair import ModelPair, PairPredictions, static_predictions
+from .validation import MetaCompressInputError, encode_labels
+from .variants import SOURCES, SourceInputs, Variant, VariantSet, original_variant
+
+if TYPE_CHECKING:
+    from .config import EvaluatorConfig
+    from .predictors import Predictor
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Outcome:
-    """Everything one evaluation produced, before it is logged."""
+    """Everything one evaluation produced, before it is logged (never changed afterwards)."""
 
     metrics: dict[str, float]
     per_sample: pd.DataFrame
@@ -35,93 +41,80 @@ class Outcome:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class PairPredictions:
-    teacher: np.ndarray
-    student: np.ndarray
+def judge(
+    variant: Variant, preds: PairPredictions, labels: np.ndarray | None, classes: list[str],
+    config: RelationConfig, base: PairPredictions | None = None,
+) -> tuple[dict[str, float], pd.DataFrame]:
+    """Relation metrics of one variant (keys suffixed ``/<variant>``) and its per-sample rows.
 
-
-class Comparison:
-    """Runs both models over variants and judges them with the relations."""
-
-    def __init__(self, cfg: EvaluatorConfig, teacher: Predictor | None, student: Predictor | None) -> None:
-        self.cfg = cfg
-        self.teacher = teacher
-        self.student = student
-        self.classes: list[str] | None = None
-
-    def predict(self, frame: pd.DataFrame) -> PairPredictions:
-        cols = self.cfg.code_columns or []
-        p_t, c_t = self.teacher.predict(frame, cols)
-        p_s, c_s = self.student.predict(frame, cols)
-        p_s, classes = align_classes(p_t, c_t, p_s, c_s)
-        if self.classes is None:
-            self.classes = classes
-        return PairPredictions(p_t, p_s)
-
-    def judge(
-        self, variant: Variant, preds: PairPredictions, y: np.ndarray | None, base: PairPredictions | None = None
-    ) -> tuple[dict[str, float], pd.DataFrame]:
-        """Relation metrics (suffixed by the variant) and this variant's per-sample rows."""
-        labels = y[variant.positions] if y is not None else None
-        result = evaluate_relations(preds.teacher, preds.student, labels, self.cfg.relation_config)
-        metrics = dict(result.metrics)
-        if base is not None:
-            t0, s0 = predict(base.teacher)[variant.positions], predict(base.student)[variant.positions]
-            metrics["teacher_flip_rate"] = float((result.per_sample["teacher_pred"] != t0).mean())
-            metrics["student_flip_rate"] = float((result.per_sample["student_pred"] != s0).mean())
-        rows = self._rows(variant, preds, labels, result.per_sample)
-        return {f"{k}{variant.suffix}": v for k, v in metrics.items()}, rows
-
-    def _rows(self, variant: Variant, preds: PairPredictions, labels: np.ndarray | None, per: dict[str, np.ndarray]) -> pd.DataFrame:
-        classes = self.classes or [str(k) for k in range(preds.teacher.shape[1])]
-        data: dict[str, Any] = {"variant": variant.name, "row": variant.positions}
-        if labels is not None:
-            data["label"] = labels
-        for j, c in enumerate(classes):
-            data[f"teacher_prob_{c}"] = preds.teacher[:, j]
-        for j, c in enumerate(classes):
-            data[f"student_prob_{c}"] = preds.student[:, j]
-        for key in ("teacher_pred", "student_pred", "kl", "mr1_violation", "mr2_violation", "mr3_in_h",
-                    "mr3_violation", "mr4_bin", "mr4_bin_violation", "mr4_violation", "any_violation"):
-            data[key] = per[key]
-        if variant.code_column in variant.frame:
-            data["code"] = variant.frame[variant.code_column].to_numpy()
-        return pd.DataFrame(data)
-
-
-def static_predictions(df: pd.DataFrame, cfg: EvaluatorConfig) -> tuple[PairPredictions, None]:
-    """Static mode: probabilities read from columns already in the data; the i-th column of
-    each list is class i (labels are class indices)."""
-    p_t = check_probabilities(df[cfg.teacher_prob_columns].to_numpy(dtype=np.float64, na_value=np.nan), "teacher (static columns)")
-    p_s = check_probabilities(df[cfg.student_prob_columns].to_numpy(dtype=np.float64, na_value=np.nan), "student (static columns)")
-    return PairPredictions(p_t, p_s), None
+    ``labels`` and ``base`` (both models on the original inputs) are indexed by data row;
+    with ``base``, ``teacher_flip_rate`` and ``student_flip_rate`` count the rows whose own
+    prediction changed from the original (MORPH, Panichella, ICSE 2025). The per-sample
+    columns are the relations' per-sample arrays, in the relations' order.
+    """
+    y = labels[variant.positions] if labels is not None else None
+    result = evaluate_relations(preds.teacher, preds.student, y, config)
+    metrics = dict(result.metrics)
+    if base is not None:
+        original = base.take(variant.positions)
+        metrics["teacher_flip_rate"] = float((result.per_sample["teacher_pred"] != predict(original.teacher)).mean())
+        metrics["student_flip_rate"] = float((result.per_sample["student_pred"] != predict(original.student)).mean())
+    data: dict[str, Any] = {"variant": variant.name, "row": variant.positions}
+    if y is not None:
+        data["label"] = y
+    data.update({f"teacher_prob_{c}": preds.teacher[:, j] for j, c in enumerate(classes)})
+    data.update({f"student_prob_{c}": preds.student[:, j] for j, c in enumerate(classes)})
+    data.update(result.per_sample)
+    if variant.code_column in variant.frame:
+        data["code"] = variant.frame[variant.code_column].to_numpy()
+    return {f"{k}{variant.suffix}": v for k, v in metrics.items()}, pd.DataFrame(data)
 
 
 def run_evaluation(
     df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: Predictor | None, student: Predictor | None
 ) -> Outcome:
-    """Compute every metric and table of one metacompress evaluation."""
+    """Compute every metric and table of one metacompress evaluation (``cfg`` from
+    :func:`~.config.parse_config`; ``teacher``/``student`` None in static mode)."""
     df = df.reset_index(drop=True)
-    comparison = Comparison(cfg, teacher, student)
-    original = original_variant(df, cfg.code_columns) if cfg.code_columns else Variant(
-        "original", "original", np.arange(len(df)), pd.DataFrame(index=range(len(df))), "")
-    if cfg.static:
-        base, classes = static_predictions(df, cfg)
-        comparison.classes = classes
+    models = None if cfg.static else ModelPair(teacher, student, tuple(cfg.code_columns or ()))
+    original = original_variant(df, cfg.code_columns)
+    if models is None:
+        base, named = static_predictions(df, cfg), None
     else:
-        base = comparison.predict(original.frame)
-    classes = comparison.classes or [str(k) for k in range(base.teacher.shape[1])]
-    labels = encode_labels(y, comparison.classes, base.teacher.shape[1]) if y is not None else None
-    metrics, rows = comparison.judge(original, base, labels)
-    tables = [rows]
-    outcome = Outcome(metrics, pd.DataFrame(), classes)
-    if not cfg.static and cfg.code_columns:
-        from .variant_runs import run_attack_variants, run_transform_variants
+        base, named = models.predict(original.frame)
+    classes = named or [str(k) for k in range(base.teacher.shape[1])]
+    labels = encode_labels(y, named, base.teacher.shape[1]) if y is not None else None
+    inputs = SourceInputs(df, cfg, labels, base, named)
 
-        tables += run_transform_variants(df, cfg, comparison, base, labels, outcome)
-        tables += run_attack_variants(df, cfg, comparison, base, labels, outcome)
-    elif cfg.transforms not in ("all", None, [], ()) or cfg.attacks:
-        raise MetaCompressInputError("transforms and attacks need models and code_columns; static mode only judges the given probabilities")
-    outcome.per_sample = pd.concat(tables, ignore_index=True)
-    return outcome
+    metrics: dict[str, float] = {}
+    tables: dict[str, pd.DataFrame] = {}
+    notes: dict[str, Any] = {}
+    rows: list[pd.DataFrame] = []
+    for produced in _variant_sets(original, inputs, models):
+        metrics.update(produced.metrics)
+        tables.update(produced.tables)
+        notes.update(produced.notes)
+        judged = []
+        for variant in produced.variants:
+            is_original = variant is original
+            if models is None and not is_original:
+                raise MetaCompressInputError(f"variant {variant.name!r} needs models; static mode only judges the given probabilities")
+            preds = base if is_original else models.predict(variant.frame)[0]
+            m, r = judge(variant, preds, labels, classes, cfg.relation_config, None if is_original else base)
+            metrics.update(m)
+            rows.append(r)
+            judged.append(preds)
+        if produced.pooled is not None:
+            m, _ = judge(produced.pooled, PairPredictions.concat(judged), labels, classes, cfg.relation_config, base)
+            metrics.update(m)
+    if models is not None:
+        notes["teacher_rows_run"] = models.teacher.rows_run
+        notes["student_rows_run"] = models.student.rows_run
+    return Outcome(metrics, pd.concat(rows, ignore_index=True), classes, tables, notes)
+
+
+def _variant_sets(original: Variant, inputs: SourceInputs, models: ModelPair | None) -> Iterator[VariantSet]:
+    """The original first, then each producer's set (produced lazily, in order)."""
+    yield VariantSet((original,))
+    for source in SOURCES:
+        yield source(inputs, models)

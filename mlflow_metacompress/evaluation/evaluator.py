@@ -43,14 +43,12 @@ class MetaCompressEvaluator(ModelEvaluator):
         from .config import parse_config
         from .engine import run_evaluation
         from .predictors import resolve_model
-        from .validation import check_code_columns, check_nonempty, encode_labels
+        from .validation import check_nonempty, encode_labels
 
         df = dataset.features_data
         y = dataset.labels_data
         check_nonempty(df)
-        cfg = parse_config(evaluator_config, df, model_given=model is not None)
-        if cfg.code_columns and not cfg.static:
-            check_code_columns(df, cfg.code_columns)
+        cfg = parse_config(evaluator_config, df, model_given=model is not None, labels_given=y is not None)
         teacher = student = None
         if not cfg.static:
             kw = dict(cache_dir=cfg.cache_path, batch_size=cfg.batch_size, progress=cfg.progress)
@@ -61,9 +59,6 @@ class MetaCompressEvaluator(ModelEvaluator):
         outcome = run_evaluation(df, y, cfg, teacher, student)
         prefix = cfg.metric_prefix or ""
         metrics = {f"{prefix}{k}": float(v) for k, v in outcome.metrics.items() if not math.isnan(float(v))}
-        if teacher is not None:
-            outcome.notes["teacher_rows_run"] = teacher.rows_run
-            outcome.notes["student_rows_run"] = student.rows_run
         artifacts = self._log(run_id, metrics, outcome, cfg)
         return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
 
@@ -81,7 +76,7 @@ class MetaCompressEvaluator(ModelEvaluator):
         client = MlflowClient()
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / ARTIFACT_DIR
-            written = write_artifacts(outcome, cfg.as_loggable(), cfg.calibration_bins, out, cfg.max_examples)
+            written = write_artifacts(outcome, cfg, out)
             now = int(time.time() * 1000)
             items = [Metric(k, v, now, 0) for k, v in sorted(metrics.items())]
             for start in range(0, len(items), 1000):

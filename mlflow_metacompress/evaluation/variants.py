@@ -1,24 +1,45 @@
-"""Variants: original, semantics-preserving transformed and adversarial inputs as one
-concept. A variant is a set of rows (positions into the evaluation data) with possibly
-rewritten code; the same relations judge every variant (MetaCompress, arXiv 2511.05476,
-checks its relations on original, transformed and adversarial code)."""
+"""Variants: every way the evaluator produces inputs, behind one interface.
+
+A variant is a set of rows (positions into the evaluation data) with possibly rewritten
+code; the same relations judge every variant (MetaCompress, arXiv 2511.05476, checks its
+relations on original, transformed and adversarial code). Three producers:
+
+- :func:`original_variant`: the data as given;
+- :func:`transformed`: one variant per semantics-preserving transformation (NatGen,
+  Chakraborty et al., FSE 2022; CODA, Tian et al., ASE 2023; Rabin et al., IST 2021),
+  judged also pooled as ``/metamorphic`` (MORPH's prediction flips, Panichella, ICSE 2025);
+- :func:`adversarial`: the student's adversarial examples from each attack (MHM, ALERT,
+  WIR-Random, CODA, as in MetaCompress's robustness study). Attacks query the models
+  while they search, so this producer receives the :class:`~.pair.ModelPair`.
+
+A producer never predicts for the evaluator and never touches an outcome: it returns a
+:class:`VariantSet` (its variants plus its own metrics and tables), and
+:func:`~.engine.run_evaluation` predicts, judges and collects.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 import pandas as pd
+
+from .validation import MetaCompressInputError
+
+if TYPE_CHECKING:
+    from .config import EvaluatorConfig
+    from .pair import ModelPair, PairPredictions
+    from .predictors import Predictor
 
 logger = logging.getLogger(__name__)
 
 VariantKind = Literal["original", "transform", "metamorphic", "attack"]
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Variant:
     """Rows ``positions`` of the data, with code columns possibly rewritten (``frame``)."""
 
@@ -34,7 +55,48 @@ class Variant:
         return "" if self.kind == "original" else f"/{self.name}"
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
+class VariantSet:
+    """What one producer returns: variants to judge, an optional pooled view of them all
+    (judged for metrics only; its predictions are the variants' predictions concatenated),
+    and the producer's own metrics, artifact tables and summary notes."""
+
+    variants: tuple[Variant, ...] = ()
+    pooled: Variant | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class SourceInputs:
+    """What every producer may read: the data (index reset), the resolved config, the labels
+    as class indices (or None), both models' predictions on the original inputs and the
+    class names in the teacher's order (None when the models do not name them)."""
+
+    df: pd.DataFrame
+    cfg: EvaluatorConfig
+    labels: np.ndarray | None
+    base: PairPredictions
+    classes: list[str] | None = None
+
+
+class VariantSource(Protocol):
+    """A producer of variants. ``models`` is the teacher/student pair for producers that query
+    the models while producing (attacks); it is None in static mode, where no model exists."""
+
+    def __call__(self, inputs: SourceInputs, models: ModelPair | None) -> VariantSet: ...
+
+
+def original_variant(df: pd.DataFrame, code_columns: tuple[str, ...] | list[str] | None) -> Variant:
+    """Every row as given (no code columns in static mode without code: an empty frame)."""
+    if not code_columns:
+        return Variant("original", "original", np.arange(len(df)), pd.DataFrame(index=range(len(df))), "")
+    frame = df[list(code_columns)].reset_index(drop=True)
+    return Variant("original", "original", np.arange(len(df)), frame, code_columns[0])
+
+
+@dataclass(frozen=True, eq=False)
 class TransformOutcome:
     """Transformed variants plus what could not be transformed."""
 
@@ -42,38 +104,6 @@ class TransformOutcome:
     applicable_rate: dict[str, float]
     parse_failures: list[int] = field(default_factory=list)
     language: str | None = None
-
-
-def original_variant(df: pd.DataFrame, code_columns: list[str]) -> Variant:
-    frame = df[code_columns].reset_index(drop=True)
-    return Variant("original", "original", np.arange(len(df)), frame, code_columns[0])
-
-
-def detect_language(codes: list[str]) -> str:
-    """Majority vote of the transformation library's detector over up to 50 samples."""
-    from ..transforms import detect_language as detect_one
-
-    votes = Counter(detect_one(c) for c in codes[:50])
-    language = votes.most_common(1)[0][0]
-    logger.warning("evaluator_config has no 'language'; detected %r from the code (votes %s). Set it to be sure.", language, dict(votes))
-    return language
-
-
-def resolve_transform_names(spec: object, language: str) -> list[str]:
-    """``"all"`` → every transformation for ``language``; a list is checked name by name."""
-    from ..transforms import list_transforms
-    from .validation import MetaCompressInputError
-
-    available = list_transforms(language)
-    if spec in (None, [], (), ""):
-        return []
-    if spec == "all":
-        return list(available)
-    names = [spec] if isinstance(spec, str) else list(spec)
-    unknown = [n for n in names if n not in available]
-    if unknown:
-        raise MetaCompressInputError(f"transforms {unknown} are not available for {language!r}; available: {available}")
-    return names
 
 
 def transform_variants(
@@ -87,7 +117,7 @@ def transform_variants(
     """
     from ..transforms import TransformStatus, transform_many
 
-    base = df[code_columns].reset_index(drop=True)
+    base = df[list(code_columns)].reset_index(drop=True)
     results = {col: transform_many(base[col].tolist(), names, language, seed=seed, progress=progress) for col in transform_columns}
     failed = np.zeros(len(base), dtype=bool)
     for col in transform_columns:  # parse status is the same for every transformation of a sample
@@ -112,7 +142,7 @@ def transform_variants(
 
 
 def pooled_variant(variants: list[Variant], name: str = "metamorphic") -> Variant | None:
-    """All rows of all transformed variants together (``/metamorphic`` metrics)."""
+    """All rows of all transformed variants together, in order (``/metamorphic`` metrics)."""
     used = [v for v in variants if len(v.positions)]
     if not used:
         return None
@@ -120,3 +150,90 @@ def pooled_variant(variants: list[Variant], name: str = "metamorphic") -> Varian
         name, "metamorphic", np.concatenate([v.positions for v in used]),
         pd.concat([v.frame for v in used], ignore_index=True), used[0].code_column,
     )
+
+
+def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> VariantSet:
+    """One variant per transformation that changed some sample, pooled as ``/metamorphic``;
+    metrics ``transform_parse_failures`` and ``transform_applicable_rate/<t>``. Needs no model."""
+    cfg = inputs.cfg
+    names = cfg.transform_names()
+    if not names:
+        return VariantSet()
+    code_columns, transform_columns = list(cfg.code_columns or ()), list(cfg.transform_columns or ())
+    result = transform_variants(inputs.df, code_columns, transform_columns, names, cfg.language, cfg.seed, cfg.progress)
+    metrics = {"transform_parse_failures": float(len(result.parse_failures))}
+    metrics.update({f"transform_applicable_rate/{name}": rate for name, rate in result.applicable_rate.items()})
+    tables = {}
+    if result.parse_failures:
+        codes = inputs.df[transform_columns[0]].iloc[result.parse_failures].to_numpy()
+        tables["transform_parse_failures"] = pd.DataFrame({"row": result.parse_failures, "code": codes})
+    used = tuple(v for v in result.variants if len(v.positions))
+    if not used:
+        logger.warning("no transformation applied to any sample; no /<transform> metrics are logged")
+        return VariantSet(metrics=metrics, tables=tables)
+    return VariantSet(used, pooled_variant(list(used)), metrics, tables, {"language": cfg.language})
+
+
+def adversarial(inputs: SourceInputs, models: ModelPair | None) -> VariantSet:
+    """Attack teacher and student separately with each configured attack; the student's
+    successful adversarial examples become variant ``attack_<a>``.
+
+    Metrics ``attack_<a>/<teacher|student>_<m>`` (ASR, queries, accuracy under attack and
+    its drop), ``attack_<a>/excess_drop`` (student drop − teacher drop) and, when the
+    teacher's accuracy dropped, ``attack_<a>/excess_drop_pct``; table ``attacks/<a>``.
+    """
+    cfg = inputs.cfg
+    if not cfg.attacks:
+        return VariantSet()
+    if models is None or inputs.labels is None:
+        raise MetaCompressInputError("attacks need both models and labels (targets=<label column>)")
+    from ..attacks.runner import run_attack
+
+    code_columns = list(cfg.code_columns or ())
+    frame = inputs.df[code_columns].reset_index(drop=True)
+    if cfg.attack_max_samples is not None:
+        frame = frame.iloc[: cfg.attack_max_samples]
+    y = inputs.labels[: len(frame)]
+    metrics: dict[str, float] = {}
+    tables: dict[str, pd.DataFrame] = {}
+    variants = []
+    for attack in cfg.attacks:
+        drops, reports = {}, {}
+        for role, predictor, probs in (("teacher", models.teacher, inputs.base.teacher), ("student", models.student, inputs.base.student)):
+            clean_accuracy = float((probs[: len(frame)].argmax(axis=1) == y).mean())
+            victim = _victim(predictor, code_columns, inputs.classes)
+            report = run_attack(attack, victim, frame, code_columns, y, cfg.language, budget=cfg.attack_budget,
+                                seed=cfg.seed, progress=cfg.progress, mlm=cfg.attack_mlm)
+            attack_metrics = report.metrics(clean_accuracy)
+            metrics.update({f"attack_{attack}/{role}_{k}": float(v) for k, v in attack_metrics.items()})
+            drops[role] = float(attack_metrics["accuracy_drop"])
+            reports[role] = report
+        metrics[f"attack_{attack}/excess_drop"] = drops["student"] - drops["teacher"]
+        if drops["teacher"] > 0:
+            metrics[f"attack_{attack}/excess_drop_pct"] = 100.0 * (drops["student"] - drops["teacher"]) / drops["teacher"]
+        else:
+            logger.warning("attack %s: the teacher's accuracy did not drop, so excess_drop_pct is undefined and not logged", attack)
+        tables[f"attacks/{attack}"] = reports["student"].table()
+        adv = reports["student"].adversarial_frame()
+        if len(adv):
+            variants.append(Variant(f"attack_{attack}", "attack", adv.index.to_numpy(),
+                                    adv[code_columns].reset_index(drop=True), code_columns[0]))
+    return VariantSet(tuple(variants), None, metrics, tables)
+
+
+def _victim(predictor: Predictor, code_columns: list[str], classes: list[str] | None) -> Callable[[pd.DataFrame], np.ndarray]:
+    """``predictor`` as an attack's victim: uncached (attacks cache their own queries), columns
+    in the teacher's class order so the labels (teacher class indices) mean the same class."""
+    fn = predictor.uncached()
+
+    def predict(frame: pd.DataFrame) -> np.ndarray:
+        probs, names = fn.predict(frame, code_columns)
+        if classes is not None and names is not None and names != classes:
+            probs = probs[:, [names.index(c) for c in classes]]
+        return probs
+
+    return predict
+
+
+SOURCES: tuple[VariantSource, ...] = (transformed, adversarial)
+"""The producers run after the original, in order (their variants' rows follow in per_sample)."""

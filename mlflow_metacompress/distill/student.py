@@ -1,94 +1,35 @@
-"""The registry of distillation methods and the pipeline they share.
+"""The pipeline every distillation method shares, and its reusable training step.
 
-A method is a function ``method(ctx: DistillContext) -> StudentOutcome`` registered in
-:data:`METHODS` (``@register_method("name")``). The shared pipeline
-(:func:`distill_student`) loads the task, computes the teacher's soft labels on the
-unlabeled half of the training split once (cached, see :mod:`.soft_labels`), calls the
-method, measures the student on the test split and registers it with the metacompress
-tags. :func:`train_student` is the reusable training step: a student, its tokenizer, a
-list of training inputs, a loss and an optional extra-loss hook.
+:func:`distill_student` looks the method up (:func:`.registry.get_method`) and parses
+its options before anything runs, loads the task, computes the teacher's soft labels on
+the unlabeled half of the training split once (cached, see :mod:`.soft_labels`), calls
+the method, measures the student on the test split and registers it with the
+metacompress tags (Compressor's protocol, Shi et al., ASE 2022). :func:`train_student`
+is the reusable training step: a student, its tokenizer, a list of training inputs, a
+loss and an optional extra-loss hook.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .context import DistillContext
 from .datasets import CodeExamples, load_splits, split_halves
+from .registry import get_method
+from .options import MethodOptions
 from .results import TrainingResult, accuracy_on, log_json, register
-from .training import FitConfig, FitResult, fit
+
+if TYPE_CHECKING:
+    from .training import FitConfig, FitResult
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class DistillContext:
-    """Everything a method needs; the teacher itself is deliberately absent."""
-
-    task: str
-    code_columns: tuple[str, ...]
-    unlabeled: CodeExamples  # texts + teacher_logits (no labels)
-    valid: CodeExamples  # texts + labels (+ teacher_logits when computed)
-    labels: list[str]
-    pair_mode: str | None
-    size_mb: float
-    max_length: int
-    fit_config: FitConfig
-    seed: int = 0
-    options: dict[str, Any] = field(default_factory=dict)
-    # for methods that label extra inputs (augmented variants) once, before training:
-    teacher_uri: str = ""  # pinned teacher URI (for cached soft labels, never the training loop)
-    cache_dir: Path | None = None  # where such teacher outputs are cached
-
-
-@dataclass
-class StudentOutcome:
-    """A trained student plus what the method searched and how training went."""
-
-    model: Any
-    tokenizer: Any
-    config: dict[str, Any]
-    fit: FitResult | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-StudentMethod = Callable[[DistillContext], StudentOutcome]
-METHODS: dict[str, StudentMethod] = {}
-
-
-def register_method(name: str) -> Callable[[StudentMethod], StudentMethod]:
-    """Decorator adding a method to :data:`METHODS` under ``name``."""
-
-    def deco(fn: StudentMethod) -> StudentMethod:
-        if name in METHODS and METHODS[name] is not fn:
-            raise ValueError(f"distillation method {name!r} is already registered")
-        METHODS[name] = fn
-        return fn
-
-    return deco
-
-
-def get_method(name: str) -> StudentMethod:
-    """The method called ``name``, importing the built-in ones first."""
-    from . import compressor  # noqa: F401  (registers "compressor")
-
-    for extra in ("avatar", "morph", "fidelity"):  # later methods register themselves on import
-        module = f"{__package__}.{extra}"
-        try:
-            __import__(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:  # the module exists but one of its imports is missing
-                raise
-    try:
-        return METHODS[name]
-    except KeyError:
-        raise ValueError(f"unknown distillation method {name!r}; available: {sorted(METHODS)}") from None
 
 
 def train_student(
@@ -99,7 +40,7 @@ def train_student(
     loss_fn: Any = None,
     extra_loss: Any = None,
     fit_config: FitConfig | None = None,
-    lr: float = 1e-3,
+    lr: float = MethodOptions.lr,
     output_hidden_states: bool = False,
     checkpoint_dir: str | Path | None = None,
 ) -> FitResult:
@@ -109,6 +50,7 @@ def train_student(
     from torch.utils.data import ConcatDataset
 
     from .modules import ClassifierModule, soft_label_loss
+    from .training import fit
 
     if not inputs:
         raise ValueError("train_student needs at least one CodeExamples input")
@@ -125,6 +67,7 @@ def distill_student(
     *,
     method: str = "compressor",
     size_mb: float = 3.0,
+    pair_mode: str = "concat_cls",
     max_length: int = 256,
     epochs: int = 3,
     batch_size: int = 16,
@@ -138,17 +81,22 @@ def distill_student(
 ) -> TrainingResult:
     """Distil a student from ``teacher_uri`` with ``method`` and register it.
 
-    ``options`` go to the method (e.g. ``population``, ``generations`` for Compressor).
-    The run logs params, per-epoch metrics, ``student_config.json`` (the searched
-    configuration) and a registered version tagged with method, size, params, GFLOPs
-    and the teacher URI.
+    ``options`` are parsed into the method's ``Options`` (e.g. ``population``,
+    ``generations`` for Compressor); unknown methods and option names fail here, before
+    any data is read. ``pair_mode`` applies to clone pairs only. The run logs params
+    (every resolved option as ``opt.<name>``), per-epoch metrics, the monitored score as
+    ``best_<monitor>`` (e.g. ``best_val_acc``, ``best_val_agreement``),
+    ``student_config.json`` (the searched configuration) and a registered version tagged
+    with method, size, params, GFLOPs and the teacher URI.
     """
     import mlflow
 
     from ..data.codexglue import get_task
     from .soft_labels import DEFAULT_CACHE, resolve_model_uri, teacher_logits
+    from .training import FitConfig, monitored_metrics
 
-    fn = get_method(method)
+    chosen = get_method(method)
+    opts = chosen.parse(options)
     spec = get_task(task)
     frames = load_splits(data, task, limit, seed)
     _, unlabeled = split_halves(frames["train"], seed)
@@ -160,22 +108,23 @@ def distill_student(
         ctx = DistillContext(
             task=task, code_columns=cols, unlabeled=CodeExamples.from_frame(unlabeled, cols, teacher_logits=soft),
             valid=CodeExamples.from_frame(frames["valid"], cols, label_col), labels=["0", "1"],
-            pair_mode=options.pop("pair_mode", "concat_cls") if spec.is_pair else None, size_mb=size_mb,
-            max_length=max_length, seed=seed, options=options, teacher_uri=pinned,
+            pair_mode=pair_mode if spec.is_pair else None, size_mb=size_mb,
+            max_length=max_length, seed=seed, teacher_uri=pinned,
             cache_dir=Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE,
             fit_config=FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress),
         )
         mlflow.log_params({"method": method, "task": task, "teacher": pinned, "size_mb_target": size_mb,
                            "max_length": max_length, "epochs": epochs, "batch_size": batch_size, "seed": seed,
-                           "limit": limit, "unlabeled_rows": len(unlabeled), **{f"opt.{k}": v for k, v in options.items()}})
-        outcome = fn(ctx)
+                           "limit": limit, "unlabeled_rows": len(unlabeled),
+                           **{f"opt.{k}": v for k, v in asdict(opts).items()}})
+        outcome = chosen.run(ctx, opts)
         if outcome.params:
             mlflow.log_params(outcome.params)
         log_json(outcome.config, "student_config.json")
         model, tokenizer = outcome.model, outcome.tokenizer
         teacher_agree = _agreement(model, tokenizer, ctx.unlabeled)
         metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
-                   "best_val_acc": (outcome.fit.best_val_acc or 0.0) if outcome.fit else 0.0,
+                   **monitored_metrics(outcome.fit),
                    "train_agreement": teacher_agree, "train_seconds": time.perf_counter() - started}
         uri, version, sizes = register(model, tokenizer, method=method, registered_name=registered_name,
                                        code_columns=cols, teacher=pinned, extra_tags={"task": task})

@@ -13,10 +13,10 @@ import mlflow
 import numpy as np
 import pytest
 
-from mlflow_metacompress.distill.avatar_build import build_student
-from mlflow_metacompress.distill.search_moo import decode, fit_surrogate, moo_search, nearest_to_target, non_dominated
-from mlflow_metacompress.distill.z3_space import (
-    AvatarSpace, StudentConfig, enumerate_feasible, param_count, prune, size_mb,
+from mlflow_metacompress.distill.arch import ArchSpec, param_count
+from mlflow_metacompress.distill.search.moo import decode, fit_surrogate, moo_search, nearest_to_target, non_dominated
+from mlflow_metacompress.distill.search.space import (
+    AvatarSpace, enumerate_feasible, prune, size_mb,
 )
 from mlflow_metacompress.models.classifier import parameter_count
 
@@ -26,7 +26,11 @@ TINY = AvatarSpace(vocab_size=(500, 3500), num_hidden_layers=(1, 2), hidden_size
 TARGET, LOWER = 0.3, 0.5
 
 
-def brute_force(space: AvatarSpace, target: float, lower: float, pair_mode=None) -> set[StudentConfig]:
+def build_student(c: ArchSpec, labels: list[str], pair_mode=None):
+    return replace(c, num_labels=len(labels), pair_mode=pair_mode).build(labels)
+
+
+def brute_force(space: AvatarSpace, target: float, lower: float, pair_mode=None) -> set[ArchSpec]:
     """Every configuration of ``space`` meeting the constraints, checked by plain loops
     over every integer of each interval (no multiples assumed)."""
     out = set()
@@ -39,7 +43,9 @@ def brute_force(space: AvatarSpace, target: float, lower: float, pair_mode=None)
             space.max_length, space.position_embedding_type):
         if h % a or (pos == "rotary" and act != "gelu"):
             continue
-        c = StudentConfig(v, L, h, a, i, "bpe", act, 0.1, ml, pos)
+        c = ArchSpec(vocab_size=v, num_hidden_layers=L, hidden_size=h, num_attention_heads=a, intermediate_size=i,
+                     tokenizer="bpe", hidden_act=act, dropout=0.1, max_length=ml, position_embedding_type=pos,
+                     pair_mode=pair_mode)
         if lower * target <= size_mb(c, 2, pair_mode) <= target:
             out.add(c)
     return out
@@ -48,11 +54,13 @@ def brute_force(space: AvatarSpace, target: float, lower: float, pair_mode=None)
 @pytest.mark.parametrize("pos,pair,act", [("absolute", None, "relu"), ("absolute", "concat_cls", "gelu"),
                                           ("rotary", None, "gelu"), ("rotary", "concat_cls", "gelu")])
 def test_closed_form_size_matches_built_student(pos, pair, act):
-    for c in (StudentConfig(1000, 2, 32, 4, 64, max_length=64, position_embedding_type=pos, hidden_act=act),
-              StudentConfig(3000, 3, 48, 3, 96, max_length=128, position_embedding_type=pos, hidden_act=act)):
+    for c in (ArchSpec(1000, 2, 32, 4, 64, max_length=64, position_embedding_type=pos, hidden_act=act),
+              ArchSpec(3000, 3, 48, 3, 96, max_length=128, position_embedding_type=pos, hidden_act=act)):
         model = build_student(c, ["0", "1"], pair)
         assert param_count(c, 2, pair) == parameter_count(model)
         assert model.encoder.config.hidden_act == act
+        # the one architecture type measures itself the same way (measured for RoBERTa, closed form for ESM)
+        assert replace(c, pair_mode=pair).parameter_count() == parameter_count(model)
 
 
 def test_z3_enumeration_equals_brute_force_and_every_solution_meets_constraints():
@@ -82,7 +90,7 @@ def test_pruned_bounds_are_the_tight_bounds_of_the_feasible_set():
 def test_default_space_pruned_at_3mb_only_keeps_sizes_that_fit():
     pruned = prune(AvatarSpace(), 3.0)
     lo_h, hi_h = pruned.bounds["hidden_size"]
-    smallest = StudentConfig(1000, 1, hi_h, 1, 32, max_length=128, position_embedding_type="rotary")
+    smallest = ArchSpec(1000, 1, hi_h, 1, 32, max_length=128, position_embedding_type="rotary")
     assert size_mb(smallest) <= 3.0  # the bound is reachable...
     assert size_mb(replace(smallest, hidden_size=hi_h + 16)) > 3.0  # ...and the next multiple is not
     assert hi_h < AvatarSpace().hidden_size[1]
@@ -161,7 +169,6 @@ def test_nsga2_reaches_the_true_optimum_of_a_small_space():
 
 def tiny_teacher(tmp_path: Path) -> tuple[Path, str]:
     """A toy Devign folder and a registered 1-layer teacher (seconds)."""
-    from mlflow_metacompress.distill.arch import ArchSpec
     from mlflow_metacompress.distill.teacher import train_teacher
     from tests.test_distill_e2e import write_devign
 
@@ -191,7 +198,7 @@ def test_avatar_cli_end_to_end(tracking, tmp_path, capsys):
     assert tags["metacompress.method"] == "avatar" and tags["metacompress.teacher"] == teacher
     config = result["config"]
     assert len(config["search"]["probes"]) == 2 and config["search"]["pareto"]
-    student = StudentConfig(**config["student"])
+    student = ArchSpec(**config["student"])
     assert int(tags["metacompress.params"]) == param_count(student)  # the registered model is the searched one
     assert float(tags["metacompress.size_mb"]) <= 0.2
     assert config["temperature"] == 1.0  # Compressor's loss
@@ -202,7 +209,7 @@ def test_energy_per_1000_scales_codecarbon_energy_and_is_skipped_without_it(monk
     import sys
     import types
 
-    from mlflow_metacompress.distill import avatar_energy
+    from mlflow_metacompress.distill import energy
 
     calls = []
 
@@ -221,8 +228,8 @@ def test_energy_per_1000_scales_codecarbon_energy_and_is_skipped_without_it(monk
     fake.OfflineEmissionsTracker = Tracker
     monkeypatch.setitem(sys.modules, "codecarbon", fake)
     ran = []
-    assert avatar_energy.energy_per_1000(lambda: ran.append(1), 200) == pytest.approx(0.01)  # 0.002 kWh / 200 × 1000
+    assert energy.energy_per_1000(lambda: ran.append(1), 200) == pytest.approx(0.01)  # 0.002 kWh / 200 × 1000
     assert ran == [1] and calls == ["start", "stop"]
-    monkeypatch.setattr(avatar_energy, "available", lambda: False)
-    assert avatar_energy.energy_per_1000(lambda: ran.append(1), 200) is None and ran == [1]
-    assert avatar_energy.log_inference_energy(None, None, ["x"], None, "", ("func",)) == {}
+    monkeypatch.setattr(energy, "available", lambda: False)
+    assert energy.energy_per_1000(lambda: ran.append(1), 200) is None and ran == [1]
+    assert energy.log_inference_energy(None, None, ["x"], None, "", ("func",)) == {}

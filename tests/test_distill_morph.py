@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from mlflow_metacompress.distill.datasets import CodeExamples
-from mlflow_metacompress.distill.morph_data import chain, concat, metamorphic
-from mlflow_metacompress.distill.morph_loss import DEFAULT_TEMPERATURE, morph_loss
+from mlflow_metacompress.distill.augment import chain, concat, metamorphic
+from mlflow_metacompress.distill.losses import morph_loss
+from mlflow_metacompress.distill.methods.morph import Options as MorphOptions
 from tests.test_distill_avatar import SEARCH_ARGS, TARGET, TINY, brute_non_dominated, tiny_teacher
 
 C_CODE = "int add_one(int value) {\n  int result = value + 1;\n  return result;\n}\n"
@@ -44,7 +45,7 @@ def test_morph_loss_matches_numpy(T):
     got = morph_loss(torch.tensor(s, dtype=torch.float32), torch.tensor(t, dtype=torch.float32), T).item()
     assert got == pytest.approx(numpy_morph(s, t, T), rel=1e-5)
     assert morph_loss(torch.tensor(t), torch.tensor(t), T).item() == pytest.approx(0.0, abs=1e-6)
-    assert DEFAULT_TEMPERATURE == 3.0  # the paper's value (its code uses 10)
+    assert MorphOptions().temperature == 3.0  # the paper's value (its code uses 10)
 
 
 def test_metamorphic_variants_rename_function_and_parameters():
@@ -61,8 +62,8 @@ def test_metamorphic_variants_rename_function_and_parameters():
 
 
 def test_agemoea_front_is_the_non_dominated_subset_of_what_it_evaluated():
-    from mlflow_metacompress.distill.search_moo import moo_search
-    from mlflow_metacompress.distill.z3_space import prune, size_mb
+    from mlflow_metacompress.distill.search.moo import moo_search
+    from mlflow_metacompress.distill.search.space import prune, size_mb
 
     pruned = prune(TINY, TARGET, lower=0.5)
     objective = lambda cs: np.array([[size_mb(c), -c.hidden_size, c.num_hidden_layers, c.intermediate_size]  # noqa: E731

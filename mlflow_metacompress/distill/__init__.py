@@ -21,7 +21,7 @@ from typing import Any
 _EXPORTS = {
     "train_teacher": "teacher",
     "build_teacher": "teacher",
-    "distill_student": "student",
+    "distill_student": "runner",
     "train_student": "student",
     "list_methods": "registry",
     "get_method": "registry",

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         result = train_teacher(args.data_dir, init=args.init, arch=arch, pair_mode=args.pair_mode, lr=args.lr,
                                monitor=args.monitor, registered_name=args.registered_name or "metacompress-teacher", **common)
     else:
-        from .student import distill_student
+        from .runner import distill_student
 
         shortcuts = {"population": args.population, "generations": args.generations, "temperature": args.temperature,
                      "lr": args.lr}

@@ -100,7 +100,7 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
 def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: str, size_mb: float | None = None,
                   seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True) -> Any:
     """Distil and register one student with ``method`` (``metacompress-<dataset>-<method>``)."""
-    from ..distill.student import distill_student
+    from ..distill.runner import distill_student
 
     target = float(size_mb) if size_mb else profile.size_mb
     result = distill_student(

@@ -15,10 +15,10 @@ issue 6):
   feed-forward hard-codes GELU.
 
 A configuration is an :class:`~..arch.ArchSpec`. The parameter count is a closed form
-(:func:`..arch.param_count`) written with plain
-arithmetic, so the same function evaluates Python ints and builds z3 terms. The numeric
-genes are integer intervals; categorical genes (tokenizer, activation, dropout, maximum
-sequence length, position-embedding type) are index variables.
+(:func:`..arch.param_count`) written with plain arithmetic, so the same function
+evaluates Python ints and builds z3 terms. The numeric genes are integer intervals;
+categorical genes (tokenizer, activation, dropout, maximum sequence length,
+position-embedding type) are index variables.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def main() -> None:
         # CPU seconds over all threads: comparable across runs when the machine is shared
         "teacher_cpu_seconds": round(c1 - c0, 1), "student_cpu_seconds": round(c2 - c1, 1),
         "load_average": os.getloadavg(),
-        "teacher": {"uri": teacher.model_uri, **{k: teacher.metrics[k] for k in ("test_acc", "best_val_acc", "size_mb", "params", "gflops")}},
+        "teacher": {"uri": teacher.model_uri, **{k: teacher.metrics[k] for k in ("test_acc", "best_val_acc", "size_mb", "params", "gflops") if k in teacher.metrics}},
         "student": {"uri": student.model_uri, **{k: student.metrics[k] for k in ("test_acc", "best_val_acc", "train_agreement", "size_mb", "params", "gflops")},
                     "arch": student.config["arch"]},
         "test_rows": len(test), "teacher_infer_s": min(t_times), "student_infer_s": min(s_times),

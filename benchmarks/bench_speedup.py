@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from mlflow_metacompress.distill.arch import ArchSpec
-from mlflow_metacompress.distill.compressor import search_architecture
+from mlflow_metacompress.distill.search.ga import search_architecture
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "devign"
 CODEBERT = ArchSpec(vocab_size=50265, num_hidden_layers=12, hidden_size=768, num_attention_heads=12,

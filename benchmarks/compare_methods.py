@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     import mlflow
 
     from mlflow_metacompress.distill.arch import ArchSpec
-    from mlflow_metacompress.distill.methods import distill_student
+    from mlflow_metacompress.distill.runner import distill_student
     from mlflow_metacompress.distill.teacher import train_teacher
 
     args.workdir.mkdir(parents=True, exist_ok=True)

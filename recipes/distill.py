@@ -15,7 +15,8 @@ def main(argv: list[str] | None = None) -> int:
     add_data_args(parser)
     parser.add_argument("--teacher", required=True,
                         help="teacher model URI, e.g. models:/metacompress-generated-vulnerability-teacher/1")
-    parser.add_argument("--methods", default="compressor,avatar,morph,fidelity", help="comma-separated methods")
+    parser.add_argument("--methods", default="all",
+                        help="comma-separated methods, or all (every module of mlflow_metacompress/distill/methods/)")
     parser.add_argument("--size-mb", type=float, default=0.0, help="student size target in MB (0: the profile's)")
     args = parser.parse_args(argv)
     setup()

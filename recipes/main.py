@@ -14,7 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     add_data_args(parser)
     parser.add_argument("--size-mb", type=float, default=0.0, help="student size target in MB (0: the profile's)")
     parser.add_argument("--policy", default="auto", help="auto (the profile's), quick, a preset or a policy YAML path")
-    parser.add_argument("--methods", default="compressor,avatar,morph,fidelity", help="comma-separated methods")
+    parser.add_argument("--methods", default="all",
+                        help="comma-separated methods, or all (every module of mlflow_metacompress/distill/methods/)")
     args = parser.parse_args(argv)
     uri = setup()
     from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline

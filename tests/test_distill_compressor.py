@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlflow_metacompress.distill.arch import ArchSpec
-from mlflow_metacompress.distill.compressor import SearchSpace, fitness, search_architecture
-from mlflow_metacompress.distill.methods import METHODS, get_method
+from mlflow_metacompress.distill.search.ga import SearchSpace, fitness, search_architecture
 
 
 def test_fitness_is_gflops_minus_size_error():
@@ -46,7 +45,12 @@ def test_infeasible_target_falls_back_with_flag():
     assert not result.feasible and result.best.hidden_size == 16
 
 
-def test_method_registry():
-    assert get_method("compressor") is METHODS["compressor"]
-    with pytest.raises(ValueError, match="unknown distillation method 'nope'"):
-        get_method("nope")
+def test_compressor_options_defaults_live_in_its_options():
+    from mlflow_metacompress.distill import get_method
+    from mlflow_metacompress.distill.methods import compressor
+
+    method = get_method("compressor")
+    assert method.run is compressor.run and method.options is compressor.Options
+    opts = method.parse({"population": "8", "generations": 3.0, "lr": "3e-3"})
+    assert (opts.population, opts.generations, opts.lr, opts.temperature) == (8, 3, 0.003, 1.0)
+    assert method.parse({}) == compressor.Options()

@@ -10,9 +10,9 @@ import torch
 
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.datasets import CodeExamples, split_halves
-from mlflow_metacompress.distill.methods import train_student
+from mlflow_metacompress.distill.student import train_student
 from mlflow_metacompress.distill.modules import ClassifierModule, soft_label_loss
-from mlflow_metacompress.distill.training import FitConfig
+from mlflow_metacompress.distill.training import FitConfig, monitored_metrics
 from mlflow_metacompress.models.tokenizer import train_tokenizer
 from tests.conftest import TOY_CODE, toy_frame
 
@@ -46,7 +46,8 @@ def test_checkpoint_and_state_dict_hold_only_the_student(tok, tmp_path):
     for k, v in student.state_dict().items():
         torch.testing.assert_close(v, ckpt["state_dict"][f"model.{k}"])
     assert len(result.history) == 2
-    assert result.best_val_acc == pytest.approx(max(r["val_acc"] for r in result.history))
+    assert result.best_score == pytest.approx(max(r["val_acc"] for r in result.history))
+    assert result.monitor == "val_acc" and monitored_metrics(result) == {"best_val_acc": result.best_score}
     assert all("val_agreement" not in r for r in result.history)  # val has labels only
 
 
@@ -69,7 +70,7 @@ def test_training_reduces_kd_loss_toward_teacher(tok):
                        intermediate_size=64, max_length=64).build()
     ex = CodeExamples.from_frame(df, ["func"], "target", teacher_logits=soft)
     result = train_student(student, tok, [ex], ex, fit_config=FitConfig(epochs=8, batch_size=8, progress=False), lr=5e-3)
-    assert result.best_val_acc >= 0.9
+    assert result.best_score >= 0.9
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
 
 
@@ -107,22 +108,26 @@ def test_monitor_selects_on_agreement_or_keeps_the_last_epoch(tok):
     torch.manual_seed(0)
     student = _student(tok)
     agree = train_student(student, tok, [train], val, fit_config=FitConfig(**{**cfg.__dict__, "monitor": "val_agreement"}))
-    assert agree.best_val_acc == pytest.approx(max(r["val_agreement"] for r in agree.history))
+    assert agree.best_score == pytest.approx(max(r["val_agreement"] for r in agree.history))
+    # logged under its own name, never as best_val_acc
+    assert monitored_metrics(agree) == {"best_val_agreement": agree.best_score}
     # the kept weights reproduce the monitored score when re-measured independently
     pred = student.predict_proba(tok, list(val_df["func"])).argmax(1)
-    assert np.mean(pred == val_logits.argmax(1)) == pytest.approx(agree.best_val_acc)
+    assert np.mean(pred == val_logits.argmax(1)) == pytest.approx(agree.best_score)
     # rows keeping all relations: the kept epoch is the best one on that metric
     torch.manual_seed(0)
     kept = train_student(_student(tok), tok, [train], val,
                          fit_config=FitConfig(**{**cfg.__dict__, "monitor": "val_relations_kept"}))
-    assert kept.best_val_acc == pytest.approx(max(r["val_relations_kept"] for r in kept.history))
+    assert kept.best_score == pytest.approx(max(r["val_relations_kept"] for r in kept.history))
+    assert monitored_metrics(kept) == {"best_val_relations_kept": kept.best_score}
     # "last" keeps the final epoch: re-measured agreement equals the last epoch's
     torch.manual_seed(0)
     last_student = _student(tok)
     last = train_student(last_student, tok, [train], val, fit_config=FitConfig(**{**cfg.__dict__, "monitor": "last"}))
     pred = last_student.predict_proba(tok, list(val_df["func"])).argmax(1)
     assert np.mean(pred == val_logits.argmax(1)) == pytest.approx(last.history[-1]["val_agreement"])
-    assert last.best_val_acc is None and len(last.history) == 3
+    assert last.best_score is None and last.monitor is None and len(last.history) == 3
+    assert monitored_metrics(last) == {}
 
 
 def test_monitor_errors_name_the_problem(tok):

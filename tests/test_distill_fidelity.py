@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
+from mlflow_metacompress.distill.arch import ArchSpec
+from mlflow_metacompress.distill.augment import variant_table
 from mlflow_metacompress.distill.datasets import CodeExamples
-from mlflow_metacompress.distill.fidelity import variant_table, weights_from
-from mlflow_metacompress.distill.fidelity_loss import (
-    FidelityWeights, confidence_loss, consistency_loss, fidelity_loss,
-)
+from mlflow_metacompress.distill.losses import FIDELITY_WEIGHTS, confidence_loss, consistency_loss, fidelity_loss
+from mlflow_metacompress.distill.methods.fidelity import Options as FidelityWeights
 from tests.test_distill_avatar import tiny_teacher
 from tests.test_distill_morph import C_CODE
 
@@ -89,15 +89,29 @@ def test_fidelity_loss_matches_numpy(seed):
     assert parts_o["align"] == pytest.approx((1 - cos).mean(), rel=1e-5)
 
 
-def test_weights_from_options_coerces_known_keys_only():
-    w = weights_from({"temperature": "4", "align_kind": "mse", "population": 3})
+def test_fidelity_options_coerce_values_and_refuse_unknown_keys():
+    from mlflow_metacompress.distill import get_method
+
+    method = get_method("fidelity")
+    w = method.parse({"temperature": "4", "align_kind": "mse", "population": 3, "transforms": "rename_variables,swap_operands",
+                      "student_config": {"vocab_size": 1000, "num_hidden_layers": 1, "hidden_size": 16,
+                                         "num_attention_heads": 2, "intermediate_size": 64}})
     assert w.temperature == 4.0 and w.align_kind == "mse" and w.consistency == FidelityWeights().consistency
+    assert w.population == 3 and w.transforms == ("rename_variables", "swap_operands")
+    assert w.student_config == ArchSpec(1000, 1, 16, 2, 64)
+    assert set(FIDELITY_WEIGHTS) <= {f for f in FidelityWeights.__dataclass_fields__}  # the options carry every weight
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['temprature'\] of method 'fidelity'; known options: .*'temperature'"):
+        method.parse({"temprature": 4})
+    with pytest.raises(ValueError, match=r"option align_kind='l1' of method 'fidelity': expected one of \['cosine', 'mse'\]"):
+        method.parse({"align_kind": "l1"})
+    with pytest.raises(ValueError, match="option student_config=.*unknown option.*'hidden'"):
+        method.parse({"student_config": {"hidden": 16}})
+    with pytest.raises(ValueError, match="option variants_per_step=2.5 .*expected an integer"):
+        method.parse({"variants_per_step": 2.5})
 
 
 def test_variant_table_and_draws_stay_with_their_original():
-    from mlflow_metacompress.distill.fidelity_module import FidelityModule
-    from mlflow_metacompress.distill.z3_space import StudentConfig
-    from mlflow_metacompress.distill.avatar_build import build_student
+    from mlflow_metacompress.distill.modules import FidelityModule
 
     codes = [C_CODE, "not C at all {{{", C_CODE.replace("add_one", "inc").replace("+ 1", "+ 2")]
     ex = CodeExamples(codes)
@@ -107,9 +121,10 @@ def test_variant_table_and_draws_stay_with_their_original():
         for r in rows:
             assert table.texts[r] != codes[i]
             assert ("+ 2" in table.texts[r] or "2 +" in table.texts[r]) == (i == 2)  # a variant of its own original
-    model = build_student(StudentConfig(1000, 1, 16, 2, 32, max_length=32), ["0", "1"])
+    model = ArchSpec(1000, 1, 16, 2, 32, max_length=32).build(["0", "1"])
     module = FidelityModule(model, None, np.zeros((3, 2)), np.zeros((3, 4)), table.texts, None,
-                            np.zeros((len(table), 2)), np.zeros((len(table), 4)), variant_of, variants_per_step=2)
+                            np.zeros((len(table), 2)), np.zeros((len(table), 4)), variant_of, FidelityWeights(),
+                            variants_per_step=2)
     for _ in range(20):
         rows, parents = module.draw_variants(np.array([2, 1, 0]))
         pos_to_orig = {0: 2, 1: 1, 2: 0}
@@ -121,7 +136,7 @@ def test_variant_table_and_draws_stay_with_their_original():
 @pytest.mark.slow
 def test_fidelity_end_to_end_with_a_given_architecture(tracking, tmp_path, capsys):
     from mlflow_metacompress.distill.cli import main
-    from mlflow_metacompress.distill.z3_space import StudentConfig, param_count
+    from mlflow_metacompress.distill.arch import param_count
 
     data, teacher = tiny_teacher(tmp_path)
     arch = {"vocab_size": 1000, "num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2,
@@ -141,8 +156,11 @@ def test_fidelity_end_to_end_with_a_given_architecture(tracking, tmp_path, capsy
     assert config["checkpoint_selection"] == "agreement" and config["validation_rows"] > 16
     tags = mlflow.MlflowClient().get_model_version("metacompress-fidelity", "1").tags
     assert tags["metacompress.method"] == "fidelity"
-    student = StudentConfig(**config["student"])
+    student = ArchSpec(**config["student"])
     assert student.position_embedding_type == "rotary"
     assert int(tags["metacompress.params"]) == param_count(student)  # the projection is not part of the student
     run = mlflow.MlflowClient().get_run(result["run_id"])
     assert {"train_kd", "train_align", "train_consistency"} <= set(run.data.metrics)
+    # the monitored score is logged under its own name: agreement is not accuracy
+    assert "best_val_agreement" in run.data.metrics and "best_val_acc" not in run.data.metrics
+    assert run.data.params["opt.select"] == "agreement" and run.data.params["opt.align_kind"] == "mse"

@@ -4,25 +4,27 @@ brute force) puts more parameters into encoder layers."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
-from mlflow_metacompress.distill.fidelity_arch import teacher_shaped
-from mlflow_metacompress.distill.z3_space import StudentConfig, param_count, size_mb
+from mlflow_metacompress.distill.arch import ArchSpec, param_count
+from mlflow_metacompress.distill.search.space import size_mb
+from mlflow_metacompress.distill.search.teacher_shaped import teacher_shaped
 
 
-def layer_params(c: StudentConfig, pair_mode: str | None) -> int:
+def layer_params(c: ArchSpec, pair_mode: str | None) -> int:
     """Encoder-layer parameters, measured as the difference to the same model without layers."""
-    return param_count(c, 2, pair_mode) - param_count(replace(c, num_hidden_layers=0), 2, pair_mode)
+    no_layers = SimpleNamespace(**{**c.to_dict(), "num_hidden_layers": 0})  # ArchSpec refuses 0 layers
+    return param_count(c, 2, pair_mode) - param_count(no_layers, 2, pair_mode)
 
 
 def family(target: float, pair_mode: str | None, max_length: int, min_vocab: int):
     for hidden in range(32, 769, 32):
         for layers in range(1, 5):
             for vocab in range(min_vocab, 46001, 1000):
-                c = StudentConfig(vocab_size=vocab, num_hidden_layers=layers, hidden_size=hidden,
-                                  num_attention_heads=hidden // 32, intermediate_size=4 * hidden, max_length=max_length)
+                c = ArchSpec(vocab_size=vocab, num_hidden_layers=layers, hidden_size=hidden,
+                             num_attention_heads=hidden // 32, intermediate_size=4 * hidden, max_length=max_length)
                 if 0.8 * target <= size_mb(c, 2, pair_mode) <= target:
                     yield c
 
@@ -54,19 +56,20 @@ def test_teacher_shaped_options_and_errors():
 def test_fidelity_choose_architecture_options_and_fallback(caplog):
     from types import SimpleNamespace
 
-    from mlflow_metacompress.distill.fidelity import choose_architecture
+    from mlflow_metacompress.distill import get_method
+    from mlflow_metacompress.distill.methods.fidelity import choose_architecture
 
-    def ctx(size_mb, **options):
-        return SimpleNamespace(options=options, labels=["0", "1"], pair_mode=None, max_length=64, size_mb=size_mb)
+    parse = get_method("fidelity").parse
+    ctx = lambda size_mb: SimpleNamespace(labels=["0", "1"], pair_mode=None, max_length=64, size_mb=size_mb)  # noqa: E731
 
-    c, record = choose_architecture(ctx(3.0), [], {})
+    c, record = choose_architecture(ctx(3.0), parse({}), {})
     assert c == teacher_shaped(3.0, max_length=64) and record == {"arch": "teacher_shaped"}
-    c, record = choose_architecture(ctx(3.0, max_layers="2"), [], {})
+    c, record = choose_architecture(ctx(3.0), parse({"max_layers": "2"}), {})
     assert c.num_hidden_layers <= 2 and record["max_layers"] == 2
-    small, record = choose_architecture(ctx(0.2), [], {})  # 4000 tokens cannot fit: relaxed to 1000, with a warning
+    small, record = choose_architecture(ctx(0.2), parse({}), {})  # 4000 tokens cannot fit: relaxed to 1000, with a warning
     assert small == teacher_shaped(0.2, max_length=64, min_vocab=1000) and "allowing 1000" in caplog.text
     assert record == {"arch": "teacher_shaped", "min_vocab": 1000}
     with pytest.raises(ValueError, match="fits 0.2 MB"):  # an explicit min_vocab is not relaxed
-        choose_architecture(ctx(0.2, min_vocab=4000), [], {})
-    with pytest.raises(ValueError, match="arch must be 'teacher_shaped' or 'avatar', got 'wide'"):
-        choose_architecture(ctx(3.0, arch="wide"), [], {})
+        choose_architecture(ctx(0.2), parse({"min_vocab": 4000}), {})
+    with pytest.raises(ValueError, match=r"option arch='wide' of method 'fidelity': expected one of \['teacher_shaped', 'avatar'\]"):
+        parse({"arch": "wide"})

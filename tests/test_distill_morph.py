@@ -1,5 +1,5 @@
-"""MORPH: the loss against hand-computed values, the metamorphic augmentation, the
-AGE-MOEA front, and a tiny end-to-end run in which the teacher labels the variants
+"""MORPH: the loss against hand-computed values, the metamorphic augmentation (its
+AGE-MOEA front is tested in test_distill_search.py), and a tiny end-to-end run in which the teacher labels the variants
 once and never runs inside training."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from mlflow_metacompress.distill.datasets import CodeExamples
-from mlflow_metacompress.distill.morph_data import chain, concat, metamorphic
-from mlflow_metacompress.distill.morph_loss import DEFAULT_TEMPERATURE, morph_loss
-from tests.test_distill_avatar import SEARCH_ARGS, TARGET, TINY, brute_non_dominated, tiny_teacher
+from mlflow_metacompress.distill.augment import chain, concat, metamorphic
+from mlflow_metacompress.distill.losses import morph_loss
+from mlflow_metacompress.distill.methods.morph import Options as MorphOptions
+from tests.test_distill_avatar import SEARCH_ARGS, tiny_teacher
 
 C_CODE = "int add_one(int value) {\n  int result = value + 1;\n  return result;\n}\n"
 
@@ -44,7 +45,7 @@ def test_morph_loss_matches_numpy(T):
     got = morph_loss(torch.tensor(s, dtype=torch.float32), torch.tensor(t, dtype=torch.float32), T).item()
     assert got == pytest.approx(numpy_morph(s, t, T), rel=1e-5)
     assert morph_loss(torch.tensor(t), torch.tensor(t), T).item() == pytest.approx(0.0, abs=1e-6)
-    assert DEFAULT_TEMPERATURE == 3.0  # the paper's value (its code uses 10)
+    assert MorphOptions().temperature == 3.0  # the paper's value (its code uses 10)
 
 
 def test_metamorphic_variants_rename_function_and_parameters():
@@ -58,18 +59,6 @@ def test_metamorphic_variants_rename_function_and_parameters():
     assert rows.tolist() == [0] and kept.texts == [out[0]] and kept.labels.tolist() == [1]
     both = concat([ex, metamorphic(ex, "c")[0]])  # MORPH's checkpoint set: clean rows then their variants
     assert len(both) == 4 and both.labels.tolist() == [1, 0, 1, 0]
-
-
-def test_agemoea_front_is_the_non_dominated_subset_of_what_it_evaluated():
-    from mlflow_metacompress.distill.search_moo import moo_search
-    from mlflow_metacompress.distill.z3_space import prune, size_mb
-
-    pruned = prune(TINY, TARGET, lower=0.5)
-    objective = lambda cs: np.array([[size_mb(c), -c.hidden_size, c.num_hidden_layers, c.intermediate_size]  # noqa: E731
-                                     for c in cs], dtype=float)
-    result = moo_search(pruned, objective, 4, algorithm="agemoea", population=12, generations=3, seed=0)
-    keep = brute_non_dominated(result.feasible_F)
-    assert set(result.configs) == {c for c, k in zip(result.feasible, keep) if k}
 
 
 @pytest.mark.slow

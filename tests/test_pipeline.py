@@ -13,16 +13,18 @@ import pytest
 from mlflow_metacompress.gates.policy import load_policy
 from mlflow_metacompress.metrics import greater_is_better
 from mlflow_metacompress.pipeline import default_tracking_uri, is_file_store, setup_tracking
-from mlflow_metacompress.pipeline.data import _cap, load_task_data, normalise_task
+from mlflow_metacompress.data.sampling import cap_rows
+from mlflow_metacompress.distill.datasets import load_splits
+from mlflow_metacompress.pipeline.data import load_task_data, normalise_task
 from mlflow_metacompress.pipeline.report import comparison_table, to_markdown
 from mlflow_metacompress.pipeline.stages import (
-    DEFAULT_METHODS,
     GateOutcome,
     evaluator_config,
     parse_methods,
     resolve_methods,
 )
 from mlflow_metacompress.pipeline.profiles import PROFILES, QUICK_POLICY, get_profile, resolve_policy
+from tests.test_distill_registry import add_method_module
 
 
 # ------------------------------------------------------------------ tracking URI
@@ -59,7 +61,11 @@ def test_setup_tracking_replaces_a_file_store_and_drops_its_run_id(tmp_path, mon
 
 # ------------------------------------------------------------------ methods
 def test_parse_methods():
-    assert parse_methods(None) == list(DEFAULT_METHODS) == ["compressor", "avatar", "morph", "fidelity"]
+    from mlflow_metacompress.distill import list_methods
+
+    assert parse_methods(None) == parse_methods("all") == parse_methods(" ") == list_methods()
+    assert {"compressor", "avatar", "morph", "fidelity"} <= set(parse_methods("all"))
+    assert parse_methods("compressor,avatar,morph,fidelity") == ["compressor", "avatar", "morph", "fidelity"]
     assert parse_methods(" compressor , morph,compressor,") == ["compressor", "morph"]
     assert parse_methods(["avatar"]) == ["avatar"]
     with pytest.raises(ValueError, match="names no distillation method"):
@@ -70,18 +76,44 @@ def test_resolve_methods_names_the_unknown_and_the_registered():
     with pytest.raises(ValueError) as err:
         resolve_methods("compressor,no_such_method,../evil")
     text = str(err.value)
-    assert "no_such_method" in text and "../evil" in text and "'compressor'" in text
+    assert "no_such_method" in text and "../evil" in text and "known methods: [" in text and "'compressor'" in text
     assert resolve_methods("compressor") == ["compressor"]
 
 
-def test_resolve_methods_accepts_any_registered_method():
-    from mlflow_metacompress.distill import methods as registry
+METHOD_SOURCE = """
+from dataclasses import dataclass
 
-    registry.register_method("pipeline_test_method")(lambda ctx: None)
-    try:
-        assert resolve_methods("pipeline_test_method,compressor") == ["pipeline_test_method", "compressor"]
-    finally:
-        registry.METHODS.pop("pipeline_test_method")
+from ..options import MethodOptions
+
+NAME = "{name}"
+
+
+@dataclass(frozen=True)
+class Options(MethodOptions):
+    pass
+
+
+def run(ctx, options):
+{body}
+"""
+
+
+def test_resolve_methods_accepts_any_discovered_method(tmp_path, monkeypatch):
+    add_method_module(tmp_path, monkeypatch, "pipeline_test_method",
+                      METHOD_SOURCE.format(name="pipeline_test_method", body="    return None"))
+    assert resolve_methods("pipeline_test_method,compressor") == ["pipeline_test_method", "compressor"]
+    assert "pipeline_test_method" in resolve_methods("all")
+    quick = get_profile("quick")  # a method no profile names runs with its own defaults
+    assert quick.options_for("pipeline_test_method") == {} and quick.epochs_for("pipeline_test_method") == 6
+    assert quick.options_for("fidelity")["transforms"] == ["rename_variables"] and quick.epochs_for("fidelity") == 3
+
+
+def test_profile_method_options_parse_into_each_method():
+    from mlflow_metacompress.distill import get_method
+
+    for profile in PROFILES.values():
+        for method, options in profile.method_options.items():
+            get_method(method).parse(options)  # unknown keys or values of the wrong type would raise
 
 
 # ------------------------------------------------------------------ data
@@ -94,12 +126,23 @@ def test_task_names():
 
 def test_cap_is_stratified_seeded_and_bounded():
     df = pd.DataFrame({"x": range(1000), "y": [1] * 300 + [0] * 700})
-    out = _cap(df, 100, "y", seed=3)
+    out = cap_rows(df, 100, "y", seed=3)
     assert len(out) == 100 and out["y"].sum() == 30  # 30% positives kept
     assert out["x"].is_monotonic_increasing and out["x"].is_unique  # original order, no duplicates
-    pd.testing.assert_frame_equal(out, _cap(df, 100, "y", seed=3))
-    assert not out.equals(_cap(df, 100, "y", seed=4))
-    assert _cap(df, None, "y", 0).equals(df) and _cap(df, 5000, "y", 0).equals(df)
+    pd.testing.assert_frame_equal(out, cap_rows(df, 100, "y", seed=3))
+    assert not out.equals(cap_rows(df, 100, "y", seed=4))
+    assert cap_rows(df, None, "y", 0).equals(df) and cap_rows(df, 5000, "y", 0).equals(df)
+    with pytest.raises(KeyError, match="label column 'label'"):
+        cap_rows(df, 10, "label")
+
+
+def test_distillation_limit_and_pipeline_budget_sample_the_same_rows():
+    frames = {s: pd.DataFrame({"func": [f"int f{i}(){{}}" for i in range(200)], "target": [i % 3 == 0 for i in range(200)]})
+              .astype({"target": int}) for s in ("train", "valid", "test")}
+    limited = load_splits(frames, "devign", limit=40, seed=5)
+    for split, df in frames.items():
+        pd.testing.assert_frame_equal(limited[split], cap_rows(df, 40, "target", seed=5))
+    assert limited["train"]["target"].mean() == pytest.approx(frames["train"]["target"].mean(), abs=0.02)
 
 
 def test_generated_data_is_deterministic_and_capped():
@@ -236,21 +279,15 @@ def test_markdown_round_trips_cells():
 
 
 # ------------------------------------------------------------------ a failing method
-def test_a_failing_method_is_reported_and_the_run_still_finishes(tracking):
+def test_a_failing_method_is_reported_and_the_run_still_finishes(tracking, tmp_path, monkeypatch):
     import mlflow
 
-    from mlflow_metacompress.distill import methods as registry
     from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline
 
-    def boom(ctx):
-        assert ctx.size_mb == 0.5 and ctx.unlabeled.teacher_logits is not None  # reached with teacher soft labels
-        raise RuntimeError("search space empty")
-
-    registry.register_method("pipeline_boom")(boom)
-    try:
-        result = run_pipeline(PipelineConfig(profile="tiny", methods="pipeline_boom", size_mb=0.5, progress=False))
-    finally:
-        registry.METHODS.pop("pipeline_boom")
+    body = ("    assert ctx.size_mb == 0.5 and ctx.unlabeled.teacher_logits is not None  # reached with soft labels\n"
+            "    raise RuntimeError('search space empty')")
+    add_method_module(tmp_path, monkeypatch, "pipeline_boom", METHOD_SOURCE.format(name="pipeline_boom", body=body))
+    result = run_pipeline(PipelineConfig(profile="tiny", methods="pipeline_boom", size_mb=0.5, progress=False))
     assert result.errors == {"pipeline_boom": "RuntimeError: search space empty"}
     row = result.table.set_index("method").loc["pipeline_boom"]
     assert row["verdict"] == "error" and row["failed_checks"] == "RuntimeError: search space empty"

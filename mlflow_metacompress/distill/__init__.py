@@ -1,10 +1,16 @@
 """Distillation with Lightning: teacher fine-tuning, soft-label KD and search-based
-students (Compressor, Shi et al., ASE 2022), tracked and registered in MLflow.
+students (Compressor, Shi et al., ASE 2022; AVATAR; MORPH; fidelity), tracked and
+registered in MLflow.
+
+Layout: the training core (:mod:`.arch`, :mod:`.datasets`, :mod:`.losses`,
+:mod:`.modules`, :mod:`.training`, :mod:`.augment`, :mod:`.soft_labels`, ...), the
+shared search machinery (:mod:`.search`) and one module per method (:mod:`.methods`),
+found by :func:`list_methods`.
 
 Public entry points (imported lazily; torch and Lightning load on first use):
-``train_teacher``, ``distill_student``, ``train_student``, ``METHODS``,
-``register_method``, ``kd_loss``, ``ArchSpec``. The command line is
-``python -m mlflow_metacompress.distill {teacher,student} ...``.
+``train_teacher``, ``distill_student``, ``train_student``, ``list_methods``,
+``get_method``, ``kd_loss``, ``ArchSpec``. The command line is
+``metacompress distill {teacher,student,methods} ...``.
 """
 
 from __future__ import annotations
@@ -15,17 +21,19 @@ from typing import Any
 _EXPORTS = {
     "train_teacher": "teacher",
     "build_teacher": "teacher",
-    "distill_student": "methods",
-    "train_student": "methods",
-    "METHODS": "methods",
-    "register_method": "methods",
-    "get_method": "methods",
-    "DistillContext": "methods",
-    "StudentOutcome": "methods",
+    "distill_student": "runner",
+    "train_student": "student",
+    "list_methods": "registry",
+    "get_method": "registry",
+    "Method": "registry",
+    "MethodOptions": "options",
+    "parse_options": "options",
+    "DistillContext": "context",
+    "StudentOutcome": "context",
     "TrainingResult": "results",
     "kd_loss": "losses",
     "ArchSpec": "arch",
-    "search_architecture": "compressor",
+    "search_architecture": "search.ga",
 }
 
 __all__ = sorted(_EXPORTS)

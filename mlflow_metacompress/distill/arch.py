@@ -1,4 +1,4 @@
-"""Architecture specs for RoBERTa-style students and teachers, with size and FLOPs.
+"""The architecture type of teachers and students (:class:`ArchSpec`), with size and FLOPs.
 
 Size follows Compressor (Shi et al., ASE 2022): parameters × 4 bytes, in MB of 10^6
 bytes (``models.classifier.size_mb``). FLOPs are counted by
@@ -17,9 +17,20 @@ if TYPE_CHECKING:
     from ..models.classifier import CodeClassifier, PairMode
 
 
+POSITION_TYPES = ("absolute", "rotary")
+
+
 @dataclass(frozen=True)
 class ArchSpec:
-    """A RoBERTa-style encoder + classification head; hashable, JSON-friendly."""
+    """A student or teacher architecture: encoder shape, classification head, tokenizer
+    kind and training choices; hashable and JSON-friendly.
+
+    The one architecture type of :mod:`.distill`: Compressor's GA searches the numeric
+    genes, AVATAR's space (:mod:`.search.space`) also the tokenizer kind, activation,
+    dropout, maximum length and position-embedding type. ``absolute`` positions build a
+    RoBERTa encoder; ``rotary`` ones an ESM-style encoder, the Hugging Face encoder with
+    rotary embeddings (Su et al., RoFormer, 2021).
+    """
 
     vocab_size: int = 8000
     num_hidden_layers: int = 2
@@ -30,6 +41,9 @@ class ArchSpec:
     num_labels: int = 2
     pair_mode: str | None = None
     hidden_act: str = "gelu"
+    tokenizer: str = "bpe"
+    dropout: float = 0.1
+    position_embedding_type: str = "absolute"
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "max_length"):
@@ -39,26 +53,48 @@ class ArchSpec:
             raise ValueError(
                 f"hidden_size {self.hidden_size} is not divisible by num_attention_heads {self.num_attention_heads}"
             )
+        if self.position_embedding_type not in POSITION_TYPES:
+            raise ValueError(f"ArchSpec.position_embedding_type must be one of {POSITION_TYPES}, "
+                             f"got {self.position_embedding_type!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def build(self, labels: list[str] | None = None, dropout: float = 0.1) -> CodeClassifier:
-        """A randomly initialised :class:`CodeClassifier` with this architecture."""
-        from ..models.classifier import CodeClassifier
+    def build(self, labels: list[str] | None = None, dropout: float | None = None, pad_token_id: int = 1) -> CodeClassifier:
+        """A randomly initialised :class:`CodeClassifier` with this architecture
+        (``dropout`` overrides the spec's)."""
+        from ..models.classifier import ClassifierMeta, CodeClassifier
 
         labels = list(labels or [str(i) for i in range(self.num_labels)])
         if len(labels) != self.num_labels:
             raise ValueError(f"{len(labels)} labels given for an ArchSpec with num_labels={self.num_labels}")
         pair: PairMode | None = self.pair_mode  # type: ignore[assignment]
-        return CodeClassifier.from_config(
-            vocab_size=self.vocab_size, labels=labels, pair_mode=pair, hidden_size=self.hidden_size,
-            num_hidden_layers=self.num_hidden_layers, num_attention_heads=self.num_attention_heads,
-            intermediate_size=self.intermediate_size, max_length=self.max_length, hidden_act=self.hidden_act,
-            dropout=dropout,
+        p = self.dropout if dropout is None else dropout
+        if self.position_embedding_type == "absolute":
+            return CodeClassifier.from_config(
+                vocab_size=self.vocab_size, labels=labels, pair_mode=pair, hidden_size=self.hidden_size,
+                num_hidden_layers=self.num_hidden_layers, num_attention_heads=self.num_attention_heads,
+                intermediate_size=self.intermediate_size, max_length=self.max_length, hidden_act=self.hidden_act,
+                dropout=p, pad_token_id=pad_token_id,
+            )
+        if self.hidden_act != "gelu":
+            raise ValueError(f"rotary (ESM) students only support hidden_act='gelu', got {self.hidden_act!r}")
+        from transformers import EsmConfig, EsmModel
+
+        config = EsmConfig(
+            vocab_size=self.vocab_size, hidden_size=self.hidden_size, num_hidden_layers=self.num_hidden_layers,
+            num_attention_heads=self.num_attention_heads, intermediate_size=self.intermediate_size,
+            max_position_embeddings=self.max_length + 2, position_embedding_type="rotary", pad_token_id=pad_token_id,
+            mask_token_id=4, token_dropout=False, emb_layer_norm_before=False, hidden_dropout_prob=p,
+            attention_probs_dropout_prob=p, hidden_act="gelu",
         )
+        meta = ClassifierMeta(labels=labels, pair_mode=pair, max_length=self.max_length)
+        return CodeClassifier(EsmModel(config, add_pooling_layer=False), meta, p)
 
     def parameter_count(self) -> int:
+        """Parameters of :meth:`build`'s model: measured for RoBERTa, :func:`param_count` for ESM."""
+        if self.position_embedding_type == "rotary":
+            return int(param_count(self, self.num_labels, self.pair_mode))
         return _measure(self)[0]
 
     def size_mb(self) -> float:
@@ -66,8 +102,33 @@ class ArchSpec:
         return self.parameter_count() * 4 / 1e6
 
     def gflops(self) -> float:
-        """Forward GFLOPs for one input of ``max_length`` tokens (both inputs for pairs)."""
+        """Forward GFLOPs for one input of ``max_length`` tokens (both inputs for pairs), of
+        the RoBERTa equivalent (rotary embeddings add only elementwise products)."""
         return _measure(self)[1] / 1e9
+
+
+def param_count(c: Any, num_labels: int = 2, pair_mode: str | None = None, rotary: Any = None) -> Any:
+    """Exact parameter count of the model :meth:`ArchSpec.build` makes.
+
+    ``c`` has the numeric attributes of :class:`ArchSpec` (ints or z3 terms).
+    RoBERTa (absolute positions): embeddings ``(V + P + 1)·h + 2h`` with
+    ``P = max_length + 2``; per layer ``4h² + 2hi + 9h + i``; head ``m·h·h + h + hK + K``
+    (``m = 2`` for ``concat_cls`` pairs). ESM (rotary): embeddings ``V·h``, the same
+    layers, a final LayerNorm ``2h`` and ESM's contact head ``L·A + 1``.
+    """
+    V, L, h, A, i = c.vocab_size, c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size
+    m = 2 if pair_mode == "concat_cls" else 1
+    layers = L * (4 * h * h + 2 * h * i + 9 * h + i)
+    head = m * h * h + h + h * num_labels + num_labels
+    absolute = (V + c.max_length + 3) * h + 2 * h + layers + head
+    esm = V * h + layers + 2 * h + L * A + 1 + head
+    if rotary is None:
+        rotary = c.position_embedding_type == "rotary"
+    if isinstance(rotary, bool):
+        return esm if rotary else absolute
+    import z3
+
+    return z3.If(rotary, esm, absolute)
 
 
 def _measure(spec: ArchSpec) -> tuple[int, int]:
@@ -80,7 +141,9 @@ def _measure(spec: ArchSpec) -> tuple[int, int]:
     results are extrapolated exactly and shared through the cache.
     """
     ref = 8  # > pad_token_id
-    shape = replace(spec, vocab_size=ref, num_attention_heads=1, num_hidden_layers=1)
+    # the RoBERTa equivalent; tokenizer kind and dropout change neither count
+    shape = replace(spec, vocab_size=ref, num_attention_heads=1, num_hidden_layers=1, tokenizer="bpe", dropout=0.0,
+                    position_embedding_type="absolute")
     p1, f1 = _measure_shape(shape)
     p2, f2 = _measure_shape(replace(shape, num_hidden_layers=2))
     extra = spec.num_hidden_layers - 1
@@ -122,6 +185,7 @@ def spec_of(model: Any) -> ArchSpec:
         num_attention_heads=cfg.num_attention_heads, intermediate_size=cfg.intermediate_size,
         max_length=model.meta.max_length, num_labels=model.num_labels, pair_mode=model.meta.pair_mode,
         hidden_act=str(getattr(cfg, "hidden_act", "gelu")),
+        position_embedding_type="rotary" if getattr(cfg, "position_embedding_type", "") == "rotary" else "absolute",
     )
 
 

@@ -1,7 +1,10 @@
-"""``metacompress distill {teacher,student} ...`` (``python -m mlflow_metacompress.distill`` is an alias).
+"""``metacompress distill {teacher,student,methods} ...`` (``python -m mlflow_metacompress.distill`` is an alias).
 
 ``teacher`` fine-tunes and registers a teacher; ``student --method compressor`` distils
 and registers a student from a teacher model URI. Both print the result as JSON.
+``methods`` lists the distillation methods (one module each in ``distill/methods/``)
+with their options and defaults. ``--option KEY=VALUE`` values are Python literals when
+they parse (numbers, booleans, lists, dicts), else strings; unknown keys are refused.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ def add_distill(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("distill", help="fine-tune a teacher or distil a student, and register it",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.set_defaults(func=run)
-    sub = parser.add_subparsers(dest="distill_command", required=True, metavar="{teacher,student}")
+    sub = parser.add_subparsers(dest="distill_command", required=True, metavar="{teacher,student,methods}")
     t = sub.add_parser("teacher", help="fine-tune and register a teacher")
     _common(t)
     t.add_argument("--init", default="scratch", help="'scratch' (offline), 'minilm', or a model dir / hub id")
@@ -46,16 +49,19 @@ def add_distill(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--vocab-size", type=int, default=8000)
     s = sub.add_parser("student", help="distil and register a student")
     _common(s)
-    s.add_argument("--method", default="compressor")
+    s.add_argument("--method", default="compressor",
+                   help="a distillation method (`metacompress distill methods` lists them)")
     s.add_argument("--teacher", required=True, help="teacher model URI, e.g. models:/metacompress-teacher/1")
     s.add_argument("--size-mb", type=float, default=3.0)
-    s.add_argument("--population", type=int, default=20)
-    s.add_argument("--generations", type=int, default=15)
+    # shortcuts for options; None = the method's default (its Options dataclass)
+    s.add_argument("--population", type=int, default=None, help="search population (option population)")
+    s.add_argument("--generations", type=int, default=None, help="search generations (option generations)")
     s.add_argument("--temperature", type=float, default=None, help="KD temperature (default: the method's own)")
+    s.add_argument("--lr", type=float, default=None, help="student learning rate (option lr)")
     s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra method option, repeatable (e.g. probes=6 for avatar/morph/fidelity)")
-    s.add_argument("--lr", type=float, default=1e-3)
+                   help="method option, repeatable (e.g. probes=6 for avatar/morph/fidelity; pair_mode for clones)")
     s.add_argument("--cache-dir", default=None, help="where teacher soft labels are cached")
+    sub.add_parser("methods", help="list the distillation methods and their options (JSON)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Train what ``args`` describe and print the result as JSON."""
+    if args.distill_command == "methods":
+        json.dump(describe_methods(), sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
     logging.getLogger().setLevel(logging.INFO)
     import mlflow
 
@@ -83,19 +93,31 @@ def run(args: argparse.Namespace) -> int:
         result = train_teacher(args.data_dir, init=args.init, arch=arch, pair_mode=args.pair_mode, lr=args.lr,
                                monitor=args.monitor, registered_name=args.registered_name or "metacompress-teacher", **common)
     else:
-        from .methods import distill_student
+        from .runner import distill_student
 
-        extra = {"temperature": args.temperature} if args.temperature is not None else {}
+        shortcuts = {"population": args.population, "generations": args.generations, "temperature": args.temperature,
+                     "lr": args.lr}
+        extra = {k: v for k, v in shortcuts.items() if v is not None}
         extra.update(parse_option(item) for item in args.option)
         result = distill_student(
             args.data_dir, args.teacher, method=args.method, size_mb=args.size_mb, max_length=args.max_length,
-            registered_name=args.registered_name or f"metacompress-{args.method}", cache_dir=args.cache_dir,
-            population=args.population, generations=args.generations, lr=args.lr, **extra,
+            registered_name=args.registered_name or f"metacompress-{args.method}", cache_dir=args.cache_dir, **extra,
             **common,
         )
     json.dump(asdict(result), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return 0
+
+
+def describe_methods() -> dict[str, dict[str, object]]:
+    """Every discovered method: its module, summary and options with their defaults."""
+    from dataclasses import fields
+
+    from .registry import discover
+
+    return {name: {"module": m.module, "summary": m.summary,
+                   "options": {f.name: f.default for f in fields(m.options)}}
+            for name, m in sorted(discover().items())}
 
 
 def parse_option(item: str) -> tuple[str, object]:

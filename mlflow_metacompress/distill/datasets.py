@@ -108,8 +108,10 @@ def load_splits(
 ) -> dict[str, pd.DataFrame]:
     """``train``/``valid``/``test`` frames of ``task`` from a CodeXGLUE directory (its
     parent also works), or from a dict of ready frames. ``data=None`` reads the hub.
-    ``limit`` keeps a seeded random subset of at most that many rows per split."""
+    ``limit`` keeps at most that many rows per split: a seeded, label-stratified sample
+    in the original order (:func:`..data.sampling.cap_rows`, the pipeline's sampler)."""
     from ..data.codexglue import get_task, load_task
+    from ..data.sampling import cap_rows
 
     spec = get_task(task)
     if isinstance(data, dict):
@@ -124,6 +126,6 @@ def load_splits(
         absent = [c for c in needed if c not in df.columns]
         if absent:
             raise KeyError(f"{split} split is missing column(s) {absent}; it has {list(df.columns)}")
-        if limit is not None and len(df) > limit:
-            frames[split] = df.sample(n=limit, random_state=seed).reset_index(drop=True)
+        if limit is not None:
+            frames[split] = cap_rows(df, limit, spec.label_column, seed)
     return frames

@@ -7,7 +7,8 @@ protocol of Compressor (Shi et al., ASE 2022). Losses are plain callables
 ``loss_fn(outputs, batch) -> scalar``; an ``extra_loss`` hook with the same signature is
 added to it, so later methods (AVATAR, MORPH, ...) only supply functions. Loss
 callables are kept outside the module tree, so nothing they reference can reach the
-``state_dict`` or a checkpoint.
+``state_dict`` or a checkpoint. :class:`FidelityModule` (the ``fidelity`` method) adds a
+projection of the student's states and per-step metamorphic variants.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import lightning as L
+import numpy as np
 import torch
+from torch import nn
 
 from .datasets import model_inputs
-from .losses import hard_label_loss, kd_loss, relation_agreement
+from .losses import FidelityWeights, fidelity_loss, hard_label_loss, kd_loss, morph_loss, relation_agreement
 
 
 @dataclass
@@ -50,6 +53,18 @@ def soft_label_loss(temperature: float = 1.0) -> LossFn:
         return kd_loss(out.logits, batch["teacher_logits"], temperature)
 
     loss.__name__ = f"kd_T{temperature:g}"
+    return loss
+
+
+def morph_soft_label_loss(temperature: float, cosine_weight: float = 1.0) -> LossFn:
+    """MORPH's loss (:func:`.losses.morph_loss`: KD + cosine term) against cached teacher logits."""
+
+    def loss(out: StepOutput, batch: dict[str, Any]) -> torch.Tensor:
+        if "teacher_logits" not in batch:
+            raise KeyError("morph loss needs batch['teacher_logits'] (cached teacher outputs)")
+        return morph_loss(out.logits, batch["teacher_logits"], temperature, cosine_weight)
+
+    loss.__name__ = f"morph_T{temperature:g}"
     return loss
 
 
@@ -122,3 +137,77 @@ class ClassifierModule(L.LightningModule):
 
         sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+class FidelityModule(ClassifierModule):
+    """The ``fidelity`` method's module: the student, a learned projection of its
+    ``[CLS]`` state into the teacher's space, and per-step metamorphic variants.
+
+    Each training batch holds originals (indices into the unlabeled set). For every
+    original, up to ``variants_per_step`` of its cached variants (``variant_of[i]`` lists
+    the rows of the variant table ``var_texts``/``var_logits``/``var_states`` derived from
+    original ``i``) are drawn and run through the student in the same step, so KD on
+    variants and sample/variant consistency see both (:func:`.losses.fidelity_loss`).
+    Teacher logits and states are arrays computed beforehand (:mod:`.fidelity_cache`).
+    The projection lives beside the student, not inside it: it is trained but never
+    registered, so the student's size is unchanged.
+    """
+
+    def __init__(
+        self, model: nn.Module, tokenizer: Any, orig_logits: np.ndarray, orig_states: np.ndarray,
+        var_texts: list[str], var_texts_b: list[str] | None, var_logits: np.ndarray, var_states: np.ndarray,
+        variant_of: list[np.ndarray], weights: FidelityWeights, variants_per_step: int = 1,
+        lr: float = 1e-3, seed: int = 0,
+    ) -> None:
+        super().__init__(model, lr=lr, output_hidden_states=True)
+        student_dim = model.encoder.config.hidden_size  # type: ignore[union-attr]
+        self.projection = nn.Linear(student_dim, orig_states.shape[1])
+        self._tokenizer = tokenizer
+        self._orig = (torch.as_tensor(orig_logits, dtype=torch.float32), torch.as_tensor(orig_states, dtype=torch.float32))
+        self._var = (torch.as_tensor(var_logits, dtype=torch.float32), torch.as_tensor(var_states, dtype=torch.float32))
+        self._var_texts, self._var_texts_b, self._variant_of = var_texts, var_texts_b, variant_of
+        self.weights, self.variants_per_step = weights, variants_per_step
+        self._rng = np.random.default_rng(seed)
+
+    def draw_variants(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(variant rows, parent batch positions)``: up to ``variants_per_step`` distinct
+        variants per original, drawn at random each step."""
+        rows, parents = [], []
+        for pos, i in enumerate(index):
+            pool = self._variant_of[int(i)]
+            if len(pool):
+                take = self._rng.choice(pool, min(self.variants_per_step, len(pool)), replace=False)
+                rows.extend(int(r) for r in take)
+                parents.extend([pos] * len(take))
+        return np.asarray(rows, dtype=np.int64), np.asarray(parents, dtype=np.int64)
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
+        index = batch["index"].cpu().numpy()
+        logits, states = self.model(**model_inputs(batch), output_hidden_states=True)
+        t_o, z_o = (x[torch.as_tensor(index)].to(logits.device) for x in self._orig)
+        rows, parents = self.draw_variants(index)
+        kw: dict[str, Any] = {}
+        if len(rows):
+            a = [self._var_texts[r] for r in rows]
+            b = [self._var_texts_b[r] for r in rows] if self._var_texts_b is not None else None
+            enc = {k: v.to(logits.device) for k, v in self.model.encode(self._tokenizer, a, b).items()}  # type: ignore[operator]
+            v_logits, v_states = self.model(**enc, output_hidden_states=True)
+            r = torch.as_tensor(rows)
+            kw = dict(s_var=v_logits, t_var=self._var[0][r].to(logits.device),
+                      h_var=self.projection(v_states[-1][:, 0, :]), z_var=self._var[1][r].to(logits.device),
+                      parent=torch.as_tensor(parents, device=logits.device))
+        loss, parts = fidelity_loss(logits, t_o, self.projection(states[-1][:, 0, :]), z_o, w=self.weights, **kw)
+        n = len(logits)
+        self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=n)
+        for name, value in parts.items():
+            self.log(f"train_{name}", value, on_step=False, on_epoch=True, batch_size=n)
+        return loss
+
+    def configure_optimizers(self) -> Any:
+        """The parent's AdamW + schedule, with the projection in the decayed group."""
+        config = super().configure_optimizers()
+        opt = config["optimizer"]
+        opt.param_groups[0]["params"].extend(self.projection.parameters())
+        for state_key in ("initial_lr",):
+            opt.param_groups[0].setdefault(state_key, self.lr)
+        return config

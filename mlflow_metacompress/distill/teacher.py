@@ -29,7 +29,7 @@ import pandas as pd
 from .arch import ArchSpec
 from .datasets import CodeExamples, load_splits, split_halves
 from .results import TrainingResult, accuracy_on, log_json, register
-from .training import FitConfig, fit
+from .training import FitConfig, fit, monitored_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def train_teacher(
                                monitor=monitor))
         train_s = time.perf_counter() - started
         metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
-                   "best_val_acc": result.best_val_acc or 0.0, "train_seconds": train_s}
+                   **monitored_metrics(result), "train_seconds": train_s}
         uri, version, sizes = register(model, tokenizer, method="teacher", registered_name=registered_name,
                                        code_columns=cols, teacher="", extra_tags={"init": init, "task": task})
         metrics.update(sizes)

@@ -64,12 +64,26 @@ class FitConfig:
 
 @dataclass
 class FitResult:
-    """Outcome of :func:`fit`; ``module.model`` holds the best weights afterwards."""
+    """Outcome of :func:`fit`; ``module.model`` holds the best weights afterwards.
 
-    best_val_acc: float | None
+    ``best_score`` is the best value of the metric named ``monitor`` (``val_acc``,
+    ``val_agreement`` or ``val_relations_kept``); both are None when the last epoch was
+    kept."""
+
+    best_score: float | None
     best_checkpoint: str | None
     epochs_run: int
     history: list[dict[str, float]] = field(default_factory=list)
+    monitor: str | None = None
+
+
+def monitored_metrics(result: FitResult | None) -> dict[str, float]:
+    """``{"best_<monitor>": score}`` (``best_val_acc``, ``best_val_agreement``,
+    ``best_val_relations_kept``): the monitored score under its own name; empty when
+    the last epoch was kept."""
+    if result is None or result.monitor is None or result.best_score is None:
+        return {}
+    return {f"best_{result.monitor}": result.best_score}
 
 
 class _History(L.Callback):
@@ -141,7 +155,7 @@ def fit(
             logger.info("reloaded the checkpoint kept by %s (%s) from %s", monitor or "last epoch", best_score, best)
         if tmp is not None:
             best = None  # deleted with the temporary directory
-        return FitResult(best_score, best, trainer.current_epoch, history.rows)
+        return FitResult(best_score, best, trainer.current_epoch, history.rows, monitor if best_score is not None else None)
     finally:
         if tmp is not None:
             tmp.cleanup()

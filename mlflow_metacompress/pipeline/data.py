@@ -7,7 +7,8 @@ The pipeline's ``task`` is ``vulnerability`` (Devign-shaped: ``func``/``target``
 generated, not real); otherwise from a CodeXGLUE folder read by
 :mod:`mlflow_metacompress.data.codexglue` (Devign, Zhou et al., NeurIPS 2019;
 BigCloneBench, Svajlenko et al., 2014). Each split is capped at the profile's budget by
-a seeded, label-stratified sample.
+a seeded, label-stratified sample (:func:`..data.sampling.cap_rows`, the same sampler
+as distillation's ``limit``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..data.sampling import cap_rows
 from .profiles import Profile
 
 logger = logging.getLogger(__name__)
@@ -59,18 +61,6 @@ def normalise_task(task: str) -> str:
         raise ValueError(f"unknown task {task!r}; expected 'vulnerability' or 'clone'") from None
 
 
-def _cap(df: pd.DataFrame, n: int | None, label: str, seed: int) -> pd.DataFrame:
-    """At most ``n`` rows, sampled per label in proportion (seeded); original order kept."""
-    if n is None or len(df) <= n:
-        return df.reset_index(drop=True)
-    df = df.reset_index(drop=True)
-    keep: list[int] = []
-    for _, group in df.groupby(label, sort=True):
-        k = max(1, round(len(group) * n / len(df)))
-        keep.extend(group.sample(n=min(k, len(group)), random_state=seed).index)
-    return df.loc[sorted(keep)[:n]].reset_index(drop=True)
-
-
 def load_task_data(task: str, data_dir: str | Path | None, profile: Profile, seed: int = 0) -> TaskData:
     """Splits for ``task``: generated when ``data_dir`` is empty, else read from
     ``data_dir`` (a CodeXGLUE task folder or its parent), capped at the profile's budget."""
@@ -97,7 +87,7 @@ def load_task_data(task: str, data_dir: str | Path | None, profile: Profile, see
             raise KeyError(f"{split} split of {source} lacks column(s) {missing}; it has {list(df.columns)}")
         if df.empty:
             raise ValueError(f"{split} split of {source} is empty")
-        frames[split] = _cap(df, caps[split], spec.label_column, seed)
+        frames[split] = cap_rows(df, caps[split], spec.label_column, seed)
     data = TaskData(task, spec.name, source, frames, tuple(spec.code_columns), spec.label_column)
     logger.info("%s data from %s: %s rows", task, source, data.sizes())
     return data

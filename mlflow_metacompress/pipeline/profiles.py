@@ -76,6 +76,15 @@ class Profile:
         out["attacks"] = list(self.attacks)
         return out
 
+    def options_for(self, method: str) -> dict[str, Any]:
+        """The options this profile gives ``method``; none (the method's defaults) for a
+        method it does not name, so any discovered method runs under any profile."""
+        return dict(self.method_options.get(method, {}))
+
+    def epochs_for(self, method: str) -> int:
+        """``method``'s training epochs: its override, else ``student_epochs``."""
+        return self.method_epochs.get(method, self.student_epochs)
+
     def with_overrides(self, **overrides: Any) -> "Profile":
         """A copy with some budgets replaced; unknown names raise ``ValueError``."""
         known = set(self.__dataclass_fields__)

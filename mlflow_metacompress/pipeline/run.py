@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
-from .stages import DEFAULT_METHODS, GateOutcome
+from .stages import ALL, GateOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class PipelineConfig:
     policy: str | None = None  # None / "auto": the profile's policy
     seed: int = 0
     profile: str = "quick"
-    methods: str | Sequence[str] = DEFAULT_METHODS
+    methods: str | Sequence[str] = ALL  # every discovered method, or a comma-separated list
     alias: str = "champion"
     progress: bool = True
 

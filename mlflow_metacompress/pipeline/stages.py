@@ -1,8 +1,8 @@
 """The stages of the end-to-end pipeline, each usable alone (the MLproject's ``teacher``,
 ``distill``, ``evaluate`` and ``gate`` entry points call them one at a time).
 
-teacher (fine-tuned classifier) → students (one per registered distillation method:
-Compressor, Shi et al., ASE 2022, and whatever else :mod:`.distill.methods` holds) →
+teacher (fine-tuned classifier) → students (one per distillation method: Compressor,
+Shi et al., ASE 2022, and every other module of :mod:`..distill.methods`) →
 MetaCompress evaluation against the teacher with semantics-preserving transformations
 and at least one identifier attack (Awal, Rochan, Roy, arXiv 2511.05476) → registry
 gate (:mod:`.gates`). Every trained model is registered with ``metacompress.*`` tags.
@@ -10,7 +10,6 @@ gate (:mod:`.gates`). Every trained model is registered with ``metacompress.*`` 
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from .profiles import Profile
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_METHODS = ("compressor", "avatar", "morph", "fidelity")
+ALL = "all"  # every method :func:`..distill.registry.list_methods` finds
 
 
 @dataclass
@@ -42,9 +41,12 @@ class GateOutcome:
 
 
 def parse_methods(methods: str | Sequence[str] | None) -> list[str]:
-    """``"compressor, avatar"`` or a list → names, in order, without duplicates."""
-    if methods is None or methods == "":
-        return list(DEFAULT_METHODS)
+    """``"compressor, avatar"`` or a list → names, in order, without duplicates;
+    ``None``, ``""`` or ``"all"`` → every discovered method (sorted)."""
+    if methods is None or (isinstance(methods, str) and methods.strip() in ("", ALL)):
+        from ..distill.registry import list_methods
+
+        return list_methods()
     items = methods.split(",") if isinstance(methods, str) else list(methods)
     names: list[str] = []
     for item in items:
@@ -57,28 +59,16 @@ def parse_methods(methods: str | Sequence[str] | None) -> list[str]:
 
 
 def resolve_methods(methods: str | Sequence[str] | None) -> list[str]:
-    """Check every requested method is registered in ``distill.methods.METHODS``.
-
-    Built-in methods are imported first, then a module ``mlflow_metacompress.distill.<name>``
-    for each requested name not yet registered (methods register themselves on import).
-    Raises ``ValueError`` naming the unknown methods and the registered ones.
-    """
-    from ..distill import methods as registry
+    """:func:`parse_methods`, checked against the discovered methods
+    (:func:`..distill.registry.list_methods`); raises ``ValueError`` naming the unknown
+    methods and the known ones."""
+    from ..distill.registry import list_methods
 
     names = parse_methods(methods)
-    registry.get_method("compressor")  # imports the built-in methods
-    for name in names:
-        if name in registry.METHODS or not name.isidentifier():
-            continue
-        module = f"mlflow_metacompress.distill.{name}"
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-    unknown = [n for n in names if n not in registry.METHODS]
+    known = list_methods()
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"unknown distillation method(s) {unknown}; registered methods: {sorted(registry.METHODS)}")
+        raise ValueError(f"unknown distillation method(s) {unknown}; known methods: {known}")
     return names
 
 
@@ -110,15 +100,14 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
 def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: str, size_mb: float | None = None,
                   seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True) -> Any:
     """Distil and register one student with ``method`` (``metacompress-<dataset>-<method>``)."""
-    from ..distill.methods import distill_student
+    from ..distill.runner import distill_student
 
     target = float(size_mb) if size_mb else profile.size_mb
     result = distill_student(
         data.frames, teacher_uri, data.codexglue_task, method=method, size_mb=target, max_length=profile.max_length,
-        epochs=profile.method_epochs.get(method, profile.student_epochs), batch_size=profile.batch_size,
-        max_steps=profile.max_steps, seed=seed,
+        epochs=profile.epochs_for(method), batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
         registered_name=data.model_name(method), cache_dir=cache_dir, progress=progress,
-        **dict(profile.method_options.get(method, {})),
+        **profile.options_for(method),
     )
     tag_version(data.model_name(method), result.version, {"data": data.source, "profile": profile.name})
     return result

@@ -1,6 +1,6 @@
-"""The ``fidelity`` method's own student shape: a scaled-down standard transformer.
+"""The student shape of the ``fidelity`` method: a scaled-down standard transformer.
 
-AVATAR's search (:mod:`.avatar`) picks whatever its surrogate ranks best; with few
+AVATAR's search (:mod:`.nsga`) picks whatever its surrogate ranks best; with few
 probes on CPU budgets it often lands on shapes such as hidden 16 with 8 heads (head
 dimension 2) and 11 layers, which cannot carry the teacher's representations that the
 ``fidelity`` loss aligns. ``teacher_shaped`` instead keeps the proportions that
@@ -21,36 +21,39 @@ the wider one, then the larger vocabulary.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from types import SimpleNamespace
 
-from .z3_space import StudentConfig, param_count, size_mb
+from ..arch import ArchSpec, param_count
+from .space import size_mb
 
 
 def teacher_shaped(
     target_mb: float, *, num_labels: int = 2, pair_mode: str | None = None, max_length: int = 256,
     head_dim: int = 32, ffn_ratio: int = 4, max_layers: int = 4, min_vocab: int = 4000, max_vocab: int = 46000,
     lower: float = 0.8, max_hidden: int = 768,
-) -> StudentConfig:
+) -> ArchSpec:
     """The ``teacher_shaped`` configuration for ``target_mb`` (see the module docstring).
 
     Raises ``ValueError`` naming the target when no configuration fits.
     """
-    best: tuple[tuple[int, int, int], StudentConfig] | None = None
+    best: tuple[tuple[int, int, int], ArchSpec] | None = None
     for hidden in range(head_dim, max_hidden + 1, head_dim):
         if hidden % 16:
             continue  # AVATAR's constraint: hidden size a multiple of 16
         for layers in range(1, max_layers + 1):
-            base = StudentConfig(vocab_size=0, num_hidden_layers=layers, hidden_size=hidden,
-                                 num_attention_heads=hidden // head_dim, intermediate_size=ffn_ratio * hidden,
-                                 max_length=max_length)
-            fixed = param_count(base, num_labels, pair_mode)  # everything but the V·h embedding rows
+            shape = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=hidden // head_dim,
+                         intermediate_size=ffn_ratio * hidden, max_length=max_length)
+            # everything but the V·h embedding rows (a namespace: ArchSpec refuses V = 0)
+            base = SimpleNamespace(vocab_size=0, position_embedding_type="absolute", **shape)
+            fixed = param_count(base, num_labels, pair_mode)
             vocab = min(max_vocab, int((target_mb * 1e6 / 4 - fixed) // hidden) // 1000 * 1000)
             if vocab < min_vocab:
                 continue
-            config = replace(base, vocab_size=vocab)
+            config = ArchSpec(vocab_size=vocab, num_labels=num_labels, pair_mode=pair_mode, **shape)
             if not lower * target_mb <= size_mb(config, num_labels, pair_mode) <= target_mb:
                 continue
-            layer_params = fixed - param_count(replace(base, num_hidden_layers=0), num_labels, pair_mode)
+            layer_params = fixed - param_count(SimpleNamespace(**{**vars(base), "num_hidden_layers": 0}), num_labels,
+                                               pair_mode)
             key = (layer_params, hidden, vocab)
             if best is None or key > best[0]:
                 best = (key, config)

@@ -9,7 +9,7 @@ surrogates, a pymoo problem over a pruned space, and Pareto selection.
   with gradient-boosting surrogates.
 
 Genes are real numbers rounded to indices of each gene's feasible grid
-(:meth:`.z3_space.PrunedSpace.grid`); heads are repaired to divide the hidden size and
+(:meth:`.space.PrunedSpace.grid`); heads are repaired to divide the hidden size and
 the size band is a pymoo inequality constraint.
 """
 
@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from .z3_space import CATEGORICAL, NUMERIC, PrunedSpace, StudentConfig, size_mb
+from ..arch import ArchSpec
+from .space import CATEGORICAL, NUMERIC, PrunedSpace, size_mb
 
 logger = logging.getLogger(__name__)
 GENES = NUMERIC + CATEGORICAL
 
 
-def features(configs: Sequence[StudentConfig], pruned: PrunedSpace) -> np.ndarray:
+def features(configs: Sequence[ArchSpec], pruned: PrunedSpace) -> np.ndarray:
     """Surrogate inputs: log2 of the numeric genes, dropout, max length / 512 and
     one-hot tokenizer, activation and position-embedding type."""
     rows = []
@@ -48,11 +49,11 @@ class Surrogate:
     pruned: PrunedSpace
     kind: str
 
-    def predict(self, configs: Sequence[StudentConfig]) -> np.ndarray:
+    def predict(self, configs: Sequence[ArchSpec]) -> np.ndarray:
         return np.asarray(self.model.predict(features(configs, self.pruned)), dtype=np.float64)
 
 
-def fit_surrogate(configs: Sequence[StudentConfig], y: Sequence[float], pruned: PrunedSpace,
+def fit_surrogate(configs: Sequence[ArchSpec], y: Sequence[float], pruned: PrunedSpace,
                   kind: str = "bayesian_ridge", seed: int = 0) -> Surrogate:
     """Fit ``BayesianRidge`` (AVATAR) or ``GradientBoostingRegressor`` (MORPH)."""
     if len(configs) != len(y) or len(configs) < 2:
@@ -71,7 +72,7 @@ def fit_surrogate(configs: Sequence[StudentConfig], y: Sequence[float], pruned: 
     return Surrogate(model, pruned, kind)
 
 
-def decode(x: np.ndarray, pruned: PrunedSpace) -> StudentConfig:
+def decode(x: np.ndarray, pruned: PrunedSpace) -> ArchSpec:
     """Genes (one real per gene, rounded to a grid index) → config; heads repaired to
     the largest feasible count ≤ the gene's that divides the hidden size."""
     vals: dict[str, Any] = {}
@@ -82,7 +83,7 @@ def decode(x: np.ndarray, pruned: PrunedSpace) -> StudentConfig:
     vals["num_attention_heads"] = max(heads) if heads else 1
     if vals["position_embedding_type"] == "rotary" and "gelu" in pruned.grid("hidden_act"):
         vals["hidden_act"] = "gelu"
-    return StudentConfig(**vals)
+    return ArchSpec(**vals, num_labels=pruned.num_labels, pair_mode=pruned.pair_mode)
 
 
 def non_dominated(F: np.ndarray) -> np.ndarray:
@@ -96,7 +97,7 @@ def non_dominated(F: np.ndarray) -> np.ndarray:
     return mask
 
 
-def nearest_to_target(configs: Sequence[StudentConfig], target_mb: float, pruned: PrunedSpace,
+def nearest_to_target(configs: Sequence[ArchSpec], target_mb: float, pruned: PrunedSpace,
                       tie_break: np.ndarray | None = None) -> int:
     """Index of the configuration whose size is closest to ``target_mb`` (ties: lowest
     ``tie_break``, then first)."""
@@ -109,16 +110,16 @@ def nearest_to_target(configs: Sequence[StudentConfig], target_mb: float, pruned
 class MooResult:
     """The non-dominated configurations found and their objective vectors."""
 
-    configs: list[StudentConfig]
+    configs: list[ArchSpec]
     F: np.ndarray
     evaluated: int
-    feasible: list[StudentConfig] = field(default_factory=list)  # every feasible configuration evaluated
+    feasible: list[ArchSpec] = field(default_factory=list)  # every feasible configuration evaluated
     feasible_F: np.ndarray | None = None
 
 
 def moo_search(
     pruned: PrunedSpace,
-    objectives: Callable[[list[StudentConfig]], np.ndarray],
+    objectives: Callable[[list[ArchSpec]], np.ndarray],
     n_obj: int,
     *,
     algorithm: str = "nsga2",
@@ -137,7 +138,7 @@ def moo_search(
     from pymoo.optimize import minimize
 
     xu = np.array([len(pruned.grid(g)) - 1 for g in GENES], dtype=float)
-    seen: dict[StudentConfig, np.ndarray] = {}
+    seen: dict[ArchSpec, np.ndarray] = {}
     upper_mb, lower_mb = pruned.upper * pruned.target_mb, pruned.lower * pruned.target_mb
 
     class _Problem(Problem):

@@ -14,42 +14,26 @@ issue 6):
   that offers them besides absolute ones) come with GELU only, because ESM's
   feed-forward hard-codes GELU.
 
-The parameter count is a closed form (:func:`param_count`) written with plain
-arithmetic, so the same function evaluates Python ints and builds z3 terms. The numeric
-genes are integer intervals; categorical genes (tokenizer, activation, dropout, maximum
-sequence length, position-embedding type) are index variables.
+A configuration is an :class:`~..arch.ArchSpec`. The parameter count is a closed form
+(:func:`..arch.param_count`) written with plain arithmetic, so the same function
+evaluates Python ints and builds z3 terms. The numeric genes are integer intervals;
+categorical genes (tokenizer, activation, dropout, maximum sequence length,
+position-embedding type) are index variables.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from ..arch import ArchSpec, param_count
 
 logger = logging.getLogger(__name__)
 
 NUMERIC = ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
 CATEGORICAL = ("tokenizer", "hidden_act", "dropout", "max_length", "position_embedding_type")
 STEPS = {"vocab_size": 1000, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 1}
-
-
-@dataclass(frozen=True)
-class StudentConfig:
-    """One point of AVATAR's space: architecture, tokenizer and training choices."""
-
-    vocab_size: int = 1000
-    num_hidden_layers: int = 1
-    hidden_size: int = 16
-    num_attention_heads: int = 1
-    intermediate_size: int = 32
-    tokenizer: str = "bpe"
-    hidden_act: str = "gelu"
-    dropout: float = 0.1
-    max_length: int = 256
-    position_embedding_type: str = "absolute"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -85,35 +69,11 @@ class AvatarSpace:
         return list(range(-(-lo // step) * step, hi + 1, step))
 
 
-def param_count(c: Any, num_labels: int = 2, pair_mode: str | None = None, rotary: Any = None) -> Any:
-    """Exact parameter count of the student :func:`.avatar_build.build_student` makes.
-
-    ``c`` has the numeric attributes of :class:`StudentConfig` (ints or z3 terms).
-    RoBERTa (absolute positions): embeddings ``(V + P + 1)·h + 2h`` with
-    ``P = max_length + 2``; per layer ``4h² + 2hi + 9h + i``; head ``m·h·h + h + hK + K``
-    (``m = 2`` for ``concat_cls`` pairs). ESM (rotary): embeddings ``V·h``, the same
-    layers, a final LayerNorm ``2h`` and ESM's contact head ``L·A + 1``.
-    """
-    V, L, h, A, i = c.vocab_size, c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size
-    m = 2 if pair_mode == "concat_cls" else 1
-    layers = L * (4 * h * h + 2 * h * i + 9 * h + i)
-    head = m * h * h + h + h * num_labels + num_labels
-    absolute = (V + c.max_length + 3) * h + 2 * h + layers + head
-    esm = V * h + layers + 2 * h + L * A + 1 + head
-    if rotary is None:
-        rotary = c.position_embedding_type == "rotary"
-    if isinstance(rotary, bool):
-        return esm if rotary else absolute
-    import z3
-
-    return z3.If(rotary, esm, absolute)
-
-
-def size_mb(c: StudentConfig, num_labels: int = 2, pair_mode: str | None = None) -> float:
+def size_mb(c: ArchSpec, num_labels: int = 2, pair_mode: str | None = None) -> float:
     return param_count(c, num_labels, pair_mode) * 4 / 1e6
 
 
-def satisfies(c: StudentConfig, target_mb: float, lower: float = 0.0, upper: float = 1.0,
+def satisfies(c: ArchSpec, target_mb: float, lower: float = 0.0, upper: float = 1.0,
               num_labels: int = 2, pair_mode: str | None = None) -> bool:
     """The constraints checked directly in Python (the oracle for the z3 encoding)."""
     s = size_mb(c, num_labels, pair_mode)
@@ -146,7 +106,7 @@ class PrunedSpace:
         """An :class:`AvatarSpace` restricted to the feasible bounds."""
         return replace(self.space, **self.bounds, **self.choices)
 
-    def feasible(self, c: StudentConfig) -> bool:
+    def feasible(self, c: ArchSpec) -> bool:
         return satisfies(c, self.target_mb, self.lower, self.upper, self.num_labels, self.pair_mode)
 
 
@@ -188,6 +148,7 @@ class _Encoding:
             s.add(4 * params >= int(-(-lower * target_mb * 1e6 // 1)))
         self.solver = s
         self.checks = 0
+        self.num_labels, self.pair_mode = num_labels, pair_mode
 
     def sat(self, *extra: Any) -> bool:
         import z3
@@ -195,11 +156,11 @@ class _Encoding:
         self.checks += 1
         return self.solver.check(*extra) == z3.sat
 
-    def decode(self, model: Any) -> StudentConfig:
+    def decode(self, model: Any) -> ArchSpec:
         vals: dict[str, Any] = {n: model.eval(self.v[n]).as_long() for n in NUMERIC}
         for n in CATEGORICAL:
             vals[n] = getattr(self.space, n)[model.eval(self.idx[n]).as_long()]
-        return StudentConfig(**vals)
+        return ArchSpec(**vals, num_labels=self.num_labels, pair_mode=self.pair_mode)
 
 
 def prune(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: float = 1.0, num_labels: int = 2,
@@ -233,7 +194,7 @@ def prune(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: fl
 
 
 def enumerate_feasible(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: float = 1.0,
-                       num_labels: int = 2, pair_mode: str | None = None, limit: int = 10_000) -> list[StudentConfig]:
+                       num_labels: int = 2, pair_mode: str | None = None, limit: int = 10_000) -> list[ArchSpec]:
     """Every feasible configuration (up to ``limit``), by blocking each z3 model found."""
     import z3
 

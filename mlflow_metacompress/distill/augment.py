@@ -1,10 +1,13 @@
-"""Metamorphic training and validation variants with teacher logits computed once.
+"""Metamorphic augmentation shared by the ``morph`` and ``fidelity`` methods: training
+and validation variants, with teacher logits computed once.
 
 MORPH (Panichella, ICSE 2025) augments the distillation set with semantics-preserving
-variants: renamed functions and renamed variables/parameters. Here they come from the
-project's transformation library (:mod:`mlflow_metacompress.transforms`). The teacher
-labels every variant once through the cached soft-label path (:mod:`.soft_labels`),
-before training; the teacher never enters the training loop.
+variants: renamed functions and renamed variables/parameters (:data:`MORPH_TRANSFORMS`,
+chained by :func:`metamorphic`). ``fidelity`` takes every applicable transformation
+separately (:func:`variant_table`). The variants come from the project's transformation
+library (:mod:`mlflow_metacompress.transforms`). The teacher labels every variant once
+through the cached soft-label path (:mod:`.soft_labels`), before training; the teacher
+never enters the training loop.
 """
 
 from __future__ import annotations
@@ -95,3 +98,24 @@ def concat(parts: Sequence[CodeExamples]) -> CodeExamples:
     labels = None if parts[0].labels is None else np.concatenate([p.labels for p in parts])  # type: ignore[misc]
     logits = None if parts[0].teacher_logits is None else np.concatenate([p.teacher_logits for p in parts])  # type: ignore[misc]
     return CodeExamples(texts, texts_b, labels, logits)
+
+
+def variant_table(examples: CodeExamples, language: str, names: Sequence[str],
+                  seed: int = 0) -> tuple[CodeExamples, list[np.ndarray]]:
+    """All changed variants of every row under each of ``names`` (first column
+    transformed; a pair's second function is kept) and, per original, the indices of its
+    variants in the table."""
+    table = each_variant(examples.texts, names, language, seed)
+    texts: list[str] = []
+    texts_b: list[str] | None = [] if examples.texts_b is not None else None
+    owner: list[int] = []
+    for name in names:
+        for i, code in enumerate(table[name]):
+            if code is not None and code != examples.texts[i]:
+                texts.append(code)
+                owner.append(i)
+                if texts_b is not None:
+                    texts_b.append(examples.texts_b[i])  # type: ignore[index]
+    owner_arr = np.asarray(owner, dtype=np.int64)
+    variant_of = [np.flatnonzero(owner_arr == i) for i in range(len(examples))]
+    return CodeExamples(texts, texts_b), variant_of

@@ -1,28 +1,23 @@
-"""Compressor (Shi, Yang, Xu, Zhou, Lo, "Compressing Pre-trained Models of Code into
-3 MB", ASE 2022).
+"""Compressor's genetic architecture search (Shi, Yang, Xu, Zhou, Lo, "Compressing
+Pre-trained Models of Code into 3 MB", ASE 2022).
 
-1. **Search.** A genetic algorithm over the tokenizer's vocabulary size and the
-   encoder's layers, hidden size, attention heads and intermediate size. Fitness is
-   ``GFLOPs(a) − |size_MB(a) − target|`` (maximised): as much computation as possible
-   (a proxy for capacity) at the target size. Size is parameters × 4 bytes / 10^6;
-   GFLOPs are counted by ``torch.utils.flop_counter`` (see :mod:`.arch`).
-   No candidate is trained during the search.
-2. **Tokenizer.** Byte-level BPE trained on the unlabeled task code with the searched
-   vocabulary size.
-3. **Distillation.** Soft-label KD at T = 1 on the unlabeled half of the training data
-   (teacher logits cached beforehand), keeping the best validation checkpoint.
+A genetic algorithm over the tokenizer's vocabulary size and the encoder's layers,
+hidden size, attention heads and intermediate size. Fitness is
+``GFLOPs(a) − |size_MB(a) − target|`` (maximised): as much computation as possible (a
+proxy for capacity) at the target size. Size is parameters × 4 bytes / 10^6; GFLOPs are
+counted by ``torch.utils.flop_counter`` (see :mod:`..arch`). No candidate is trained
+during the search.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
-from .arch import ArchSpec
-from .methods import DistillContext, StudentOutcome, register_method, train_student
+from ..arch import ArchSpec
+from ..options import SearchOptions
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +71,8 @@ def _decode(genome: np.ndarray, space: SearchSpace, base: ArchSpec) -> ArchSpec:
 def search_architecture(
     target_mb: float = 3.0,
     *,
-    population: int = 20,
-    generations: int = 15,
+    population: int = SearchOptions.population,
+    generations: int = SearchOptions.generations,
     seed: int = 0,
     base: ArchSpec | None = None,
     space: SearchSpace | None = None,
@@ -132,45 +127,3 @@ def search_architecture(
     if not feasible:
         logger.warning("no architecture within %.0f%% of %.2f MB; best is %.3f MB", 100 * tolerance, target_mb, best.size_mb())
     return SearchResult(best, pool[best], best.size_mb(), best.gflops(), bool(feasible), history, len(scores))
-
-
-@register_method("compressor")
-def compressor(ctx: DistillContext) -> StudentOutcome:
-    """Compressor: GA search at ``ctx.size_mb``, BPE tokenizer, KD (T = 1) student.
-
-    Options: ``population`` (20), ``generations`` (15), ``temperature`` (1.0),
-    ``lr`` (1e-3), ``tolerance`` (0.1), ``max_vocab`` (46000).
-    """
-    import mlflow
-
-    from ..models.tokenizer import train_tokenizer
-    from .modules import soft_label_loss
-
-    opts = dict(ctx.options)
-    texts = ctx.unlabeled.texts + (ctx.unlabeled.texts_b or [])
-    # the corpus bounds the vocabulary BPE can learn; search only sizes it can reach
-    reachable = len(train_tokenizer(texts, vocab_size=int(opts.get("max_vocab", 46000)), kind="bpe"))
-    base = ArchSpec(max_length=ctx.max_length, num_labels=len(ctx.labels), pair_mode=ctx.pair_mode)
-    result = search_architecture(
-        ctx.size_mb, population=int(opts.get("population", 20)), generations=int(opts.get("generations", 15)),
-        seed=ctx.seed, base=base, space=SearchSpace().cap_vocab(reachable), tolerance=float(opts.get("tolerance", 0.1)),
-        progress=ctx.fit_config.progress,
-    )
-    if mlflow.active_run() is not None:
-        for row in result.history:
-            mlflow.log_metrics({"ga_best_fitness": row["best_fitness"], "ga_mean_fitness": row["mean_fitness"]},
-                               step=int(row["generation"]))
-    tokenizer = train_tokenizer(texts, vocab_size=result.best.vocab_size, kind="bpe", model_max_length=ctx.max_length)
-    spec = replace(result.best, vocab_size=len(tokenizer))
-    model = spec.build(ctx.labels)
-    temperature = float(opts.get("temperature", 1.0))
-    fit = train_student(model, tokenizer, [ctx.unlabeled], ctx.valid, soft_label_loss(temperature),
-                        fit_config=ctx.fit_config, lr=float(opts.get("lr", 1e-3)))
-    config: dict[str, Any] = {
-        "method": "compressor", "arch": spec.to_dict(), "tokenizer": {"kind": "bpe", "vocab_size": len(tokenizer)},
-        "target_size_mb": ctx.size_mb, "size_mb": spec.size_mb(), "gflops": spec.gflops(), "fitness": result.fitness,
-        "feasible": result.feasible, "temperature": temperature, "reachable_vocab": reachable,
-        "search": {"evaluated": result.evaluated, "history": result.history},
-    }
-    params = {f"arch.{k}": v for k, v in spec.to_dict().items()}
-    return StudentOutcome(model, tokenizer, config, fit, params)

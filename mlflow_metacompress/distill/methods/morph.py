@@ -2,14 +2,14 @@
 Code-related Tasks", ICSE 2025).
 
 1. **Augmentation.** Every unlabeled training sample gets a metamorphic variant
-   (``rename_function`` then ``rename_variables``, parameters included); changed
-   variants join the training set with teacher logits computed once (cached).
+   (``rename_function`` then ``rename_variables``, parameters included; :mod:`..augment`);
+   changed variants join the training set with teacher logits computed once (cached).
 2. **Loss.** KD + (1 − cosine similarity of the probability vectors), temperature 3
-   by default (the paper's value; its code uses 10), see :mod:`.morph_loss`.
+   by default (the paper's value; its code uses 10), see :func:`..losses.morph_loss`.
 3. **Search.** AGE-MOEA over four objectives: size, prediction flips on metamorphic
    validation variants, GFLOPs and validation accuracy (negated). Flips and accuracy
    come from gradient-boosting surrogates fitted on briefly distilled probes; the space
-   is AVATAR's z3-pruned space at the size budget.
+   is AVATAR's z3-pruned space at the size budget (:mod:`..search`).
 4. **Choice.** Among the non-dominated configurations, the highest predicted
    ``accuracy − flips`` (ties: nearest the size target).
 5. **Checkpoints.** The validation set is the clean validation split followed by its
@@ -20,51 +20,65 @@ Code-related Tasks", ICSE 2025).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .avatar import corpus, pruned_space, run_probes
-from .avatar_probe import subset
-from .methods import DistillContext, StudentOutcome, register_method, train_student
-from .morph_data import MORPH_TRANSFORMS, concat, language_of, metamorphic, with_teacher_logits
-from .morph_loss import DEFAULT_TEMPERATURE, morph_soft_label_loss
-from .z3_space import StudentConfig, size_mb
+from ..arch import ArchSpec
+from ..context import DistillContext, StudentOutcome
+from ..search.probes import ProbeOptions
+from ..student import train_student
 
+NAME = "morph"
 logger = logging.getLogger(__name__)
 
 
-def augmented_training(ctx: DistillContext, language: str, names: tuple[str, ...] = MORPH_TRANSFORMS) -> Any:
+@dataclass(frozen=True)
+class Options(ProbeOptions):
+    """The search budget (:class:`~..search.probes.ProbeOptions`), the loss's
+    ``temperature`` (the paper's 3; its code uses 10) and ``cosine_weight``, and the
+    ``language`` of the transformations (default: the task's)."""
+
+    temperature: float = 3.0
+    cosine_weight: float = 1.0
+    language: str | None = None
+
+
+def augmented_training(ctx: DistillContext, language: str) -> Any:
     """The changed metamorphic variants of ``ctx.unlabeled`` with cached teacher logits."""
-    variants, _ = metamorphic(ctx.unlabeled, language, names, seed=ctx.seed, keep_unchanged=False)
+    from ..augment import MORPH_TRANSFORMS, metamorphic, with_teacher_logits
+
+    variants, _ = metamorphic(ctx.unlabeled, language, MORPH_TRANSFORMS, seed=ctx.seed, keep_unchanged=False)
     if len(variants) == 0:
         logger.warning("no training sample could be transformed; MORPH trains on the originals only")
         return None
     return with_teacher_logits(variants, ctx.teacher_uri, ctx.code_columns, ctx.cache_dir)
 
 
-def morph_search(ctx: DistillContext, texts: list[str], train: list[Any], valid_variants: Any, loss_fn: Any,
-                 tokenizers: dict) -> tuple[StudentConfig, dict[str, Any]]:
-    from .avatar_build import gflops
-    from .search_moo import fit_surrogate, moo_search
+def morph_search(ctx: DistillContext, options: Options, train: list[Any], valid_variants: Any, loss_fn: Any,
+                 tokenizers: dict) -> tuple[ArchSpec, dict[str, Any]]:
+    """Probes, flip and accuracy surrogates, AGE-MOEA and MORPH's choice."""
+    from ..search.build import gflops
+    from ..search.moo import fit_surrogate, moo_search
+    from ..search.probes import pruned_space, run_probes, subset
+    from ..search.space import size_mb
 
-    opts = ctx.options
-    pruned = pruned_space(ctx, texts)
-    probe_rows = int(opts.get("probe_rows", 256))
-    probe_train = [subset(part, probe_rows, ctx.seed) for part in train]
-    probes = run_probes(ctx, pruned, texts, loss_fn, train=probe_train, valid_variants=valid_variants,
+    pruned = pruned_space(ctx, options)
+    probe_train = [subset(part, options.probe_rows, ctx.seed) for part in train]
+    probes = run_probes(ctx, pruned, options, loss_fn, train=probe_train, valid_variants=valid_variants,
                         tokenizers=tokenizers)
     configs = [p.config for p in probes]
     acc = fit_surrogate(configs, [p.val_acc for p in probes], pruned, "gradient_boosting", ctx.seed)
     flips = fit_surrogate(configs, [p.flip_rate for p in probes], pruned, "gradient_boosting", ctx.seed)
     k, pm = len(ctx.labels), ctx.pair_mode
 
-    def objectives(cs: list[StudentConfig]) -> np.ndarray:
+    def objectives(cs: list[ArchSpec]) -> np.ndarray:
         a, f = acc.predict(cs), flips.predict(cs)
         return np.array([[size_mb(c, k, pm), fi, gflops(c, k, pm), -ai] for c, ai, fi in zip(cs, a, f)])
 
-    result = moo_search(pruned, objectives, 4, algorithm="agemoea", population=int(opts.get("population", 20)),
-                        generations=int(opts.get("generations", 15)), seed=ctx.seed)
+    result = moo_search(pruned, objectives, 4, algorithm="agemoea", population=options.population,
+                        generations=options.generations, seed=ctx.seed)
     score = -result.F[:, 3] - result.F[:, 1]
     dist = np.abs(result.F[:, 0] - ctx.size_mb)
     best = int(np.lexsort((dist, -np.round(score, 9)))[0])
@@ -77,31 +91,27 @@ def morph_search(ctx: DistillContext, texts: list[str], train: list[Any], valid_
     return result.configs[best], record
 
 
-@register_method("morph")
-def morph(ctx: DistillContext) -> StudentOutcome:
-    """MORPH student. Options: ``temperature`` (3; the paper's code uses 10),
-    ``cosine_weight`` (1.0), ``population`` (20), ``generations`` (15), ``probes`` (6),
-    ``probe_steps`` (30), ``probe_rows`` (256), ``probe_valid`` (200), ``size_lower``
-    (0.5), ``lr`` (1e-3), ``language`` (from the task)."""
-    from .avatar_build import gflops, materialise
+def run(ctx: DistillContext, options: Options) -> StudentOutcome:
+    """MORPH student: augment, search, distil with KD + cosine."""
+    from ..augment import MORPH_TRANSFORMS, concat, language_of, metamorphic
+    from ..modules import morph_soft_label_loss
+    from ..search.build import gflops, materialise
+    from ..search.space import size_mb
 
-    opts = ctx.options
-    language = language_of(ctx.task, opts.get("language"))
-    temperature = float(opts.get("temperature", DEFAULT_TEMPERATURE))
-    loss_fn = morph_soft_label_loss(temperature, float(opts.get("cosine_weight", 1.0)))
+    language = language_of(ctx.task, options.language)
+    loss_fn = morph_soft_label_loss(options.temperature, options.cosine_weight)
     augmented = augmented_training(ctx, language)
     train = [ctx.unlabeled] + ([augmented] if augmented is not None else [])
     valid_variants, _ = metamorphic(ctx.valid, language, MORPH_TRANSFORMS, seed=ctx.seed + 7)
-    texts, tokenizers = corpus(ctx), {}
-    choice, record = morph_search(ctx, texts, train, valid_variants, loss_fn, tokenizers)
-    model, tokenizer, config = materialise(texts, choice, ctx.labels, ctx.pair_mode, tokenizers)
+    tokenizers: dict = {}
+    choice, record = morph_search(ctx, options, train, valid_variants, loss_fn, tokenizers)
+    model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers)
     # clean + metamorphic validation rows, equally many: val_acc is their mean accuracy
     selection_set = concat([ctx.valid, valid_variants])
-    fit = train_student(model, tokenizer, train, selection_set, loss_fn, fit_config=ctx.fit_config,
-                        lr=float(opts.get("lr", 1e-3)))
+    fit = train_student(model, tokenizer, train, selection_set, loss_fn, fit_config=ctx.fit_config, lr=options.lr)
     k, pm = len(ctx.labels), ctx.pair_mode
-    out = {"method": "morph", "student": config.to_dict(), "target_size_mb": ctx.size_mb,
-           "size_mb": size_mb(config, k, pm), "gflops": gflops(config, k, pm), "temperature": temperature,
+    out = {"method": NAME, "student": config.to_dict(), "target_size_mb": ctx.size_mb,
+           "size_mb": size_mb(config, k, pm), "gflops": gflops(config, k, pm), "temperature": options.temperature,
            "augmented_rows": 0 if augmented is None else len(augmented), "language": language,
            "checkpoint_selection": "mean of clean and metamorphic validation accuracy", "search": record}
     params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}

@@ -1,0 +1,67 @@
+"""Compressor (Shi, Yang, Xu, Zhou, Lo, "Compressing Pre-trained Models of Code into
+3 MB", ASE 2022).
+
+1. **Search.** Compressor's genetic algorithm (:mod:`..search.ga`) at the size target:
+   fitness ``GFLOPs − |size_MB − target|``, no candidate trained. The vocabulary genes
+   are capped at what BPE can learn from the unlabeled task code.
+2. **Tokenizer.** Byte-level BPE trained on the unlabeled task code with the searched
+   vocabulary size.
+3. **Distillation.** Soft-label KD at T = 1 on the unlabeled half of the training data
+   (teacher logits cached beforehand), keeping the best validation checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..context import DistillContext, StudentOutcome
+from ..options import SearchOptions
+from ..student import train_student
+
+NAME = "compressor"
+
+
+@dataclass(frozen=True)
+class Options(SearchOptions):
+    """``population``/``generations`` of the GA, ``max_vocab`` of the BPE tokenizer,
+    the KD ``temperature``, the ``tolerance`` (relative) around the size target and ``lr``."""
+
+    temperature: float = 1.0
+    tolerance: float = 0.1
+
+
+def run(ctx: DistillContext, options: Options) -> StudentOutcome:
+    """Compressor: GA search at ``ctx.size_mb``, BPE tokenizer, KD (T = 1) student."""
+    import mlflow
+
+    from ...models.tokenizer import train_tokenizer
+    from ..arch import ArchSpec
+    from ..modules import soft_label_loss
+    from ..search.ga import SearchSpace, search_architecture
+
+    texts = ctx.corpus()
+    # the corpus bounds the vocabulary BPE can learn; search only sizes it can reach
+    reachable = len(train_tokenizer(texts, vocab_size=options.max_vocab, kind="bpe"))
+    base = ArchSpec(max_length=ctx.max_length, num_labels=len(ctx.labels), pair_mode=ctx.pair_mode)
+    result = search_architecture(
+        ctx.size_mb, population=options.population, generations=options.generations, seed=ctx.seed, base=base,
+        space=SearchSpace().cap_vocab(reachable), tolerance=options.tolerance, progress=ctx.fit_config.progress,
+    )
+    if mlflow.active_run() is not None:
+        for row in result.history:
+            mlflow.log_metrics({"ga_best_fitness": row["best_fitness"], "ga_mean_fitness": row["mean_fitness"]},
+                               step=int(row["generation"]))
+    tokenizer = train_tokenizer(texts, vocab_size=result.best.vocab_size, kind="bpe", model_max_length=ctx.max_length)
+    spec = replace(result.best, vocab_size=len(tokenizer))
+    model = spec.build(ctx.labels)
+    fit = train_student(model, tokenizer, [ctx.unlabeled], ctx.valid, soft_label_loss(options.temperature),
+                        fit_config=ctx.fit_config, lr=options.lr)
+    config: dict[str, Any] = {
+        "method": NAME, "arch": spec.to_dict(), "tokenizer": {"kind": "bpe", "vocab_size": len(tokenizer)},
+        "target_size_mb": ctx.size_mb, "size_mb": spec.size_mb(), "gflops": spec.gflops(), "fitness": result.fitness,
+        "feasible": result.feasible, "temperature": options.temperature, "reachable_vocab": reachable,
+        "search": {"evaluated": result.evaluated, "history": result.history},
+    }
+    params = {f"arch.{k}": v for k, v in spec.to_dict().items()}
+    return StudentOutcome(model, tokenizer, config, fit, params)

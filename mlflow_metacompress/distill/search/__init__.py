@@ -1,0 +1,10 @@
+"""Search machinery shared by the distillation methods (never one method's own):
+
+- :mod:`.ga`: Compressor's genetic search over RoBERTa shapes (Shi et al., ASE 2022);
+- :mod:`.space`: AVATAR's configuration space and its z3 pruning (Shi et al., ICSE-SEIS 2024);
+- :mod:`.moo`: multi-objective search with pymoo (NSGA-II, AGE-MOEA) and surrogates;
+- :mod:`.probes`: briefly distilled probes, the surrogates' training data;
+- :mod:`.nsga`: AVATAR's whole search (pruning, probes, surrogate, NSGA-II, choice);
+- :mod:`.build`: tokenizer and student of a searched :class:`~..arch.ArchSpec`;
+- :mod:`.teacher_shaped`: the scaled-down teacher-shaped family of the ``fidelity`` method.
+"""

@@ -1,0 +1,44 @@
+"""Turn a searched :class:`~..arch.ArchSpec` into a tokenizer and a student.
+
+The tokenizer of the spec's kind (BPE, WordPiece or Unigram, as AVATAR searches them;
+Shi et al., ICSE-SEIS 2024) is trained on the task code; the student is built with the
+vocabulary the tokenizer actually reached (:meth:`.arch.ArchSpec.build`: RoBERTa for
+absolute positions, ESM-style for rotary ones). GFLOPs are those of the RoBERTa
+equivalent (:meth:`.arch.ArchSpec.gflops`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from ..arch import ArchSpec
+
+logger = logging.getLogger(__name__)
+
+
+def gflops(c: ArchSpec, num_labels: int = 2, pair_mode: str | None = None) -> float:
+    """GFLOPs of ``c`` with ``num_labels`` classes and ``pair_mode``."""
+    return replace(c, num_labels=num_labels, pair_mode=pair_mode).gflops()
+
+
+def train_kind_tokenizer(texts: list[str], c: ArchSpec) -> Any:
+    """A tokenizer of ``c.tokenizer`` kind with at most ``c.vocab_size`` entries."""
+    from ...models.tokenizer import train_tokenizer
+
+    return train_tokenizer(texts, vocab_size=c.vocab_size, kind=c.tokenizer, model_max_length=c.max_length)  # type: ignore[arg-type]
+
+
+def materialise(texts: list[str], c: ArchSpec, labels: list[str], pair_mode: str | None = None,
+                tokenizers: dict[tuple[str, int], Any] | None = None) -> tuple[Any, Any, ArchSpec]:
+    """``(model, tokenizer, spec)``: trains the tokenizer (memoised in ``tokenizers``)
+    and builds the student with the vocabulary the tokenizer actually reached, for
+    ``labels`` and ``pair_mode``."""
+    key = (c.tokenizer, c.vocab_size)
+    cache = tokenizers if tokenizers is not None else {}
+    if key not in cache:
+        cache[key] = train_kind_tokenizer(texts, c)
+    tokenizer = cache[key]
+    real = replace(c, vocab_size=len(tokenizer), num_labels=len(labels), pair_mode=pair_mode)
+    return real.build(labels, pad_token_id=tokenizer.pad_token_id), tokenizer, real

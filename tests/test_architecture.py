@@ -347,3 +347,30 @@ def test_attack_cli_leaves_an_empty_cwd_empty(empty_cwd, logged_models, tmp_path
     assert code == 0, capsys.readouterr().err
     assert "Attack success rate" in capsys.readouterr().out
     assert sorted(os.listdir(work)) == []
+
+
+@pytest.mark.slow
+def test_distill_student_leaves_an_empty_cwd_empty(empty_cwd, tiny_classifiers, tmp_path, capsys):
+    """``metacompress distill student`` against a tiny registered teacher, no ``--cache-dir``:
+    soft labels go to MLFLOW_METACOMPRESS_CACHE, nothing to the working directory."""
+    import mlflow
+
+    from mlflow_metacompress.cli import main
+    from mlflow_metacompress.models.pyfunc import log_code_classifier
+    from tests.conftest import toy_frame
+
+    work, _, uri = empty_cwd
+    tok, teacher, _ = tiny_classifiers
+    with mlflow.start_run(experiment_id=os.environ["MLFLOW_EXPERIMENT_ID"]):
+        log_code_classifier(teacher, tok, registered_model_name="empty-cwd-teacher", code_columns=["func"])
+    folder = tmp_path / "data" / "devign"
+    folder.mkdir(parents=True)
+    for split, n, seed in (("train", 24, 0), ("valid", 8, 1), ("test", 8, 2)):
+        toy_frame(n, seed).assign(idx=range(n), project="toy").to_json(
+            folder / f"{split}.jsonl", orient="records", lines=True)
+    code = main(["--tracking-uri", uri, "distill", "student", "--method", "compressor",
+                 "--data-dir", str(tmp_path / "data"), "--teacher", "models:/empty-cwd-teacher/1",
+                 "--size-mb", "0.1", "--population", "4", "--generations", "2", "--epochs", "1",
+                 "--batch-size", "8", "--max-length", "64", "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    assert sorted(os.listdir(work)) == []

@@ -67,6 +67,15 @@ def _format(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.4f}"
 
 
+def _experiment_id(name: str) -> str:
+    """The id of experiment ``name``, created if missing (without changing the active experiment)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    found = client.get_experiment_by_name(name)
+    return found.experiment_id if found is not None else client.create_experiment(name)
+
+
 def run(args: argparse.Namespace) -> int:
     """Evaluate ``args.student`` against ``args.teacher`` on ``args.data``; exit code 0."""
     import mlflow
@@ -77,9 +86,8 @@ def run(args: argparse.Namespace) -> int:
     df = read_table(args.data)
     if args.targets is not None and args.targets not in df.columns:
         raise ValueError(f"--targets column {args.targets!r} not in {args.data}; it has {list(df.columns)}")
-    if args.experiment:
-        mlflow.set_experiment(args.experiment)
-    with mlflow.start_run(run_name=args.run_name) as active:
+    experiment_id = _experiment_id(args.experiment) if args.experiment else None
+    with mlflow.start_run(run_name=args.run_name, experiment_id=experiment_id) as active:
         result = mlflow.models.evaluate(model=args.student, data=df, targets=args.targets, model_type="metacompress",
                                         evaluators="metacompress", evaluator_config=config)
     run_id = active.info.run_id

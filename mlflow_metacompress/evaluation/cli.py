@@ -26,7 +26,8 @@ HEADLINE = ("teacher_accuracy", "student_accuracy", "accuracy_drop", "mr1_violat
 
 def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="compare a student with its teacher (MR1-MR4) in a new MLflow run",
-                       description=__doc__.split("\n\n")[0].replace("\n", " "))
+                       description="Run the MetaCompress evaluator (arXiv 2511.05476) on a data file in a new "
+                                   "MLflow run; print the headline metrics and the run id. Exit code 2 on bad input.")
     p.add_argument("--student", required=True, help="student model URI (models:/name/1, runs:/id/model, a local path)")
     p.add_argument("--teacher", required=True, help="teacher model URI")
     p.add_argument("--data", required=True, help="evaluation table: .jsonl, .json, .csv or .parquet")

@@ -5,8 +5,11 @@ function, listed in :data:`SUBCOMMANDS`, adds a subparser whose ``func`` default
 handler ``(args) -> exit code``. Handlers import heavy modules lazily so
 ``metacompress --help`` stays fast.
 
+Subcommands: ``evaluate``, ``attack``, ``distill``, ``gate``, ``policies``.
+
 Exit codes: 0 success (for ``gate``: the version passed), 1 the gate failed or refused,
-2 usage or input error.
+2 usage or input error (a missing or malformed file, bad JSON, an unknown name), reported
+in one line.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ Handler = Callable[[argparse.Namespace], int]
 # (module, function): each package owns its subcommands; the function adds one subparser
 # whose ``func`` default is the handler.
 SUBCOMMANDS: list[tuple[str, str]] = [
+    ("mlflow_metacompress.evaluation.cli", "add_evaluate"),
     ("mlflow_metacompress.attacks.cli", "add_attack"),
     ("mlflow_metacompress.distill.cli", "add_distill"),
     ("mlflow_metacompress.gates.cli", "add_gate"),
@@ -61,8 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # report input problems in one line, not a traceback
         from mlflow.exceptions import MlflowException
 
-        if isinstance(exc, (ValueError, KeyError, FileNotFoundError, TypeError, MlflowException)):
+        if isinstance(exc, (ValueError, KeyError, OSError, TypeError, MlflowException)):
             message = exc.message if isinstance(exc, MlflowException) else exc
+            if isinstance(exc, KeyError) and exc.args:
+                message = exc.args[0]  # str(KeyError) would quote the message
             print(f"metacompress {args.command}: error: {message}", file=sys.stderr)
             if args.verbose:
                 logger.exception("details")

@@ -117,3 +117,23 @@ def test_alert_with_a_masked_language_model(tmp_path):
     assert all(r.status is AttackStatus.SUCCEEDED for r in report.results)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         MLMSubstitutes.from_pretrained(tmp_path / "missing")
+
+
+def test_attack_cli_input_errors_exit_2_naming_the_fault(tmp_path, capsys):
+    from mlflow_metacompress.cli import main as metacompress
+
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"func": CODES[0], "target": 1}) + "\n{broken\n")
+    base = ["attack", "--model", str(tmp_path / "no-model"), "--attack", "mhm_zhang_2020"]
+    assert metacompress([*base, "--data", str(data)]) == 2
+    assert f"{data}:2: invalid JSON" in capsys.readouterr().err
+    assert metacompress([*base, "--data", str(tmp_path / "missing.csv")]) == 2
+    assert "missing.csv does not exist" in capsys.readouterr().err
+    data.write_text(json.dumps({"func": CODES[0], "label": 1}) + "\n")
+    assert metacompress([*base, "--data", str(data)]) == 2
+    assert "label column 'target' not in" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        metacompress(["attack", "--model", "m", "--data", str(data), "--attack", "nope"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'nope'" in err and "coda_tian_2023" in err

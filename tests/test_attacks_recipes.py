@@ -1,4 +1,4 @@
-"""The four recipes against synthetic models: budgets, real flips, parsing, consistent
+"""The recipes (discovered; at least the four published ones) against synthetic models: budgets, real flips, parsing, consistent
 renaming checked token by token on tree-sitter leaves, seeds, clone pairs."""
 
 from __future__ import annotations
@@ -101,8 +101,33 @@ def frame() -> pd.DataFrame:
     return pd.DataFrame({"func": CODES, "target": LABELS}, index=[f"s{i}" for i in range(len(CODES))])
 
 
-def test_registry_lists_the_four_recipes():
-    assert list_attacks() == sorted(ATTACKS)
+def test_registry_holds_at_least_the_four_recipes_each_named_once():
+    import importlib
+
+    from mlflow_metacompress.attacks import ATTACKS as REGISTRY
+    from mlflow_metacompress.attacks.attack import Attack
+
+    names = list_attacks()
+    assert set(ATTACKS) <= set(names) and names == sorted(names) == sorted(REGISTRY)
+    for name in ATTACKS:  # the shipped modules are named after their recipe
+        module = importlib.import_module(f"mlflow_metacompress.attacks.recipes.{name}")
+        assert module.NAME == name
+    for name in names:
+        attack = REGISTRY[name](constant, budget=5)
+        assert isinstance(attack, Attack) and attack.name == name
+
+
+def test_coda_uses_only_known_transformations_and_rejects_unknown_ones():
+    from mlflow_metacompress.attacks.recipes import get_attack
+    from mlflow_metacompress.attacks.recipes.coda_tian_2023 import STRUCTURE
+    from mlflow_metacompress.transforms import LANGUAGES, list_transforms
+
+    known = {t for language in LANGUAGES for t in list_transforms(language)}
+    assert set(STRUCTURE) <= known
+    build = get_attack("coda_tian_2023")
+    with pytest.raises(KeyError, match=r"unknown transformations \['if_else_to_if_if'\]; known: .*swap_if_else"):
+        build(constant, transformations=["for_to_while", "if_else_to_if_if"])
+    assert build(constant, transformations=["for_to_while"]).transformations == ("for_to_while",)
 
 
 @pytest.mark.parametrize("name", ATTACKS)
@@ -173,7 +198,7 @@ def test_unparsable_or_identifier_free_code_is_skipped():
 
 
 def test_bad_inputs_name_the_fault(frame):
-    with pytest.raises(KeyError, match="nope"):
+    with pytest.raises(KeyError, match="unknown attack 'nope'; available: .*coda_tian_2023"):
         run_attack("nope", constant, frame, ["func"], LABELS, "c")
     with pytest.raises(KeyError, match="code"):
         run_attack("mhm_zhang_2020", constant, frame, ["code"], LABELS, "c")

@@ -1,13 +1,17 @@
-"""The ``metacompress`` console script: ``gate`` and ``policies``."""
+"""The ``metacompress`` command: the five subcommands and their help, ``evaluate``
+(metrics re-derived from the models' own outputs), ``gate`` and ``policies``."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import mlflow
+import numpy as np
+import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
@@ -96,3 +100,135 @@ def test_console_script_is_installed_and_lists_presets():
     for name in ("safety_critical", "standard", "lenient"):
         assert f"policy {name}" in out.stdout
     assert "accuracy_drop <= 0.02" in out.stdout
+
+
+SUBCOMMANDS = ("evaluate", "attack", "distill", "gate", "policies")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mlflow_metacompress.cli", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_help_lists_the_five_subcommands_and_each_help_exits_0():
+    top = _cli("--help")
+    assert top.returncode == 0, top.stderr
+    listed = re.findall(r"^    (\w+)\s", top.stdout, flags=re.M)
+    assert listed == list(SUBCOMMANDS)
+    for name in SUBCOMMANDS:
+        out = _cli(name, "--help")
+        assert out.returncode == 0, (name, out.stderr)
+        assert out.stdout.startswith(f"usage: metacompress {name}")
+    attack_help = _cli("attack", "--help").stdout
+    for recipe in ("mhm_zhang_2020", "alert_yang_2022", "wir_random_zeng_2022", "coda_tian_2023"):
+        assert recipe in attack_help  # --attack choices come from recipe discovery
+
+
+def test_unknown_subcommand_exits_2():
+    out = _cli("evaluat")
+    assert out.returncode == 2 and "invalid choice: 'evaluat'" in out.stderr
+
+
+class _Bucket(mlflow.pyfunc.PythonModel):
+    """p(class 1) from the code's length bucket; ``width`` differs between teacher and student."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+
+    def predict(self, context, model_input, params=None):
+        return pd.DataFrame(_bucket(model_input["func"], self.width), columns=["0", "1"])
+
+
+def _bucket(codes, width: int) -> np.ndarray:
+    p1 = np.array([0.1 + (0.8 if width == 40 else 0.7) * ((len(c) // width) % 2) for c in codes])
+    return np.stack([1 - p1, p1], axis=1)
+
+
+@pytest.fixture
+def pair(tracking, tmp_path):
+    """A teacher and a student logged in the store, and a labelled .jsonl file."""
+    from tests.conftest import toy_frame
+
+    uri = tracking
+    uris = {}
+    for role, width in (("teacher", 40), ("student", 30)):
+        with mlflow.start_run():
+            uris[role] = mlflow.pyfunc.log_model(name=role, python_model=_Bucket(width)).model_uri
+    df = toy_frame(24, seed=5)
+    data = tmp_path / "eval.jsonl"
+    df.to_json(data, orient="records", lines=True)
+    return uri, uris, df, data
+
+
+def _printed(text: str) -> dict[str, float]:
+    return {k: float(v) for k, v in re.findall(r"^(\S+)\s+(-?[\d.]+|nan)$", text, flags=re.M)}
+
+
+def test_evaluate_prints_the_headline_metrics_of_a_new_run(pair, capsys):
+    uri, uris, df, data = pair
+    argv = ["--tracking-uri", uri, "evaluate", "--student", uris["student"], "--teacher", uris["teacher"],
+            "--data", str(data), "--targets", "target", "--experiment", "cli-eval", "--run-name", "first",
+            "--evaluator-config", json.dumps({"transforms": [], "language": "c", "progress": False})]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    printed = _printed(out)
+    run_id = re.search(r"^run_id: (\w+)$", out, flags=re.M).group(1)
+
+    teacher, student = _bucket(df["func"], 40).argmax(1), _bucket(df["func"], 30).argmax(1)
+    y = df["target"].to_numpy()
+    assert printed["teacher_accuracy"] == pytest.approx((teacher == y).mean(), abs=1e-4)
+    assert printed["student_accuracy"] == pytest.approx((student == y).mean(), abs=1e-4)
+    assert printed["accuracy_drop"] == pytest.approx((teacher == y).mean() - (student == y).mean(), abs=1e-4)
+    assert printed["mr1_violation_rate"] == pytest.approx((teacher != student).mean(), abs=1e-4)
+    for key in ("mr2_violation_rate", "mr3_violation_rate", "mr4_violation_rate", "any_violation_rate"):
+        assert key in printed
+    run = mlflow.get_run(run_id)
+    assert run.info.run_name == "first"
+    assert mlflow.get_experiment(run.info.experiment_id).name == "cli-eval"
+    for key, value in printed.items():
+        assert run.data.metrics[key] == pytest.approx(value, abs=1e-4)
+
+
+def test_evaluate_json_output_and_metamorphic_metrics(pair, capsys):
+    uri, uris, df, data = pair
+    assert main(["--tracking-uri", uri, "evaluate", "--student", uris["student"], "--teacher", uris["teacher"],
+                 "--data", str(data), "--targets", "target", "--evaluator-config",
+                 json.dumps({"transforms": ["swap_operands"], "language": "c", "progress": False})]) == 0
+    out = capsys.readouterr().out
+    assert "mr1_violation_rate/metamorphic" in _printed(out)
+    assert main(["--tracking-uri", uri, "evaluate", "--student", uris["student"], "--teacher", uris["teacher"],
+                 "--data", str(data), "--json", "--evaluator-config", '{"transforms": [], "language": "c"}']) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert mlflow.get_run(doc["run_id"]).data.metrics["mr1_violation_rate"] == doc["metrics"]["mr1_violation_rate"]
+    assert "teacher_accuracy" not in doc["metrics"]  # no --targets: no accuracy
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--evaluator-config", "{transforms"], "--evaluator-config is not valid JSON"),
+    (["--evaluator-config", "[1, 2]"], "must be a JSON object, got list"),
+    (["--evaluator-config", '{"teacher": "x"}'], "must not set 'teacher'"),
+    (["--targets", "label"], "--targets column 'label' not in"),
+    (["--evaluator-config", '{"code_columns": ["code"], "language": "c"}'], "code"),
+])
+def test_evaluate_input_errors_exit_2_with_one_line(pair, capsys, extra, message):
+    uri, uris, _, data = pair
+    code = main(["--tracking-uri", uri, "evaluate", "--student", uris["student"], "--teacher", uris["teacher"],
+                 "--data", str(data), *extra])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    ours = [line for line in err.splitlines() if not re.match(r"\d{4}/\d\d/\d\d ", line)]  # MLflow's own log lines
+    assert len(ours) == 1 and ours[0].startswith("metacompress evaluate: error: ") and message in ours[0], err
+
+
+def test_evaluate_data_file_errors_name_the_file(pair, capsys, tmp_path):
+    uri, uris, _, _ = pair
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"func": "int f;", "target": 0}\n{"func": oops}\n')
+    cases = {str(tmp_path / "missing.jsonl"): "does not exist", str(tmp_path): "is a directory",
+             str(tmp_path / "x.txt"): "unsupported data format '.txt'", str(bad): f"{bad}:2: invalid JSON"}
+    (tmp_path / "x.txt").write_text("a")
+    for path, message in cases.items():
+        assert main(["--tracking-uri", uri, "evaluate", "--student", uris["student"], "--teacher", uris["teacher"],
+                     "--data", path]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err

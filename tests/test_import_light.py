@@ -15,3 +15,18 @@ def test_plugin_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_cli_help_is_light():
+    """``metacompress --help`` builds every subcommand's parser (attack recipes are
+    discovered for ``--attack``'s choices) without the heavy libraries or MLflow."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from mlflow_metacompress.cli import build_parser\n"
+        "parser = build_parser()\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    parser.parse_args(['--help'])\n"
+        f"print([m for m in {(*HEAVY, 'mlflow')!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -11,37 +11,15 @@ Example::
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-from pathlib import Path
-
-import pandas as pd
 
 from .recipes import list_attacks
-
-
-def read_data(path: str) -> pd.DataFrame:
-    """Read a ``.jsonl``/``.json``, ``.csv`` or ``.parquet`` file."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"data file {path} does not exist")
-    suffix = p.suffix.lower()
-    if suffix in (".jsonl", ".json"):
-        try:
-            return pd.read_json(p, lines=suffix == ".jsonl")
-        except ValueError as exc:
-            raise ValueError(f"{path}: not valid JSON lines ({exc})") from exc
-    if suffix == ".csv":
-        return pd.read_csv(p)
-    if suffix == ".parquet":
-        return pd.read_parquet(p)
-    raise ValueError(f"{path}: unsupported data format {suffix!r}; use .jsonl, .csv or .parquet")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``attack`` options."""
     parser.add_argument("--model", required=True, help="model URI (models:/name/1, runs:/id/model, a local path)")
-    parser.add_argument("--data", required=True, help="a .jsonl, .csv or .parquet file")
+    parser.add_argument("--data", required=True, help="a .jsonl, .json, .csv or .parquet file")
     parser.add_argument("--attack", required=True, choices=list_attacks())
     parser.add_argument("--budget", type=int, default=500, help="maximum queries per sample (default 500)")
     parser.add_argument("--language", default="auto", choices=["auto", "c", "java", "python"])
@@ -62,9 +40,10 @@ def add_attack(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the attack described by ``args``; exit code 0."""
+    from ..data.tables import read_table
     from .runner import run_attack
 
-    df = read_data(args.data)
+    df = read_table(args.data)
     if args.limit is not None:
         df = df.head(args.limit)
     columns = [c.strip() for c in args.code_columns.split(",") if c.strip()]

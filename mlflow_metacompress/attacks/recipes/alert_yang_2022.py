@@ -23,9 +23,11 @@ from ..goal import PredictFn, QueryModel
 from ..search import genetic, greedy_by_importance, rank_by_importance
 from ..substitutes import MLMSubstitutes
 
+NAME = "alert_yang_2022"
+
 
 class ALERTYang2022(Attack):
-    name = "alert_yang_2022"
+    name = NAME
 
     def __init__(self, model: QueryModel | PredictFn, top_k: int = 30, use_ga: bool = True,
                  children: int = 32, **kw: Any) -> None:

@@ -10,9 +10,11 @@ the code difference to those references in CODA's order:
 
 1. **Equivalent structure transformations** whose target form the references use
    more than the sample does — for→while and while→for, if-else branch swapping,
-   if-else→if-if, compound assignment and increment expansion, and
-   literal→constant — applied greedily, one batch per round, each kept only when it
-   lowers ``p(y)``. Rewrites come from ``mlflow_metacompress.transforms``.
+   compound assignment and increment expansion, and literal→constant — applied
+   greedily, one batch per round, each kept only when it lowers ``p(y)``. Rewrites
+   come from ``mlflow_metacompress.transforms``; CODA's if-else→if-if has no
+   transformation there yet and is not used. Every name in ``transformations`` must
+   be a known transformation, or the recipe raises ``KeyError`` naming the known ones.
 2. **Identifier renaming** with identifiers taken from the references, ranked by
    name similarity to each original identifier (CODA ranks by embedding similarity),
    greedily, identifier by identifier.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -35,10 +38,11 @@ from ..goal import GoalResult, PredictFn, QueryModel
 from ..search import Candidate, greedy_by_importance
 from ..substitutes import name_similarity
 
+NAME = "coda_tian_2023"
+
 _TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|\+\+|--|<<=|>>=|[-+*/%&|^]=|\S")
 COMPOUND = ("++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
-STRUCTURE = ("for_to_while", "while_to_for", "swap_if_else", "if_else_to_if_if", "expand_compound_assignment",
-             "literal_to_constant")
+STRUCTURE = ("for_to_while", "while_to_for", "swap_if_else", "expand_compound_assignment", "literal_to_constant")
 
 
 def structure_features(tokens: list[str]) -> dict[str, float]:
@@ -69,13 +73,22 @@ def eligible(target: dict[str, float], refs: list[dict[str, float]]) -> list[str
         out.append("while_to_for")
     if target["else"] and mean["else"] > 0:
         out.append("swap_if_else")
-    if target["else"] and mean["else_rate"] < target["else_rate"]:
-        out.append("if_else_to_if_if")
     if target["compound"] and mean["compound"] < target["compound"]:
         out.append("expand_compound_assignment")
     if target["literal"] and mean["constant"] > target["constant"]:
         out.append("literal_to_constant")
     return out
+
+
+def check_transformations(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` as a tuple; ``KeyError`` naming the known transformations if one is unknown."""
+    from ...transforms import LANGUAGES, list_transforms
+
+    known = sorted({t for language in LANGUAGES for t in list_transforms(language)})
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise KeyError(f"{NAME}: unknown transformations {unknown}; known: {known}")
+    return tuple(names)
 
 
 def _cosine(a: Counter[str], na: float, b: Counter[str], nb: float) -> float:
@@ -86,15 +99,16 @@ def _cosine(a: Counter[str], na: float, b: Counter[str], nb: float) -> float:
 
 
 class CODATian2023(Attack):
-    name = "coda_tian_2023"
+    name = NAME
     renaming_only = False
 
     def __init__(self, model: QueryModel | PredictFn, n_references: int = 5, top_k: int = 30,
-                 structure: bool = True, **kw: Any) -> None:
+                 structure: bool = True, transformations: Sequence[str] = STRUCTURE, **kw: Any) -> None:
         super().__init__(model, **kw)
         self.n_references = n_references
         self.top_k = top_k
         self.structure = structure
+        self.transformations = check_transformations(transformations)
         self.details = {"substitutes": "identifiers of the reference inputs, ranked by name similarity"}
 
     def prepare(self, data: AttackData, progress: bool = False) -> None:
@@ -130,7 +144,8 @@ class CODATian2023(Attack):
         ref_feats = [structure_features(self._tokens[i]) for i in refs]
         while not ctx.goal.exhausted and not current.succeeded:
             feats = structure_features(_TOKEN.findall(current.code))
-            todo = [t for t in eligible(feats, ref_feats) if t not in applied and t in available]
+            todo = [t for t in eligible(feats, ref_feats)
+                    if t in self.transformations and t not in applied and t in available]
             names, codes = [], []
             for t in todo:
                 try:

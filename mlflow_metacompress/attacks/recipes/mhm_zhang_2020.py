@@ -19,9 +19,11 @@ from ..attack import Attack, Context, Outcome
 from ..goal import PredictFn, QueryModel
 from ..search import metropolis_hastings
 
+NAME = "mhm_zhang_2020"
+
 
 class MHMZhang2020(Attack):
-    name = "mhm_zhang_2020"
+    name = NAME
 
     def __init__(self, model: QueryModel | PredictFn, iterations: int = 100, n_candidates: int = 30,
                  min_accept: float = 0.0, **kw: Any) -> None:

@@ -18,9 +18,11 @@ from ..attack import Attack, Context, Outcome
 from ..goal import PredictFn, QueryModel
 from ..search import greedy_by_importance, rank_by_importance
 
+NAME = "wir_random_zeng_2022"
+
 
 class WIRRandomZeng2022(Attack):
-    name = "wir_random_zeng_2022"
+    name = NAME
 
     def __init__(self, model: QueryModel | PredictFn, n_random: int = 30, **kw: Any) -> None:
         super().__init__(model, **kw)

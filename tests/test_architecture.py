@@ -1,0 +1,376 @@
+"""The package's architecture rules (issue 11):
+
+- no import cycles between modules of ``mlflow_metacompress``, counting imports inside
+  functions (``if TYPE_CHECKING:`` blocks aside), checked on an AST import graph;
+- extensions are one file: a copy of an attack recipe or of a transformation saved
+  under a new module name, with its name string changed, is discovered and runs;
+- commands leave the working directory empty (caches and runs go elsewhere).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mlflow_metacompress
+
+PACKAGE = Path(mlflow_metacompress.__file__).resolve().parent
+ROOT = PACKAGE.name
+
+
+# --------------------------------------------------------------------------- import graph
+
+def module_names() -> dict[str, Path]:
+    """``{dotted name: file}`` of every module (a package is its ``__init__.py``)."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = (ROOT, *path.relative_to(PACKAGE).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement at any depth, except inside ``if TYPE_CHECKING:`` bodies."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _ancestors(name: str) -> set[str]:
+    parts = name.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+def import_graph() -> dict[str, dict[str, list[int]]]:
+    """``{importer: {imported: [line, ...]}}`` over the package's modules.
+
+    ``from X import y`` is an edge to submodule ``X.y`` when it exists, and to ``X`` (its
+    ``__init__`` runs) unless ``X`` is a package enclosing the importer and ``y`` is a
+    submodule (``from . import y``). Importing ``a.b.c`` also runs the ``__init__`` of
+    ``a.b``: an edge unless ``a.b`` encloses the importer (Python initialises it first).
+    """
+    modules = module_names()
+    graph: dict[str, dict[str, list[int]]] = {m: {} for m in modules}
+    for name, path in modules.items():
+        is_pkg = path.name == "__init__.py"
+        package = name if is_pkg else name.rpartition(".")[0]
+        enclosing = _ancestors(name) | ({name} if is_pkg else set())
+
+        def add(target: str, line: int) -> None:
+            if target in modules and target != name:
+                graph[name].setdefault(target, []).append(line)
+
+        def add_with_parents(target: str, line: int) -> None:
+            add(target, line)
+            for parent in _ancestors(target):
+                if parent not in enclosing:
+                    add(parent, line)
+
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    add_with_parents(alias.name, node.lineno)
+                continue
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            if not source.startswith(ROOT):
+                continue
+            for alias in node.names:
+                sub = f"{source}.{alias.name}"
+                if sub in modules:  # from X import submodule: X's __init__ runs unless X encloses us
+                    add_with_parents(sub, node.lineno)
+                else:  # a name defined in X (for a package: in its __init__)
+                    add_with_parents(source, node.lineno)
+                    add(source, node.lineno)
+    return graph
+
+
+def strongly_connected(graph: dict[str, dict[str, list[int]]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def describe(component: list[str], graph: dict[str, dict[str, list[int]]]) -> str:
+    members = set(component)
+    edges = [f"    {a} -> {b} (line {', '.join(map(str, sorted(set(lines))))})"
+             for a in component for b, lines in sorted(graph[a].items()) if b in members]
+    return "  cycle among " + ", ".join(component) + ":\n" + "\n".join(edges)
+
+
+def test_import_graph_sees_relative_function_level_and_package_edges():
+    graph = import_graph()
+    # function-level relative import: the attack CLI reads tables lazily
+    assert "mlflow_metacompress.data.tables" in graph["mlflow_metacompress.attacks.cli"]
+    # a package __init__ re-exporting its submodules
+    assert "mlflow_metacompress.attacks.results" in graph["mlflow_metacompress.attacks"]
+    # importing a name from another package runs its __init__
+    assert "mlflow_metacompress.data" in graph["mlflow_metacompress.data.tables"] or \
+        "mlflow_metacompress.data.codexglue" in graph["mlflow_metacompress.data.tables"]
+    assert strongly_connected({"a": {"b": [1]}, "b": {"a": [2]}, "c": {"a": [3]}}) == [["a", "b"], ["c"]]
+
+
+def test_no_import_cycles_between_modules():
+    graph = import_graph()
+    cycles = [c for c in strongly_connected(graph) if len(c) > 1]
+    assert not cycles, "import cycles (function-level imports included):\n" + "\n".join(
+        describe(c, graph) for c in cycles)
+
+
+# --------------------------------------------------------------------------- one-file extensions
+
+@pytest.fixture
+def copy_module():
+    """Copy a module of the package to a new module name, replacing a quoted string; the
+    copy is removed (and unimported) afterwards."""
+    made: list[tuple[Path, str]] = []
+
+    def copy(package: str, module: str, old: str, new: str) -> str:
+        folder = Path(importlib.import_module(package).__file__).parent
+        text = (folder / f"{module}.py").read_text(encoding="utf-8")
+        assert f'"{old}"' in text, f"{module}.py no longer holds the string {old!r}"
+        target = folder / f"{new}.py"
+        made.append((target, f"{package}.{new}"))
+        target.write_text(text.replace(f'"{old}"', f'"{new}"'), encoding="utf-8")
+        importlib.invalidate_caches()
+        return new
+
+    yield copy
+    for path, dotted in made:
+        path.unlink(missing_ok=True)
+        for cached in (path.parent / "__pycache__").glob(f"{path.stem}.*"):
+            cached.unlink(missing_ok=True)
+        sys.modules.pop(dotted, None)
+    importlib.invalidate_caches()
+
+
+def _name_sensitive(df: pd.DataFrame) -> np.ndarray:
+    p = np.array([0.85 if "count" in c else 0.15 for c in df[df.columns[0]]])
+    return np.stack([1 - p, p], axis=1)
+
+
+def test_a_copied_attack_recipe_is_listed_and_runs(copy_module, tracking):
+    import mlflow
+
+    from mlflow_metacompress.attacks import ATTACKS, list_attacks, run_attack
+
+    new = copy_module("mlflow_metacompress.attacks.recipes", "wir_random_zeng_2022", "wir_random_zeng_2022",
+                      f"wir_copy_{uuid.uuid4().hex[:8]}")
+    assert new in list_attacks() and "wir_random_zeng_2022" in list_attacks()
+    assert new in ATTACKS
+    from test_attacks_recipes import CODES, LABELS
+
+    frame = pd.DataFrame({"func": CODES, "target": LABELS})
+    direct = run_attack(new, _name_sensitive, frame, ["func"], LABELS, "c", budget=60, progress=False)
+    assert direct.attack == new and direct.metrics()["asr"] > 0
+    with mlflow.start_run():
+        result = mlflow.models.evaluate(
+            model=_name_sensitive, data=frame, targets="target", model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={"teacher": _name_sensitive, "language": "c", "transforms": [], "attacks": [new],
+                              "attack_budget": 60, "progress": False})
+    assert f"attack_{new}/student_asr" in result.metrics
+    assert result.metrics[f"attack_{new}/student_asr"] == pytest.approx(direct.metrics()["asr"])
+
+
+def test_unknown_attack_names_list_the_known_ones():
+    from mlflow_metacompress.attacks import ATTACKS, list_attacks
+    from mlflow_metacompress.attacks.recipes import get_attack
+
+    with pytest.raises(KeyError, match="unknown attack 'nope'.*mhm_zhang_2020"):
+        get_attack("nope")
+    with pytest.raises(KeyError, match="mhm_zhang_2020"):
+        ATTACKS["nope"]
+    assert sorted(ATTACKS) == list_attacks()
+
+
+def test_a_broken_recipe_module_is_not_swallowed(copy_module):
+    from mlflow_metacompress.attacks import list_attacks
+
+    folder = Path(importlib.import_module("mlflow_metacompress.attacks.recipes").__file__).parent
+    new = copy_module("mlflow_metacompress.attacks.recipes", "mhm_zhang_2020", "mhm_zhang_2020",
+                      f"broken_{uuid.uuid4().hex[:8]}")
+    path = folder / f"{new}.py"
+    path.write_text(path.read_text() + "\nfrom ..search import no_such_search_strategy\n")
+    importlib.invalidate_caches()
+    with pytest.raises(ImportError, match="no_such_search_strategy"):
+        list_attacks()
+
+
+def test_a_copied_transformation_is_listed_and_applies(copy_module):
+    """Owned by the transforms package's discovery: a copy of swap_operands under a new name."""
+    from mlflow_metacompress.transforms import apply_transform, list_transforms
+
+    new = copy_module("mlflow_metacompress.transforms", "swap_operands", "swap_operands",
+                      f"swap_copy_{uuid.uuid4().hex[:8]}")
+    assert new in list_transforms("c")
+    code = "int f(int a, int b) {\n  if (a < b) return 1;\n  return 0;\n}\n"
+    original = apply_transform(code, "swap_operands", "c")
+    assert "b > a" in original
+    assert apply_transform(code, new, "c") == original
+
+
+# --------------------------------------------------------------------------- an empty working directory
+
+@pytest.fixture
+def empty_cwd(tmp_path, monkeypatch, _migrated_db):
+    """An empty working directory; tracking store, artifacts and caches live elsewhere."""
+    import mlflow
+
+    work, store = tmp_path / "work", tmp_path / "store"
+    work.mkdir()
+    store.mkdir()
+    shutil.copy(_migrated_db, store / "mlflow.db")
+    uri = f"sqlite:///{store}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("MLFLOW_METACOMPRESS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("METACOMPRESS_CACHE_DIR", str(tmp_path / "cache"))
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    from mlflow import MlflowClient
+
+    client = MlflowClient(uri, uri)
+    experiment = client.create_experiment("empty-cwd", artifact_location=(store / "artifacts").as_uri())
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment)
+    monkeypatch.chdir(work)
+    yield work, store, uri
+    if mlflow.active_run():
+        mlflow.end_run()
+    mlflow.set_tracking_uri(None)
+    mlflow.set_registry_uri(None)
+
+
+@pytest.fixture
+def logged_models(empty_cwd, tiny_classifiers):
+    """Teacher and student logged as MLflow models (artifacts under the store, not the cwd)."""
+    import mlflow
+
+    from mlflow_metacompress.models.pyfunc import log_code_classifier
+
+    tok, teacher, student = tiny_classifiers
+    uris = {}
+    for role, model in (("teacher", teacher), ("student", student)):
+        with mlflow.start_run(experiment_id=os.environ["MLFLOW_EXPERIMENT_ID"]):
+            uris[role] = log_code_classifier(model, tok, code_columns=["func"]).model_uri
+    return uris
+
+
+def _write_data(path: Path) -> None:
+    from tests.conftest import toy_frame
+
+    df = toy_frame(8, seed=3)
+    path.write_text("".join(json.dumps(r) + "\n" for r in df.to_dict("records")))
+
+
+def test_evaluate_with_models_leaves_an_empty_cwd_empty(empty_cwd, logged_models, tmp_path, capsys):
+    from mlflow_metacompress.cli import main
+
+    work, _, uri = empty_cwd
+    data = tmp_path / "data.jsonl"
+    _write_data(data)
+    code = main(["--tracking-uri", uri, "evaluate", "--student", logged_models["student"],
+                 "--teacher", logged_models["teacher"], "--data", str(data), "--targets", "target",
+                 "--evaluator-config", json.dumps({"language": "c", "transforms": ["swap_operands"],
+                                                   "progress": False})])
+    assert code == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "mr1_violation_rate/metamorphic" in out and "run_id:" in out
+    assert sorted(os.listdir(work)) == []
+
+
+def test_attack_cli_leaves_an_empty_cwd_empty(empty_cwd, logged_models, tmp_path, capsys):
+    from mlflow_metacompress.cli import main
+
+    work, _, uri = empty_cwd
+    data = tmp_path / "data.jsonl"
+    _write_data(data)
+    code = main(["--tracking-uri", uri, "attack", "--model", logged_models["student"], "--data", str(data),
+                 "--attack", "wir_random_zeng_2022", "--budget", "5", "--language", "c", "--limit", "3"])
+    assert code == 0, capsys.readouterr().err
+    assert "Attack success rate" in capsys.readouterr().out
+    assert sorted(os.listdir(work)) == []
+
+
+@pytest.mark.slow
+def test_distill_student_leaves_an_empty_cwd_empty(empty_cwd, tiny_classifiers, tmp_path, capsys):
+    """``metacompress distill student`` against a tiny registered teacher, no ``--cache-dir``:
+    soft labels go to MLFLOW_METACOMPRESS_CACHE, nothing to the working directory."""
+    import mlflow
+
+    from mlflow_metacompress.cli import main
+    from mlflow_metacompress.models.pyfunc import log_code_classifier
+    from tests.conftest import toy_frame
+
+    work, _, uri = empty_cwd
+    tok, teacher, _ = tiny_classifiers
+    with mlflow.start_run(experiment_id=os.environ["MLFLOW_EXPERIMENT_ID"]):
+        log_code_classifier(teacher, tok, registered_model_name="empty-cwd-teacher", code_columns=["func"])
+    folder = tmp_path / "data" / "devign"
+    folder.mkdir(parents=True)
+    for split, n, seed in (("train", 24, 0), ("valid", 8, 1), ("test", 8, 2)):
+        toy_frame(n, seed).assign(idx=range(n), project="toy").to_json(
+            folder / f"{split}.jsonl", orient="records", lines=True)
+    code = main(["--tracking-uri", uri, "distill", "student", "--method", "compressor",
+                 "--data-dir", str(tmp_path / "data"), "--teacher", "models:/empty-cwd-teacher/1",
+                 "--size-mb", "0.1", "--population", "4", "--generations", "2", "--epochs", "1",
+                 "--batch-size", "8", "--max-length", "64", "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    assert sorted(os.listdir(work)) == []

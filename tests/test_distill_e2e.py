@@ -72,7 +72,7 @@ def test_teacher_then_compressor_student_registered_and_evaluated(tracking, tmp_
     assert config["arch"]["hidden_size"] == s_model.encoder.config.hidden_size
     assert config["arch"]["num_hidden_layers"] == s_model.encoder.config.num_hidden_layers
     assert config["size_mb"] == pytest.approx(size_mb(s_model))
-    assert len(list(cache.glob("*.npy"))) == 1  # teacher soft labels cached once
+    assert len(list(cache.glob("soft_labels-*.npz"))) == 1  # teacher soft labels cached once
 
     test = toy_frame(16, 2)
     with mlflow.start_run():

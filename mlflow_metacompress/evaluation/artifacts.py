@@ -62,8 +62,11 @@ def _plots(per: pd.DataFrame, classes: list[str], bins: int, out: Path) -> list[
     written.append("reliability.png")
 
     fig, ax = plt.subplots(figsize=(6, 4))
+    log_kl = np.log10(np.clip(per["kl"].to_numpy(dtype=float), 1e-12, None))
+    lo, hi = float(log_kl.min()), float(log_kl.max())
+    edges = np.linspace(lo, hi if hi - lo > 1e-6 else lo + 1.0, 41)  # shared bins; equal values get one bin
     for variant, group in per.groupby("variant", sort=False):
-        ax.hist(np.log10(group["kl"].to_numpy() + 1e-12), bins=40, alpha=0.5, label=str(variant))
+        ax.hist(np.log10(np.clip(group["kl"].to_numpy(dtype=float), 1e-12, None)), bins=edges, alpha=0.5, label=str(variant))
     ax.set(xlabel="log10 KL(P_T ‖ P_S)", ylabel="samples", title="Per-sample KL divergence")
     if per["variant"].nunique() <= 12:
         ax.legend(fontsize=7)

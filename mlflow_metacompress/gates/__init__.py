@@ -6,6 +6,7 @@ arXiv 2511.05476)."""
 
 from __future__ import annotations
 
+from .gate import gate_version, load_eval_data
 from .lock import PromotionLockError
 from .policy import PRESETS, CheckResult, GatePolicy, PolicyError, load_policy
 from .promotion import (
@@ -19,8 +20,6 @@ from .promotion import (
     GateDecision,
     PromotionRefusedError,
     decision_json,
-    gate_version,
-    load_eval_data,
     promote,
 )
 

@@ -73,7 +73,8 @@ def run_gate(args: argparse.Namespace) -> int:
 
 def _gate(args: argparse.Namespace) -> int:
     from .policy import load_policy
-    from .promotion import PromotionRefusedError, decision_json, gate_version, promote, version_text
+    from .gate import gate_version
+    from .promotion import PromotionRefusedError, decision_json, promote, version_text
 
     try:
         config = json.loads(args.evaluator_config)

@@ -18,22 +18,11 @@ if TYPE_CHECKING:
 
 
 def load_eval_data(path: str | Path) -> "pd.DataFrame":
-    """Read ``.jsonl``/``.json``/``.csv``/``.parquet`` evaluation data into a DataFrame."""
-    import pandas as pd
+    """Evaluation data from ``.jsonl``/``.json``/``.csv``/``.parquet`` (the one reader,
+    :func:`mlflow_metacompress.data.tables.read_table`; errors name the file and line)."""
+    from ..data.tables import read_table
 
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"evaluation data {path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix in {".jsonl", ".ndjson"}:
-        return pd.read_json(path, lines=True)
-    if suffix == ".json":
-        return pd.read_json(path)
-    if suffix == ".csv":
-        return pd.read_csv(path)
-    if suffix in {".parquet", ".pq"}:
-        return pd.read_parquet(path)
-    raise ValueError(f"evaluation data {path}: unsupported extension {suffix!r} (use .jsonl, .json, .csv or .parquet)")
+    return read_table(path)
 
 
 def gate_version(model_name: str, version: str | int, data: "pd.DataFrame | str | Path",

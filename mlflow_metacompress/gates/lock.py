@@ -38,8 +38,10 @@ class PromotionLockError(TimeoutError):
 
 
 def _cache_dir() -> Path:
-    root = os.environ.get("METACOMPRESS_CACHE_DIR")
-    return Path(root) if root else Path.home() / ".cache" / "mlflow-metacompress"
+    """The one metacompress cache directory (:func:`mlflow_metacompress.cache.location`)."""
+    from ..cache import location
+
+    return location()
 
 
 def _sqlite_file(registry_uri: str) -> Path | None:

@@ -263,6 +263,3 @@ def _move_alias(client: "MlflowClient", decision: GateDecision, when: int, force
 def decision_json(decision: GateDecision) -> str:
     return json.dumps(decision.to_dict(), indent=2, default=str)
 
-
-# public path since 0.1 (pipeline/stages.py imports it from here)
-from .gate import gate_version, load_eval_data  # noqa: E402

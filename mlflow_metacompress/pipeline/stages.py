@@ -169,7 +169,8 @@ def gate_stage(method: str, model_name: str, version: str, data: TaskData, profi
     """
     from mlflow import MlflowClient
 
-    from ..gates.promotion import PromotionRefusedError, gate_version
+    from ..gates.gate import gate_version
+    from ..gates.promotion import PromotionRefusedError
 
     cfg = evaluator_config(data, profile, seed, cache_dir, progress)
     try:

@@ -12,8 +12,7 @@ Importing this package is light; the plugin class is loaded on first use.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from .._lazy import lazy_getattr
 
 _EXPORTS = {
     "MetaCompressEvaluator": "evaluator",
@@ -25,8 +24,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -8,8 +8,7 @@ comparison table (:mod:`.report`), with budgets from :mod:`.profiles`; assembled
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from .._lazy import lazy_getattr
 
 _EXPORTS = {
     "PipelineConfig": "run",
@@ -22,8 +21,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

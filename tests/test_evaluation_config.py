@@ -107,7 +107,7 @@ def test_clone_pairs_infer_both_columns_and_transform_the_first():
         ({"language": "c", "transforms": ["nope", "rename_variables"]}, r"transforms \['nope'\] are not available for 'c'"),
         ({"transforms": [], "attacks": ["nope_2099"]}, r"unknown attacks \['nope_2099'\]; available: \[.*'mhm_zhang_2020'"),
         ({"transforms": [], "transform_columns": ["target"]}, r"transform_columns \['target'\] are not code columns \['func'\]"),
-        ({"batch_size": 0}, r"evaluator_config\['batch_size'\] has an invalid value 0"),
+        ({"batch_size": 0}, r"evaluator_config\['batch_size'\] must be an integer ≥ 1; got 0"),
         ({"code_columns": "missing"}, "code column 'missing' is missing from the data"),
     ],
 )

@@ -19,7 +19,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from ..relations import RelationConfig
-from .validation import MetaCompressInputError, check_code_columns
+from .config_checks import check_values
+from .validation import MetaCompressInputError, check_code_columns, check_probability_columns
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ def parse_config(
         raw["transforms"] = tuple(raw["transforms"])
     sources: dict[str, Source] = {key: "given" for key in raw}
     cfg = EvaluatorConfig(**raw)
-    _check_numbers(cfg)
+    check_values(cfg)
     _check_mode(cfg, data, model_given)
     if cfg.language is not None and cfg.language not in LANGUAGES:
         raise MetaCompressInputError(f"language must be one of {LANGUAGES}; got {cfg.language!r}")
@@ -164,8 +165,10 @@ def parse_config(
         if inferred is not None:
             cfg = replace(cfg, code_columns=inferred)
             sources["code_columns"] = "inferred"
-    if cfg.code_columns and not cfg.static:
+    if cfg.code_columns:
         check_code_columns(data, list(cfg.code_columns))
+    if cfg.static:
+        check_probability_columns(data, list(cfg.teacher_prob_columns) + list(cfg.student_prob_columns))
     if cfg.code_columns and cfg.transform_columns is None:
         cfg = replace(cfg, transform_columns=cfg.code_columns[:1])
         sources["transform_columns"] = "inferred"
@@ -234,20 +237,6 @@ def detect_language(codes: list[str]) -> str:
     language = votes.most_common(1)[0][0]
     logger.warning("evaluator_config has no 'language'; detected %r from the code (votes %s). Set it to be sure.", language, dict(votes))
     return language
-
-
-def _check_numbers(cfg: EvaluatorConfig) -> None:
-    checks = [
-        ("kl_threshold", cfg.kl_threshold >= 0),
-        ("confidence_threshold", 0 < cfg.confidence_threshold <= 1),
-        ("calibration_bins", isinstance(cfg.calibration_bins, int) and cfg.calibration_bins >= 1),
-        ("eca_threshold", cfg.eca_threshold >= 0),
-        ("batch_size", isinstance(cfg.batch_size, int) and cfg.batch_size >= 1),
-        ("attack_budget", isinstance(cfg.attack_budget, int) and cfg.attack_budget >= 1),
-    ]
-    for key, ok in checks:
-        if not ok:
-            raise MetaCompressInputError(f"evaluator_config[{key!r}] has an invalid value {getattr(cfg, key)!r}")
 
 
 def _infer_code_columns(data: pd.DataFrame, required: bool) -> tuple[str, ...] | None:

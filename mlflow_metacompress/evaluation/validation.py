@@ -29,12 +29,36 @@ def check_code_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
     for col in columns:
         if col not in df.columns:
             raise MetaCompressInputError(f"code column {col!r} is missing from the data; columns are {list(df.columns)}")
-        bad = ~df[col].map(lambda v: isinstance(v, str))
-        if bad.any():
-            pos = int(np.argmax(bad.to_numpy()))
-            value = df[col].iloc[pos]
+        for problem, test in (("must hold strings", lambda v: isinstance(v, str)),
+                              ("must hold non-empty code", lambda v: bool(v.strip())),
+                              ("must hold valid UTF-8 text (no lone surrogates)", _utf8)):
+            bad = ~df[col].map(test).to_numpy(dtype=bool)
+            if bad.any():
+                pos = int(np.argmax(bad))
+                value = df[col].iloc[pos]
+                raise MetaCompressInputError(
+                    f"code column {col!r} {problem}; row {df.index[pos]!r} holds {type(value).__name__} {value!r:.60}"
+                )
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_probability_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
+    """Static mode: every probability column holds numbers (the first bad cell is named)."""
+    for col in columns:
+        values = df[col]
+        numeric = values.map(lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)))
+        if not numeric.all():
+            pos = int(np.argmax(~numeric.to_numpy(dtype=bool)))
             raise MetaCompressInputError(
-                f"code column {col!r} must hold strings; row {df.index[pos]!r} holds {type(value).__name__} {value!r:.60}"
+                f"probability column {col!r} must hold numbers; row {df.index[pos]!r} holds "
+                f"{type(values.iloc[pos]).__name__} {values.iloc[pos]!r:.60}"
             )
 
 

@@ -1,0 +1,93 @@
+"""Type and range checks of every ``evaluator_config`` value, run before any model does.
+
+Each error names the key and the value. ``bool`` is never accepted as a number (it is an
+``int`` subclass in Python, so ``confidence_threshold=True`` would otherwise pass as 1).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any
+
+from .validation import MetaCompressInputError
+
+if TYPE_CHECKING:
+    from .config import EvaluatorConfig
+
+MAX_CALIBRATION_BINS = 1000
+COLUMN_KEYS = ("code_columns", "teacher_prob_columns", "student_prob_columns", "transform_columns")
+
+
+def _bad(key: str, value: Any, expected: str) -> MetaCompressInputError:
+    return MetaCompressInputError(f"evaluator_config[{key!r}] must be {expected}; got {value!r} ({type(value).__name__})")
+
+
+def _real(key: str, value: Any, lo: float, hi: float = math.inf, lo_open: bool = False) -> None:
+    ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
+    if ok:
+        v = float(value)
+        ok = (v > lo if lo_open else v >= lo) and v <= hi
+    if not ok:
+        bounds = f"{'(' if lo_open else '['}{lo:g}, {hi:g}]" if math.isfinite(hi) else f"{'>' if lo_open else '≥'} {lo:g}"
+        raise _bad(key, value, f"a number {bounds}")
+
+
+def _int(key: str, value: Any, lo: int, hi: int | None = None, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    ok = isinstance(value, Integral) and not isinstance(value, bool) and value >= lo and (hi is None or value <= hi)
+    if not ok:
+        rng = f"an integer ≥ {lo}" + (f" and ≤ {hi}" if hi is not None else "")
+        raise _bad(key, value, rng + (" or unset" if optional else ""))
+
+
+def _flag(key: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise _bad(key, value, "true or false")
+
+
+def _text(key: str, value: Any, optional: bool = False) -> None:
+    if not (isinstance(value, str) or (optional and value is None)):
+        raise _bad(key, value, "a string" + (" or unset" if optional else ""))
+
+
+def _names(key: str, values: Any) -> None:
+    """A tuple of distinct, non-empty strings (or unset)."""
+    if values is None:
+        return
+    for v in values:
+        if not isinstance(v, str) or not v:
+            raise _bad(key, v, "a list of non-empty column/attack names (an entry)")
+    seen: set[str] = set()
+    for v in values:
+        if v in seen:
+            raise MetaCompressInputError(f"evaluator_config[{key!r}] names {v!r} twice: {list(values)}")
+        seen.add(v)
+
+
+def check_values(cfg: EvaluatorConfig) -> None:
+    """Raise :class:`MetaCompressInputError` naming the first key whose value has the wrong type or range."""
+    _real("kl_threshold", cfg.kl_threshold, 0.0)
+    _real("confidence_threshold", cfg.confidence_threshold, 0.0, 1.0, lo_open=True)
+    _int("calibration_bins", cfg.calibration_bins, 1, MAX_CALIBRATION_BINS)
+    _real("eca_threshold", cfg.eca_threshold, 0.0)
+    _int("batch_size", cfg.batch_size, 1)
+    _int("seed", cfg.seed, 0)
+    _int("max_examples", cfg.max_examples, 0)
+    _int("attack_budget", cfg.attack_budget, 1)
+    _int("attack_max_samples", cfg.attack_max_samples, 1, optional=True)
+    _text("metric_prefix", cfg.metric_prefix)
+    _text("cache_dir", cfg.cache_dir, optional=True)
+    _text("attack_mlm", cfg.attack_mlm, optional=True)
+    _text("language", cfg.language, optional=True)
+    _flag("use_cache", cfg.use_cache)
+    _flag("progress", cfg.progress)
+    for key in COLUMN_KEYS:
+        _names(key, getattr(cfg, key))
+    _names("attacks", cfg.attacks)
+    transforms = cfg.transforms
+    if transforms is not None and not isinstance(transforms, str):
+        if not isinstance(transforms, (tuple, list)):
+            raise _bad("transforms", transforms, '"all", a transformation name or a list of names')
+        _names("transforms", tuple(transforms))

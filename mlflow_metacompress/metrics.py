@@ -41,6 +41,7 @@ _SPECS = [
     MetricSpec("student_flip_rate", False, "Per transformation: fraction of samples whose student prediction changes"),
     MetricSpec("transform_applicable_rate", True, "Per transformation: fraction of samples the transformation changed"),
     MetricSpec("transform_parse_failures", False, "Samples whose code tree-sitter could not parse (skipped for transformations)"),
+    MetricSpec("transform_over_limit", False, "Samples over the transformation size (200 KB) or nesting (500) limits (skipped for transformations)"),
     MetricSpec("asr", False, "Attack success rate: successes / attacked samples (attack_<a>/<model>_asr)"),
     MetricSpec("mean_queries", True, "Mean model queries per attacked sample"),
     MetricSpec("accuracy_under_attack", True, "Accuracy after replacing each successfully attacked sample by its adversarial version"),

@@ -111,7 +111,7 @@ def test_transformed_source_with_nothing_to_do():
     df = pd.DataFrame({"func": ["int f(void) { return 0; }"] * 3})
     produced = transformed(inputs_for(df, {"language": "c", "transforms": ["for_to_while"]}))
     assert produced.variants == () and produced.pooled is None
-    assert produced.metrics == {"transform_parse_failures": 0.0, "transform_applicable_rate/for_to_while": 0.0}
+    assert produced.metrics == {"transform_parse_failures": 0.0, "transform_over_limit": 0.0, "transform_applicable_rate/for_to_while": 0.0}
 
 
 def _score(code: str) -> float:
@@ -161,3 +161,21 @@ def test_adversarial_source_attacks_both_models_and_returns_student_examples():
 def test_sources_are_the_two_producers():
     assert SOURCES == (transformed, adversarial)
     assert isinstance(adversarial(inputs_for(toy_frame(3), {"transforms": []}), None), VariantSet)
+
+
+def test_samples_over_the_transformation_limits_are_counted_like_parse_failures():
+    """A 4,000-deep function exceeds the depth limit (500): it is reported with its reason
+    and left out of every variant and of the applicable-rate denominator."""
+    import pandas as pd
+
+    from mlflow_metacompress.evaluation.variants import transform_variants
+
+    deep = "int f(int a) {\n" + "if (a) {\n" * 4000 + "a++;\n" + "}\n" * 4000 + "return a;\n}\n"
+    ok = "int g(int x) {\n  int y = x + 1;\n  for (int i = 0; i < 3; i++) { y += i; }\n  return y;\n}\n"
+    df = pd.DataFrame({"func": [ok, deep, ok]})
+    out = transform_variants(df, ["func"], ["func"], ["rename_variables", "for_to_while"], "c", progress=False)
+    assert out.over_limit == {1: "too_deep"}
+    assert out.parse_failures == []
+    for v in out.variants:
+        assert 1 not in v.positions.tolist()
+    assert out.applicable_rate["rename_variables"] == 1.0  # both in-limit rows changed, the deep one not counted

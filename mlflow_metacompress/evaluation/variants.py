@@ -104,6 +104,7 @@ class TransformOutcome:
     applicable_rate: dict[str, float]
     parse_failures: list[int] = field(default_factory=list)
     language: str | None = None
+    over_limit: dict[int, str] = field(default_factory=dict)  # row -> too_large / too_deep
 
 
 def transform_variants(
@@ -113,7 +114,8 @@ def transform_variants(
     """Apply each named transformation to ``transform_columns`` (each sample parsed once).
 
     A row enters variant ``t`` only when ``t`` changed it; rows that do not parse are
-    skipped for every transformation and reported in ``parse_failures``.
+    skipped for every transformation and reported in ``parse_failures``, and rows over the
+    transformation library's size or nesting limits likewise in ``over_limit``.
     """
     from ..transforms import TransformStatus, transform_many
 
@@ -123,6 +125,13 @@ def transform_variants(
     for col in transform_columns:  # parse status is the same for every transformation of a sample
         first = results[col][names[0]]
         failed |= np.array([r.status == TransformStatus.PARSE_ERROR for r in first])
+    over: dict[int, str] = {}
+    for col in transform_columns:  # so is a size or depth limit
+        for i, r in enumerate(results[col][names[0]]):
+            if r.over_limit and not failed[i]:
+                over.setdefault(i, str(r.reason.value if hasattr(r.reason, "value") else r.reason))
+    skipped = failed.copy()
+    skipped[list(over)] = True
     variants, rates = [], {}
     for name in names:
         changed = np.zeros(len(base), dtype=bool)
@@ -132,13 +141,15 @@ def transform_variants(
             col_changed = np.array([r.status == TransformStatus.CHANGED for r in res])
             frame.loc[col_changed, col] = [r.code for r, c in zip(res, col_changed) if c]
             changed |= col_changed
-        changed &= ~failed
-        rates[name] = float(changed.sum() / max(1, (~failed).sum()))
+        changed &= ~skipped
+        rates[name] = float(changed.sum() / max(1, (~skipped).sum()))
         positions = np.flatnonzero(changed)
         variants.append(Variant(name, "transform", positions, frame.iloc[positions].reset_index(drop=True), transform_columns[0]))
     if failed.any():
         logger.warning("%d of %d samples do not parse as %s and were skipped for transformations", failed.sum(), len(base), language)
-    return TransformOutcome(variants, rates, np.flatnonzero(failed).tolist(), language)
+    if over:
+        logger.warning("%d of %d samples exceed the transformation size/depth limits and were skipped", len(over), len(base))
+    return TransformOutcome(variants, rates, np.flatnonzero(failed).tolist(), language, over)
 
 
 def pooled_variant(variants: list[Variant], name: str = "metamorphic") -> Variant | None:
@@ -154,19 +165,23 @@ def pooled_variant(variants: list[Variant], name: str = "metamorphic") -> Varian
 
 def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> VariantSet:
     """One variant per transformation that changed some sample, pooled as ``/metamorphic``;
-    metrics ``transform_parse_failures`` and ``transform_applicable_rate/<t>``. Needs no model."""
+    metrics ``transform_parse_failures``, ``transform_over_limit`` and ``transform_applicable_rate/<t>``. Needs no model."""
     cfg = inputs.cfg
     names = cfg.transform_names()
     if not names:
         return VariantSet()
     code_columns, transform_columns = list(cfg.code_columns or ()), list(cfg.transform_columns or ())
     result = transform_variants(inputs.df, code_columns, transform_columns, names, cfg.language, cfg.seed, cfg.progress)
-    metrics = {"transform_parse_failures": float(len(result.parse_failures))}
+    metrics = {"transform_parse_failures": float(len(result.parse_failures)),
+               "transform_over_limit": float(len(result.over_limit))}
     metrics.update({f"transform_applicable_rate/{name}": rate for name, rate in result.applicable_rate.items()})
     tables = {}
     if result.parse_failures:
         codes = inputs.df[transform_columns[0]].iloc[result.parse_failures].to_numpy()
         tables["transform_parse_failures"] = pd.DataFrame({"row": result.parse_failures, "code": codes})
+    if result.over_limit:
+        rows = sorted(result.over_limit)
+        tables["transform_over_limit"] = pd.DataFrame({"row": rows, "reason": [result.over_limit[r] for r in rows]})
     used = tuple(v for v in result.variants if len(v.positions))
     if not used:
         logger.warning("no transformation applied to any sample; no /<transform> metrics are logged")

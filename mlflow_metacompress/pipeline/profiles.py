@@ -27,17 +27,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-QUICK_POLICY: dict[str, Any] = {
-    "name": "quick",
-    "description": ("quick-profile fidelity: bounded accuracy drop and teacher disagreement on clean and transformed "
-                    "inputs, bounded accuracy loss under attack (metrics the evaluator always logs)"),
-    "thresholds": {
-        "accuracy_drop": "<= 0.05",
-        "mr1_violation_rate": "<= 0.20",
-        "mr1_violation_rate/metamorphic": "<= 0.25",
-        "attack_*/student_accuracy_drop": "<= 0.25",
-    },
-}
+def _quick_policy() -> dict[str, Any]:
+    """The ``quick`` gate preset (``gates/presets/quick.yaml``), the one definition of it."""
+    from importlib import resources
+
+    import yaml
+
+    text = (resources.files("mlflow_metacompress.gates") / "presets" / "quick.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+QUICK_POLICY: dict[str, Any] = _quick_policy()
 
 
 @dataclass(frozen=True)

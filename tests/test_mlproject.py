@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -180,3 +181,35 @@ def test_unknown_method_fails_before_training(tmp_path, monkeypatch, capsys):
     with pytest.raises(ValueError, match=r"unknown distillation method\(s\) \['nope'\]"):
         _recipe("main", ["--methods", "compressor,nope", "--profile", "tiny"], tmp, monkeypatch)
     assert not (tmp / "mlruns").exists()  # nothing was trained or logged
+
+
+def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(project_run, monkeypatch):
+    """The README's API block, executed as written in the folder where ``mlflow run .`` ran."""
+    import re
+
+    import mlflow
+
+    readme = (REPO / "README.md").read_text()
+    api = readme[readme.index("## API"):]
+    code = re.search(r"```python\n(.*?)```", api, re.S).group(1)
+    assert "models:/metacompress-generated-vulnerability-compressor/1" in code
+    monkeypatch.chdir(project_run[0])
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+    mlflow.set_registry_uri(None)  # an earlier test's registry must not win over the README's tracking URI
+    namespace: dict = {}
+    try:
+        exec(compile(code, "README.md#api", "exec"), namespace)
+        metrics = namespace["result"].metrics
+        assert 0.0 <= metrics["any_violation_rate/metamorphic"] <= 1.0
+        # oracle: MR1 re-computed from the two registered models' own predictions
+        test = namespace["test"]
+        teacher = mlflow.pyfunc.load_model("models:/metacompress-generated-vulnerability-teacher/1")
+        student = mlflow.pyfunc.load_model("models:/metacompress-generated-vulnerability-compressor/1")
+        t = np.asarray(teacher.predict(test[["func"]]), dtype=float).argmax(axis=1)
+        s = np.asarray(student.predict(test[["func"]]), dtype=float).argmax(axis=1)
+        assert metrics["mr1_violation_rate"] == pytest.approx(float(np.mean(t != s)))
+    finally:
+        if mlflow.active_run():
+            mlflow.end_run()
+        mlflow.set_tracking_uri(None)

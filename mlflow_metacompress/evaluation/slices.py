@@ -4,9 +4,11 @@ Slicing by segment (Giskard, Deepchecks) shows *where* a student departs from it
 for example per CWE class on vulnerability data. For each column ``c`` in ``slice_columns``
 and each of its ``max_slice_values`` most frequent values ``v`` this logs::
 
-    mr1_violation_rate/slice=<c>:<v>   mr2_violation_rate/slice=<c>:<v>
-    mr3_violation_rate/slice=<c>:<v>   mr4_violation_rate/slice=<c>:<v>
-    any_violation_rate/slice=<c>:<v>
+    mr1_violation_rate/slice:<c>:<v>   mr2_violation_rate/slice:<c>:<v>
+    mr3_violation_rate/slice:<c>:<v>   mr4_violation_rate/slice:<c>:<v>
+    any_violation_rate/slice:<c>:<v>
+
+(``slice:``, not the ``slice=`` first proposed: MLflow refuses ``=`` in a metric name.)
 
 **Original inputs only.** Slices are judged on the data as given, not on metamorphic or
 adversarial variants: one rate per (relation, value) stays readable and gateable, where
@@ -26,8 +28,9 @@ by ``str(value)``. Values are ranked by frequency (ties by text); values beyond
 ``max_slice_values`` (default 20) are skipped with a warning and counted in ``summary.json``
 (``slices``).
 
-**Names.** MLflow allows alphanumerics, ``_ - . /``, spaces and (off Windows) ``:`` in metric
-names, and rejects names that change under path normalisation. A column name or value becomes
+**Names.** MLflow allows only word characters, ``_ - . /``, spaces and (off Windows) ``:`` in
+metric names (``mlflow.utils.validation.validate_param_and_metric_name``), and rejects names
+that change under path normalisation. A column name or value becomes
 a *token*: surrounding spaces stripped, every character other than a word character (Unicode
 letters, digits, ``_``), ``.``, ``-`` or a space replaced by ``_`` (so ``/`` and ``:`` never
 appear inside it); an empty token is ``_empty_``; a token longer than 60 characters is cut and
@@ -80,9 +83,12 @@ def metric_tokens(texts: list[str]) -> dict[str, str]:
     return {t: tok if seen[tok] == 1 else f"{tok}-{_digest(t)}" for t, tok in first.items()}
 
 
+SLICE_MARK = "/slice:"
+
+
 def slice_key(metric: str, column_token: str, value_token: str) -> str:
-    """``<metric>/slice=<column>:<value>`` (tokens from :func:`metric_tokens`)."""
-    return f"{metric}/slice={column_token}:{value_token}"
+    """``<metric>/slice:<column>:<value>`` (tokens from :func:`metric_tokens`, which never hold ``:`` or ``/``)."""
+    return f"{metric}{SLICE_MARK}{column_token}:{value_token}"
 
 
 def value_text(value: Any) -> str:

@@ -199,3 +199,16 @@ def test_no_slice_metrics_without_slice_columns():
     outcome, cfg = static_outcome(df)
     assert not slice_keys(outcome.metrics) and "slices" not in outcome.notes
     assert cfg.slice_columns is None and cfg.max_slice_values == 20
+
+
+def test_a_gate_policy_glob_judges_every_slice():
+    from mlflow_metacompress.gates.policy import GatePolicy
+
+    df, _, _ = static_frame(n=120, seed=3)
+    outcome, _ = static_outcome(df, slice_columns=["cwe"])
+    policy = GatePolicy.from_mapping({"name": "per-cwe", "thresholds": {"mr1_violation_rate/slice:cwe:*": "<= 0.05"}})
+    results = policy.check(outcome.metrics)
+    rates = {k: v for k, v in slice_keys(outcome.metrics).items() if k.startswith("mr1_violation_rate/")}
+    assert {r.metric for r in results} == set(rates) and len(rates) == 10
+    assert {r.metric: r.passed for r in results} == {k: v <= 0.05 for k, v in rates.items()}
+    assert any(r.passed for r in results) and not all(r.passed for r in results)

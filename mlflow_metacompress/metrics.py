@@ -3,7 +3,10 @@
 Directions let gates derive ``MetricThreshold(greater_is_better=...)`` instead of
 retyping them (torchmetrics' ``higher_is_better``). Keys may carry a variant suffix
 (``mr1_violation_rate/rename_variables``, ``…/metamorphic``, ``…/attack_mhm_zhang_2020``),
-an attack prefix (``attack_<a>/<model>_asr``) and the evaluator's ``metric_prefix``.
+a slice suffix (``mr1_violation_rate/slice:<column>:<value>`` for the MR rates and
+``any_violation_rate``, see :mod:`.evaluation.slices`), an attack prefix
+(``attack_<a>/<model>_asr``) and the evaluator's ``metric_prefix``. Every suffix keeps the
+base metric's definition and direction, so each family needs no entry of its own.
 """
 
 from __future__ import annotations

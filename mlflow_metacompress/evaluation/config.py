@@ -20,13 +20,14 @@ import pandas as pd
 
 from ..relations import RelationConfig
 from .config_checks import check_values
+from .slices import check_slice_config
 from .validation import MetaCompressInputError, check_code_columns, check_probability_columns
 
 logger = logging.getLogger(__name__)
 
 LANGUAGES = ("c", "java", "python")
 RESERVED = {"col_mapping"}  # read by mlflow.models.evaluate itself
-LIST_KEYS = ("code_columns", "teacher_prob_columns", "student_prob_columns", "transform_columns", "attacks")
+LIST_KEYS = ("code_columns", "teacher_prob_columns", "student_prob_columns", "transform_columns", "attacks", "slice_columns")
 DETECTION_SAMPLES = 50
 
 Source = Literal["given", "default", "inferred", "detected"]
@@ -62,6 +63,8 @@ class EvaluatorConfig:
     attack_mlm: str | None = None
     attack_max_samples: int | None = None
     max_examples: int = 25
+    slice_columns: tuple[str, ...] | None = None  # relation rates per value of these columns (evaluation/slices.py)
+    max_slice_values: int = 20  # per slice column: the most frequent values sliced, the rest skipped
     sources: tuple[tuple[str, Source], ...] = field(default=(), repr=False, compare=False, metadata={"internal": True})
 
     @property
@@ -157,6 +160,7 @@ def parse_config(
     sources: dict[str, Source] = {key: "given" for key in raw}
     cfg = EvaluatorConfig(**raw)
     check_values(cfg)
+    check_slice_config(cfg, data)
     _check_mode(cfg, data, model_given)
     if cfg.language is not None and cfg.language not in LANGUAGES:
         raise MetaCompressInputError(f"language must be one of {LANGUAGES}; got {cfg.language!r}")

@@ -110,7 +110,14 @@ def run_evaluation(
     if models is not None:
         notes["teacher_rows_run"] = models.teacher.rows_run
         notes["student_rows_run"] = models.student.rows_run
-    return Outcome(metrics, pd.concat(rows, ignore_index=True), classes, tables, notes)
+    per_sample = pd.concat(rows, ignore_index=True)
+    if cfg.slice_columns:
+        from .slices import slice_metrics
+
+        sliced, slice_notes = slice_metrics(df, per_sample, cfg)
+        metrics.update(sliced)
+        notes.update(slice_notes)
+    return Outcome(metrics, per_sample, classes, tables, notes)
 
 
 def _variant_sets(original: Variant, inputs: SourceInputs, models: ModelPair | None) -> Iterator[VariantSet]:

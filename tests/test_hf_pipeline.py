@@ -212,3 +212,13 @@ def test_unreadable_outputs_name_what_came_back(tracking, bad, match):
             mlflow.models.evaluate(model=bad, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
                                    evaluator_config={"teacher": teacher, "code_columns": ["func"], "transforms": [], "progress": False})
     assert mlflow.get_run(run.info.run_id).data.metrics == {}, "nothing may be logged from unreadable outputs"
+
+
+def test_a_transformers_pipeline_of_another_task_is_named():
+    from types import SimpleNamespace
+
+    from mlflow_metacompress.evaluation.predictors import resolve_model
+
+    fill_mask = SimpleNamespace(predict=None, metadata=SimpleNamespace(flavors={"transformers": {"task": "fill-mask"}}))
+    with pytest.raises(MetaCompressInputError, match=r"teacher is a transformers 'fill-mask' pipeline; .*text-classification"):
+        resolve_model(fill_mask, "teacher")

@@ -36,16 +36,24 @@ PIPELINE_TYPES = ("TextClassificationPipeline",)
 __all__ = ["PipelineScorer", "is_label_score", "is_text_classification", "label_scores_to_array", "load_scorer"]
 
 
-def is_text_classification(model: Any) -> bool:
+def is_text_classification(model: Any, who: str = "model") -> bool:
     """Whether ``model`` (a ``PyFuncModel``) was logged by ``mlflow.transformers`` as a
-    text-classification pipeline (read from its MLmodel's ``transformers`` flavor)."""
+    text-classification pipeline (read from its MLmodel's ``transformers`` flavor).
+
+    A transformers pipeline of another task is refused, naming the task.
+    """
     try:
         flavor = model.metadata.flavors.get(FLAVOR)
     except AttributeError:
         return False
     if not isinstance(flavor, dict):
         return False
-    return flavor.get("task") in TASKS or flavor.get("instance_type") in PIPELINE_TYPES
+    if flavor.get("task") in TASKS or flavor.get("instance_type") in PIPELINE_TYPES:
+        return True
+    raise MetaCompressInputError(
+        f"{who} is a transformers {flavor.get('task') or flavor.get('instance_type')!r} pipeline; metacompress compares "
+        "classifiers and reads text-classification pipelines (log one with task 'text-classification')"
+    )
 
 
 def load_scorer(model: Any, uri: str | None, who: str) -> PipelineScorer:

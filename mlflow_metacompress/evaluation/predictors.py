@@ -5,8 +5,8 @@ an (n, k) ndarray; lists of ``{label, score}`` dicts scoring every class, or a D
 such cells; sklearn models logged with ``pyfunc_predict_fn="predict_proba"``. Anything else
 is a :class:`MetaCompressInputError` naming what came back. A text-classification pipeline
 logged with ``mlflow.transformers`` is called directly (:mod:`.hf_pipeline`): code columns
-become ``text``/``text_pair`` and every class is scored, in the model's label-id order. Inference runs in length-sorted batches with a
-progress bar, and results are kept in the one cache (:mod:`mlflow_metacompress.cache`)
+become ``text``/``text_pair`` and every class is scored, in the model's label-id order.
+Inference runs in length-sorted batches with a progress bar, and results are kept in the one cache (:mod:`mlflow_metacompress.cache`)
 keyed by the model's identity (:func:`~mlflow_metacompress.cache.model_identity`) and a
 digest of the input rows, so a second student evaluated against the same teacher never
 runs the teacher again. A cached entry is validated like fresh predictions before use.
@@ -242,7 +242,7 @@ def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
             model = mlflow.pyfunc.load_model(model)
         except Exception as exc:
             raise MetaCompressInputError(f"{name} model URI {uri!r} does not resolve: {exc}") from exc
-    if hasattr(model, "predict") and is_text_classification(model):
+    if hasattr(model, "predict") and is_text_classification(model, name):
         scorer = load_scorer(model, uri, name)
         return Predictor(name, scorer, model_identity(model, uri), scorer.labels, index_labels=True, **kw)
     if hasattr(model, "predict") and hasattr(model, "metadata"):

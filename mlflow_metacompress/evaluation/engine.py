@@ -83,7 +83,8 @@ def run_evaluation(
     else:
         base, named = models.predict(original.frame)
     classes = named or [str(k) for k in range(base.teacher.shape[1])]
-    labels = encode_labels(y, named, base.teacher.shape[1]) if y is not None else None
+    index_labels = bool(models is not None and getattr(models.teacher, "index_labels", False))
+    labels = encode_labels(y, named, base.teacher.shape[1], index_labels=index_labels) if y is not None else None
     inputs = SourceInputs(df, cfg, labels, base, named)
 
     metrics: dict[str, float] = {}

@@ -55,7 +55,7 @@ class MetaCompressEvaluator(ModelEvaluator):
             teacher = resolve_model(cfg.teacher, "teacher", **kw)
             student = resolve_model(model, "student", **kw)
             if y is not None and teacher.classes is not None:  # labels checked before any model runs
-                encode_labels(y, teacher.classes, len(teacher.classes))
+                encode_labels(y, teacher.classes, len(teacher.classes), index_labels=teacher.index_labels)
         outcome = run_evaluation(df, y, cfg, teacher, student)
         prefix = cfg.metric_prefix or ""
         metrics = {f"{prefix}{k}": float(v) for k, v in outcome.metrics.items() if not math.isnan(float(v))}

@@ -1,10 +1,12 @@
 """Model adapters: anything a user may pass as teacher or student → N×K probabilities.
 
 Accepted outputs (see :func:`to_probabilities`): a DataFrame with one column per class;
-an (n, k) ndarray; a ``mlflow.transformers`` text-classification pipeline's list of
-``{label, score}`` dicts (``top_k=None``); sklearn models logged with
-``pyfunc_predict_fn="predict_proba"``. Inference runs in length-sorted batches with a
-progress bar, and results are kept in the one cache (:mod:`mlflow_metacompress.cache`)
+an (n, k) ndarray; lists of ``{label, score}`` dicts scoring every class, or a DataFrame of
+such cells; sklearn models logged with ``pyfunc_predict_fn="predict_proba"``. Anything else
+is a :class:`MetaCompressInputError` naming what came back. A text-classification pipeline
+logged with ``mlflow.transformers`` is called directly (:mod:`.hf_pipeline`): code columns
+become ``text``/``text_pair`` and every class is scored, in the model's label-id order.
+Inference runs in length-sorted batches with a progress bar, and results are kept in the one cache (:mod:`mlflow_metacompress.cache`)
 keyed by the model's identity (:func:`~mlflow_metacompress.cache.model_identity`) and a
 digest of the input rows, so a second student evaluated against the same teacher never
 runs the teacher again. A cached entry is validated like fresh predictions before use.
@@ -23,6 +25,7 @@ import pandas as pd
 
 from .. import cache
 from ..cache import model_identity, rows_digest
+from .hf_pipeline import is_label_score, is_text_classification, label_score_cells, label_scores_to_array, load_scorer
 from .validation import MetaCompressInputError, check_probabilities
 
 logger = logging.getLogger(__name__)
@@ -35,43 +38,78 @@ __all__ = ["DEFAULT_CACHE_DIR", "Predictor", "declared_classes", "model_identity
            "to_probabilities"]
 
 
-def to_probabilities(output: Any, n_rows: int) -> tuple[np.ndarray, list[str] | None]:
-    """Normalise one model output to ``(N×K array, class names or None)``."""
+EXPECTED = ("class probabilities: a DataFrame with one numeric column per class, an N×K array, or a "
+            "text-classification pipeline's {label, score} entries for every class")
+
+
+def to_probabilities(output: Any, n_rows: int, who: str = "model") -> tuple[np.ndarray, list[str] | None]:
+    """Normalise one model output to ``(N×K array, class names or None)``; anything else
+    raises :class:`MetaCompressInputError` naming ``who``, the output's type and a sample."""
     if isinstance(output, pd.DataFrame):
-        return output.to_numpy(dtype=np.float64), [str(c) for c in output.columns]
+        return _from_frame(output, who)
     if isinstance(output, pd.Series):
         output = output.tolist()
-    if isinstance(output, list) and output and _is_label_score(output[0]):
-        return _from_label_scores(output)
-    arr = np.asarray(output)
-    if arr.dtype == object:
-        raise MetaCompressInputError(f"cannot read probabilities from a model output of type {type(output).__name__}: {output!r:.120}")
+    if isinstance(output, dict):
+        raise MetaCompressInputError(f"{who} returned a dict with keys {list(output)[:5]!r:.80}; expected {EXPECTED}")
+    if isinstance(output, (list, tuple)) and output and is_label_score(output[0]):
+        return label_scores_to_array(list(output), who=who)
+    try:
+        arr = np.asarray(output)
+    except ValueError:  # ragged rows
+        raise MetaCompressInputError(
+            f"{who} returned {type(output).__name__} rows of different lengths (first row {_sample(output)}); expected {EXPECTED}"
+        ) from None
+    if arr.dtype.kind not in "biuf":
+        flat = arr.ravel()
+        sample = flat[0] if flat.size else output
+        sample = _plain(sample)
+        raise MetaCompressInputError(
+            f"{who} returned {type(output).__name__} holding {type(sample).__name__} values such as {sample!r:.80}; expected {EXPECTED}"
+        )
     if arr.ndim != 2:
         raise MetaCompressInputError(
-            f"model output has shape {arr.shape}; metacompress needs class probabilities (N×K). "
+            f"{who} output has shape {arr.shape} (e.g. {_sample(output)}); metacompress needs class probabilities (N×K). "
             "Log sklearn models with pyfunc_predict_fn='predict_proba' and pipelines with top_k=None."
         )
     return arr.astype(np.float64), None
 
 
-def _is_label_score(item: Any) -> bool:
-    if isinstance(item, dict):
-        return "label" in item and "score" in item
-    return isinstance(item, list) and bool(item) and isinstance(item[0], dict) and "label" in item[0]
+def _sample(output: Any) -> str:
+    try:
+        return f"{output[0]!r:.80}"
+    except Exception:
+        return f"{output!r:.80}"
 
 
-def _from_label_scores(rows: list[Any]) -> tuple[np.ndarray, list[str]]:
-    """``[[{label, score}, …], …]`` (sorted by score) → columns in sorted label order."""
-    rows = [r if isinstance(r, list) else [r] for r in rows]
-    labels = sorted({str(d["label"]) for r in rows for d in r})
-    idx = {lab: j for j, lab in enumerate(labels)}
-    out = np.zeros((len(rows), len(labels)))
-    for i, r in enumerate(rows):
-        if len(r) != len(labels):
-            raise MetaCompressInputError(f"pipeline output row {i} scores {len(r)} labels, not all {len(labels)}; log the pipeline with top_k=None")
-        for d in r:
-            out[i, idx[str(d["label"])]] = float(d["score"])
-    return out, labels
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value, so messages read ``0.9``, not ``np.float64(0.9)``."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _from_frame(frame: pd.DataFrame, who: str) -> tuple[np.ndarray, list[str] | None]:
+    """A DataFrame output: numeric class columns, or a pipeline's {label, score} cells."""
+    if {"label", "score"} <= {str(c) for c in frame.columns} and len(frame):
+        first = frame.iloc[0]
+        raise MetaCompressInputError(
+            f"{who} returned only its top label and score per row (columns {list(frame.columns)}; first row "
+            f"label={_plain(first['label'])!r}, score={_plain(first['score'])!r}); expected {EXPECTED}. A pipeline logged with "
+            "mlflow.transformers is called directly with top_k=None; other models must return every class's score"
+        )
+    rows = label_score_cells(frame)
+    if rows is not None:
+        return label_scores_to_array(rows, who=who)
+    for col in frame.columns:
+        values = frame[col]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            continue
+        bad = ~values.map(lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)))
+        if bad.any():
+            pos = int(np.argmax(bad.to_numpy(dtype=bool)))
+            value = _plain(values.iloc[pos])
+            raise MetaCompressInputError(
+                f"{who} returned a DataFrame whose column {col!r} holds {type(value).__name__} {value!r:.80} (row {pos}); expected {EXPECTED}"
+            )
+    return frame.to_numpy(dtype=np.float64), [str(c) for c in frame.columns]
 
 
 def declared_classes(model: Any) -> list[str] | None:
@@ -106,6 +144,7 @@ class Predictor:
     cache_dir: Path | str | cache.DefaultLocation | None = DEFAULT_CACHE_DIR  # None: no disk cache
     batch_size: int = 64
     progress: bool = True
+    index_labels: bool = False  # class j is the model's label id j (integer targets may name it)
     calls: int = field(default=0, init=False)
     rows_run: int = field(default=0, init=False)
     _memory: dict[str, tuple[np.ndarray, list[str] | None]] = field(default_factory=dict, init=False, repr=False)
@@ -131,7 +170,8 @@ class Predictor:
 
     def uncached(self) -> Predictor:
         """The same model without disk cache or progress bar (attack queries cache themselves)."""
-        return Predictor(self.name, self.fn, None, self.classes, cache_dir=None, batch_size=self.batch_size, progress=False)
+        return Predictor(self.name, self.fn, None, self.classes, cache_dir=None, batch_size=self.batch_size, progress=False,
+                         index_labels=self.index_labels)
 
     def _run(self, df: pd.DataFrame, code_columns: list[str]) -> tuple[np.ndarray, list[str] | None]:
         from tqdm.auto import tqdm
@@ -143,11 +183,17 @@ class Predictor:
         with tqdm(total=len(frame), desc=f"{self.name} inference", disable=not self.progress, leave=False) as bar:
             for start in range(0, len(frame), self.batch_size):
                 chunk = frame.iloc[order[start : start + self.batch_size]]
-                probs, names = to_probabilities(self.fn(chunk), len(chunk))
+                probs, names = to_probabilities(self.fn(chunk), len(chunk), self.name)
                 check_probabilities(probs, self.name, len(chunk))
+                if parts and probs.shape[1] != parts[0].shape[1]:
+                    raise MetaCompressInputError(
+                        f"{self.name} scored {parts[0].shape[1]} classes ({classes}) on one batch and {probs.shape[1]} ({names}) on another"
+                    )
                 if classes is None:
                     classes = names
                 elif names is not None and names != classes:
+                    if set(names) != set(classes):
+                        raise MetaCompressInputError(f"{self.name} named its classes {classes} on one batch and {names} on another")
                     probs = probs[:, [names.index(c) for c in classes]]
                 parts.append(probs)
                 self.calls += 1
@@ -186,7 +232,8 @@ class Predictor:
 
 def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
     """Wrap a URI (``models:/``, ``runs:/``, any MLflow model path), a ``PyFuncModel`` or a
-    callable ``DataFrame → probabilities`` as a :class:`Predictor`."""
+    callable ``DataFrame → probabilities`` as a :class:`Predictor`. A text-classification
+    pipeline logged with ``mlflow.transformers`` is scored by calling the pipeline itself."""
     uri = model if isinstance(model, str) else None
     if isinstance(model, str):
         import mlflow
@@ -195,6 +242,9 @@ def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
             model = mlflow.pyfunc.load_model(model)
         except Exception as exc:
             raise MetaCompressInputError(f"{name} model URI {uri!r} does not resolve: {exc}") from exc
+    if hasattr(model, "predict") and is_text_classification(model, name):
+        scorer = load_scorer(model, uri, name)
+        return Predictor(name, scorer, model_identity(model, uri), scorer.labels, index_labels=True, **kw)
     if hasattr(model, "predict") and hasattr(model, "metadata"):
         return Predictor(name, model.predict, model_identity(model, uri), declared_classes(model), **kw)
     if hasattr(model, "predict"):  # MLflow wraps a plain callable student in a metadata-less pyfunc

@@ -116,8 +116,15 @@ def align_classes(
     return student, teacher_classes or student_classes
 
 
-def encode_labels(y: np.ndarray, classes: list[str] | None, k: int, column: str = "targets") -> np.ndarray:
-    """Map labels to class indices; a label outside the models' classes is named."""
+def encode_labels(
+    y: np.ndarray, classes: list[str] | None, k: int, column: str = "targets", index_labels: bool = False
+) -> np.ndarray:
+    """Map labels to class indices; a label outside the models' classes is named.
+
+    Labels are matched to class names first. With ``index_labels`` (the classes are the
+    teacher's label ids in order, as for a Hugging Face ``id2label``), an integer label
+    that names no class is read as a label id: ``1`` is ``classes[1]``.
+    """
     y = np.asarray(y)
     if y.dtype.kind in "iufb":
         y = y.tolist()  # plain Python values, so messages read "label 7", not "np.int64(7)"
@@ -127,6 +134,9 @@ def encode_labels(y: np.ndarray, classes: list[str] | None, k: int, column: str 
         out = np.empty(len(y), dtype=np.int64)
         for i, v in enumerate(y):
             key = str(int(v)) if isinstance(v, (float, np.floating)) and float(v).is_integer() else str(v)
+            if key not in lookup and index_labels and _is_index(v, k):
+                out[i] = int(v)
+                continue
             if key not in lookup:
                 raise MetaCompressInputError(f"label {v!r} in {column!r} (row {i}) is not one of the models' classes {classes}")
             out[i] = lookup[key]
@@ -141,3 +151,11 @@ def encode_labels(y: np.ndarray, classes: list[str] | None, k: int, column: str 
         i = int(np.argmax(bad))
         raise MetaCompressInputError(f"label {y[i]!r} in {column!r} (row {i}) is outside the models' classes 0..{k - 1}")
     return out
+
+
+def _is_index(value: object, k: int) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and float(value).is_integer()):
+        return 0 <= int(value) < k
+    return False

@@ -33,6 +33,8 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("mlflow_metacompress.distill.cli", "add_distill"),
     ("mlflow_metacompress.gates.cli", "add_gate"),
     ("mlflow_metacompress.gates.cli", "add_policies"),
+    ("mlflow_metacompress.report.cli", "add_report"),
+    ("mlflow_metacompress.report.cli", "add_compare"),
 ]
 
 

@@ -31,7 +31,7 @@ th:first-child,td:first-child{text-align:left}thead th{background:var(--bg);font
 table.sortable thead th{cursor:pointer}tr.total{font-weight:700;background:#fffaf0}td.best{font-weight:700;background:#f0fff4}
 .bar{display:block;height:4px;background:var(--line);border-radius:2px;margin:3px 0 0 auto;width:90px}
 .bar span{display:block;height:4px;background:var(--bad);border-radius:2px}
-.missing{color:#a0aec0}.note{color:var(--mute);font-size:12px}
+.missing{color:#a0aec0}.verdict{font-size:15px;margin:0 0 14px;max-width:980px}.note{color:var(--mute);font-size:12px}
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:14px}.fig{margin:0;border:1px solid var(--line);border-radius:6px;padding:6px}
 .plot{display:block;width:100%;height:auto}figcaption{font-size:11px;color:var(--mute);padding:2px 6px}
 .lg{display:inline-flex;align-items:center;margin-right:12px;white-space:nowrap}.sw{display:inline-block;width:18px;margin-right:5px;border-top:3px solid}
@@ -46,7 +46,7 @@ font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:p
 del{background:#fed7d7;color:#742a2a;text-decoration:line-through}ins{background:#c6f6d5;color:#22543d;text-decoration:none}
 .clip{color:var(--mute);font-style:italic}code{background:#edf2f7;padding:1px 4px;border-radius:3px;font-size:12px}
 ul.renaming{margin:4px 0 8px;padding-left:18px}
-table.facts-table th{width:140px;color:var(--mute)}table.config td:last-child{color:var(--mute)}
+table.facts-table th{width:140px;color:var(--mute)}table.facts-table td{text-align:left}table.config td:last-child{color:var(--mute)}
 tr.src-given td:last-child{color:var(--good);font-weight:600}tr.src-detected td:last-child,tr.src-inferred td:last-child{color:var(--s)}
 details summary{cursor:pointer;margin:12px 0 6px;font-weight:600}
 .interval-plot text{font-size:11px}

@@ -23,6 +23,7 @@ MRS = (("mr1_violation_rate", "MR1 prediction agreement"), ("mr2_violation_rate"
        ("mr3_violation_rate", "MR3 high-confidence preservation"), ("mr4_violation_rate", "MR4 calibration alignment"),
        ("any_violation_rate", "Any relation"))
 EXAMPLES_PER_ATTACK = 5
+OPEN_EXAMPLES = 5  # worst discrepancies shown open; the rest (up to max_examples) folded
 
 
 def num(data: ReportData, name: str, variant: str = "original", style: str = "rate", css: str = "num") -> str:
@@ -51,12 +52,48 @@ def _bar(value: float | None) -> str:
     return f'<span class="bar"><span style="width:{max(0.0, min(1.0, value)) * 100:.1f}%"></span></span>'
 
 
+def _heat(value: float | None) -> str:
+    """A cell background whose redness grows with a violation or flip rate (readable without colour too)."""
+    if value is None or value <= 0:
+        return ""
+    return f' style="background:rgba(229,62,62,{0.05 + 0.45 * min(value, 1.0):.2f})"'
+
+
 def _variant_label(variant: str) -> str:
     if variant == "original":
         return "original"
     if variant == "metamorphic":
         return "transformed (pooled)"
     return variant.replace("attack_", "attack: ", 1)
+
+
+def _pct(value: float | None) -> str:
+    return f"{100 * value:.1f}%" if value is not None else fmt.DASH
+
+
+def _verdict(data: ReportData) -> str:
+    """The headline in words, from the logged numbers only (no threshold is invented here)."""
+    parts = [f"The student predicts another class than the teacher on <b>{_pct(data.metric('mr1_violation_rate'))}</b> of the "
+             f"original inputs"]
+    if data.metric("mr1_violation_rate", "metamorphic") is not None:
+        parts.append(f" and on <b>{_pct(data.metric('mr1_violation_rate', 'metamorphic'))}</b> of the semantically equivalent rewrites")
+    sentence = "".join(parts) + "."
+    drop = data.metric("accuracy_drop")
+    if drop is not None:
+        p = data.metric("accuracy_drop_pvalue")
+        sig = ""
+        if p is not None:
+            sig = " (significant at 5%)" if p < 0.05 else " (not significant at 5%)"
+        sentence += (f" It is <b>{abs(drop) * 100:.1f} points {'less' if drop >= 0 else 'more'} accurate</b> than the teacher"
+                     f"{sig}.")
+    worst = max(((v, data.metric("any_violation_rate", v)) for v in data.transformations()), key=lambda t: t[1] or -1.0, default=None)
+    if worst is not None and worst[1] is not None:
+        sentence += f" The rewrite that breaks it most is <b>{escape(worst[0])}</b> ({_pct(worst[1])} of changed samples violate a relation)."
+    asr = [(a, data.metric(f"attack_{a}/student_asr")) for a in data.attack_names()]
+    asr = [(a, v) for a, v in asr if v is not None]
+    if asr:
+        sentence += " Attack success on the student: " + ", ".join(f"{escape(a)} <b>{_pct(v)}</b>" for a, v in asr) + "."
+    return sentence
 
 
 def headline(data: ReportData) -> str:
@@ -73,6 +110,7 @@ def headline(data: ReportData) -> str:
     cards.append(f'<div class="card key"><div class="label">Any violation rate</div>{num(data, "any_violation_rate", css="big num")}'
                  f'{ci(data, "any_violation_rate")}<div class="hint">share of samples breaking at least one relation</div></div>')
     variants = [v for v in data.variants() if v in ("original", "metamorphic") or v.startswith("attack_")]
+    verdict = f'<p class="verdict">{_verdict(data)}</p>'
     head = "".join(f"<th>{escape(_variant_label(v))}</th>" for v in variants)
     rows = []
     for name, label in MRS:
@@ -81,7 +119,7 @@ def headline(data: ReportData) -> str:
         rows.append(f'<tr{cls}><th scope="row">{escape(label)}<div class="sub">{escape(name)}</div></th>{cells}</tr>')
     table = (f'<table class="mr"><thead><tr><th>violation rate (lower is better)</th>{head}</tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table>')
-    return (f'<section id="headline"><h2>Headline</h2><div class="cards">{"".join(cards)}</div>{table}'
+    return (f'<section id="headline"><h2>Headline</h2>{verdict}<div class="cards">{"".join(cards)}</div>{table}'
             f'<p class="note">Intervals are 95% percentile-bootstrap intervals over samples, shown when the evaluation logged them.</p></section>')
 
 
@@ -99,7 +137,8 @@ def transformations(data: ReportData) -> str:
         if v == "metamorphic" and data.metric("any_violation_rate", "metamorphic") is None:
             continue
         n = int(counts.get(v, 0)) if v != "metamorphic" else int(sum(counts.get(t, 0) for t in names))
-        cells = "".join(f"<td>{num(data, key, v)}{ci(data, key, v) if v == 'metamorphic' else ''}</td>" for key, _ in cols)
+        cells = "".join(f"<td{_heat(data.metric(key, v)) if key != 'transform_applicable_rate' else ''}>{num(data, key, v)}"
+                        f"{ci(data, key, v) if v == 'metamorphic' else ''}</td>" for key, _ in cols)
         cls = ' class="total"' if v == "metamorphic" else ""
         rows.append(f'<tr{cls}><th scope="row">{escape(_variant_label(v))}</th><td class="n" data-sort="{n}">{fmt.count(n)}</td>{cells}</tr>')
     head = "".join(f"<th>{escape(label)}</th>" for _, label in cols)
@@ -163,6 +202,8 @@ def worst(data: ReportData) -> str:
             f'<div class="facts"><span>KL <b>{fmt.prob(r.get("kl"))}</b></span><span>violated: <b>{_violated(r)}</b></span>'
             f'<span>teacher → {escape(data.classes[int(r["teacher_pred"])])}, student → {escape(data.classes[int(r["student_pred"])])}</span></div>'
             f'{_probabilities(r, data.classes)}{code}</article>')
+    if len(items) > OPEN_EXAMPLES:
+        items = [*items[:OPEN_EXAMPLES], f'<details><summary>{len(items) - OPEN_EXAMPLES} more</summary>{"".join(items[OPEN_EXAMPLES:])}</details>']
     total = int(per["any_violation"].astype(bool).sum())
     return (f'<section id="worst"><h2>Worst discrepancies</h2><p class="note">The {len(failing)} violating samples with the largest '
             f'KL(P_T‖P_S) of {total:,} (all variants; <code>max_examples</code> = {data.max_examples}). Rewritten code is shown beside '
@@ -178,6 +219,20 @@ def _renaming(text: Any) -> str:
         return ""
     pairs = "".join(f"<li><code>{escape(str(a))}</code> → <code>{escape(str(b))}</code></li>" for a, b in mapping.items())
     return f'<ul class="renaming">{pairs}</ul>'
+
+
+def _cls(data: ReportData, index: Any) -> str:
+    try:
+        return escape(data.classes[int(float(index))])
+    except (TypeError, ValueError, IndexError):
+        return escape(str(index))
+
+
+def _plist(values: Any) -> str:
+    try:
+        return "[" + ", ".join(fmt.prob(float(v)) for v in values) + "]"
+    except (TypeError, ValueError):
+        return fmt.DASH
 
 
 def attacks(data: ReportData) -> str:
@@ -201,10 +256,10 @@ def attacks(data: ReportData) -> str:
             parts = []
             for _, row in won.iterrows():
                 r = row.to_dict()
-                probs = (f'<span>P before {escape(str(list(r.get("original_probs", []))))}, '
-                         f'after {escape(str(list(r.get("adversarial_probs", []))))}</span>') if "original_probs" in r else ""
+                probs = (f'<span>P(classes) before {_plist(r.get("original_probs"))}, '
+                         f'after {_plist(r.get("adversarial_probs"))}</span>') if "original_probs" in r else ""
                 parts.append(f'<article class="example"><h3>row {int(r["index"])} · {fmt.count(r.get("queries"))} queries · '
-                             f'prediction {escape(str(r.get("original_prediction")))} → {escape(str(r.get("adversarial_prediction")))}</h3>'
+                             f'prediction {_cls(data, r.get("original_prediction"))} → {_cls(data, r.get("adversarial_prediction"))}</h3>'
                              f'<div class="facts">{probs}</div>{_renaming(r.get("renaming"))}'
                              f'{side_by_side(r.get("original_code", ""), r.get("adversarial_code", ""), "original", "adversarial")}</article>')
             if parts:

@@ -25,6 +25,7 @@ from tests.report_checks import external_refs, read_page, script_hashes
 from tests.test_evaluator_attacks import student, teacher
 
 ATTACK = "mhm_zhang_2020"
+TRANSFORMS = ["rename_variables", "insert_dead_code", "swap_operands", "for_to_while"]
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 
 
@@ -47,11 +48,11 @@ def store(tmp_path_factory, _migrated_db):
 
 @pytest.fixture(scope="module")
 def model_run(store) -> str:
-    df = toy_frame(30, seed=2)
+    df = toy_frame(24, seed=2)
     df["target"] = teacher(df).argmax(1)
     with mlflow.start_run(run_name="model-mode") as run:
         mlflow.models.evaluate(model=student, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-                               evaluator_config={"teacher": teacher, "language": "c", "attacks": [ATTACK], "attack_budget": 60,
+                               evaluator_config={"teacher": teacher, "language": "c", "transforms": TRANSFORMS, "attacks": [ATTACK], "attack_budget": 60,
                                                  "attack_max_samples": 6, "max_examples": 8, "progress": False})
     return run.info.run_id
 
@@ -63,6 +64,7 @@ def _static(run_name: str, student_seed: int, n: int = 120, data_seed: int = 0) 
     s /= s.sum(axis=1, keepdims=True)
     df = pd.DataFrame({"t0": t[:, 0], "t1": t[:, 1], "s0": s[:, 0], "s1": s[:, 1], "target": (rng.random(n) < t[:, 1]).astype(int)})
     with mlflow.start_run(run_name=run_name) as run:
+        mlflow.set_tag("metacompress.gate_model", f"models:/{run_name}/1")  # as gate_version tags its run
         mlflow.models.evaluate(data=df, targets="target", model_type="metacompress", evaluators="metacompress",
                                evaluator_config={"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]})
     return run.info.run_id
@@ -158,6 +160,7 @@ def test_static_report_and_compare_cli(static_runs, tmp_path, capsys):
     for key in ("a", "b"):
         run_id = static_runs[key]
         assert run_id in compared
+        assert f"models:/student-{key}/1" in compared  # the student named by the gate's tag
         value = client.get_run(run_id).data.metrics["any_violation_rate"]
         assert f'data-metric="any_violation_rate" data-value="{value!r}">{fmt.rate(value)}<' in compared
 
@@ -219,3 +222,17 @@ def test_chromium_renders_the_headline_as_logged_and_no_request_leaves_the_page(
                      "</body></html>")
     _chromium(f"--log-net-log={tmp_path / 'leaky.json'}", "--virtual-time-budget=3000", "--dump-dom", leaky.as_uri())
     assert sorted(_page_requests(tmp_path / "leaky.json")) == ["http://example.invalid/a.css", "https://example.invalid/x.png"]
+
+
+def test_pipeline_comparison_logs_report_html(static_runs, caplog):
+    from mlflow_metacompress.report.compare import log_comparison_html
+
+    client = MlflowClient()
+    with mlflow.start_run() as parent:
+        assert log_comparison_html([static_runs["a"], None, static_runs["b"]], "task on data") == "comparison/report.html"
+        assert log_comparison_html([static_runs["a"], static_runs["other"]], artifact_path="refused") is None
+    assert [a.path for a in client.list_artifacts(parent.info.run_id, "comparison")] == ["comparison/report.html"]
+    assert client.list_artifacts(parent.info.run_id, "refused") == []
+    assert "different data" in caplog.text
+    page = Path(mlflow.artifacts.download_artifacts(run_id=parent.info.run_id, artifact_path="comparison/report.html")).read_text()
+    assert "task on data" in page and static_runs["a"] in page and static_runs["b"] in page

@@ -109,3 +109,32 @@ def test_runs_with_different_teachers_or_data_are_refused_by_name():
     with pytest.raises(ValueError, match=r"different data \(digests\): run r1 has 'd1', run r3 has 'd2'"):
         check_comparable([_run("r1", "models:/t/3", "3", "d1"), _run("r2", "models:/t/3", "3", "d1"), _run("r3", "models:/t/3", "3", "d2")])
     check_comparable([_run("s1", None, None, "d", "static"), _run("s2", None, None, "d", "static")])
+
+
+def test_intervals_and_pvalue_are_shown_when_logged():
+    """Helper metrics of issue 14.1 (``<metric>_ci_low/_ci_high``, suffix last; ``accuracy_drop_pvalue``) appear beside their metric."""
+    _, data = _static_report(300)
+    metrics = dict(data.metrics)
+    metrics.update({"any_violation_rate_ci_low": 0.2512, "any_violation_rate_ci_high": 0.3488, "accuracy_drop_pvalue": 0.0213,
+                    "mr1_violation_rate_ci_low": 0.01, "mr1_violation_rate_ci_high": 0.07})
+    page = render_report(ReportData(metrics, data.per_sample, data.classes, data.summary, {}, data.provenance))
+    assert '<span class="ci" data-interval="any_violation_rate" title="95% bootstrap interval">[0.251, 0.349]</span>' in page
+    assert 'data-interval="mr1_violation_rate"' in page
+    assert 'data-value="0.0213">p = 0.021 (McNemar, exact)' in page
+    assert "significant at 5%" in page
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_report_without_labels_or_code(k):
+    rng = np.random.default_rng(3)
+    t, s = random_probs(rng, 80, k), random_probs(rng, 80, k)
+    df = pd.DataFrame({**{f"t{j}": t[:, j] for j in range(k)}, **{f"s{j}": s[:, j] for j in range(k)}})
+    cfg = parse_config({"teacher_prob_columns": [f"t{j}" for j in range(k)], "student_prob_columns": [f"s{j}" for j in range(k)]},
+                       df, model_given=False, labels_given=False)
+    data = from_outcome(run_evaluation(df, None, cfg, None, None), cfg, {"mode": "static"})
+    page = render_report(data)
+    parsed = read_page(page)
+    assert parsed.ids == ["headline", "plots", "worst", "provenance"]
+    assert "teacher_accuracy" not in parsed.numbers and "agreement with teacher" in page  # label-free reliability
+    assert float(parsed.numbers["mr1_violation_rate"][0]) == pytest.approx(float((t.argmax(1) != s.argmax(1)).mean()))
+    assert '<pre class="code">' not in page

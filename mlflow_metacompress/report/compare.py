@@ -138,8 +138,9 @@ def forest(runs: Sequence[ReportData], name: str, variant: str) -> str:
             f'aria-label="{escape(title)} by student">{"".join(parts)}</svg></figure>')
 
 
-def render_comparison(runs: Sequence[ReportData]) -> str:
-    """The comparison page of already loaded runs (checked comparable first)."""
+def render_comparison(runs: Sequence[ReportData], title: str | None = None) -> str:
+    """The comparison page of already loaded runs (checked comparable first); ``title``
+    is added to the heading (the pipeline passes its task, data and profile)."""
     check_comparable(runs)
     heads = "".join(f'<th title="run {escape(str(d.provenance.get("run_id")))}">{escape(_label(d))}'
                     f'<div class="sub">run {escape(str(d.provenance.get("run_id"))[:8])}</div></th>' for d in runs)
@@ -152,7 +153,7 @@ def render_comparison(runs: Sequence[ReportData]) -> str:
              f'interval overlaps another student\'s (not a clear difference). Intervals appear when the evaluations logged them.</p>'
              f'<table class="compare"><thead><tr><th>metric</th>{heads}</tr></thead><tbody>{"".join(body)}</tbody></table></section>')
     plots = "".join(forest(runs, n, v) for n, v in FOREST)
-    plots = f'<section id="intervals"><h2>Intervals</h2><div class="plots">{plots}</div></section>' if plots else ""
+    plots = f'<section id="intervals"><h2>Intervals</h2><div class="plots wide">{plots}</div></section>' if plots else ""
     first = runs[0].provenance
     prov_rows = "".join(
         f'<tr><th scope="row">{escape(_label(d))}</th><td><code>{escape(str(d.provenance.get("run_id")))}</code></td>'
@@ -162,18 +163,42 @@ def render_comparison(runs: Sequence[ReportData]) -> str:
             f'{escape(str(first.get("data_name") or "–"))}, digest <code>{escape(str(first.get("data_digest") or "–"))}</code></p>'
             f'<table><thead><tr><th>student</th><th>run</th><th>version</th><th>evaluated</th></tr></thead><tbody>{prov_rows}</tbody></table></section>')
     subtitle = f"{len(runs)} students against teacher <code>{escape(teacher_identity(first))}</code>"
+    if title:
+        subtitle = f"{escape(title)} · {subtitle}"
     nav = [("table", "Side by side"), *([("intervals", "Intervals")] if plots else []), ("provenance", "Provenance")]
     return page("MetaCompress comparison", subtitle, nav, table + plots + prov)
 
 
-def write_comparison_html(run_ids: Sequence[str], out_path: str | Path) -> Path:
+def write_comparison_html(run_ids: Sequence[str], out_path: str | Path, title: str | None = None) -> Path:
     """Compare the evaluation runs ``run_ids`` (students of one teacher, on one data set)
     and write the page to ``out_path``; ``ValueError`` when they are not comparable."""
     ids = list(dict.fromkeys(run_ids))
     if not ids:
         raise ValueError("compare needs at least one evaluation run id")
-    html = render_comparison([from_run(r) for r in ids])
+    html = render_comparison([from_run(r) for r in ids], title)
     path = Path(out_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
     return path
+
+
+def log_comparison_html(run_ids: Sequence[str | None], title: str | None = None, artifact_path: str = "comparison") -> str | None:
+    """Log ``<artifact_path>/report.html`` comparing the evaluation runs ``run_ids`` (None
+    entries, e.g. methods that failed before evaluation, are skipped) to the active run;
+    return its artifact path. Runs that are not comparable are reported by a warning and
+    nothing is logged (the pipeline's other comparison artifacts stand)."""
+    import tempfile
+
+    import mlflow
+
+    ids = [r for r in run_ids if r]
+    if not ids:
+        return None
+    with tempfile.TemporaryDirectory(prefix="metacompress-compare-") as tmp:
+        try:
+            path = write_comparison_html(ids, Path(tmp) / "report.html", title)
+        except ValueError as exc:
+            logger.warning("no %s/report.html: %s", artifact_path, exc)
+            return None
+        mlflow.log_artifact(str(path), artifact_path)
+    return f"{artifact_path}/report.html"

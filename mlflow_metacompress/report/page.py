@@ -32,7 +32,7 @@ table.sortable thead th{cursor:pointer}tr.total{font-weight:700;background:#fffa
 .bar{display:block;height:4px;background:var(--line);border-radius:2px;margin:3px 0 0 auto;width:90px}
 .bar span{display:block;height:4px;background:var(--bad);border-radius:2px}
 .missing{color:#a0aec0}.verdict{font-size:15px;margin:0 0 14px;max-width:980px}.note{color:var(--mute);font-size:12px}
-.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:14px}.fig{margin:0;border:1px solid var(--line);border-radius:6px;padding:6px}
+.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:14px}.plots.wide{grid-template-columns:repeat(auto-fit,minmax(460px,1fr))}.fig{margin:0;border:1px solid var(--line);border-radius:6px;padding:6px}
 .plot{display:block;width:100%;height:auto}figcaption{font-size:11px;color:var(--mute);padding:2px 6px}
 .lg{display:inline-flex;align-items:center;margin-right:12px;white-space:nowrap}.sw{display:inline-block;width:18px;margin-right:5px;border-top:3px solid}
 .sw.dash{border-top-style:dashed}

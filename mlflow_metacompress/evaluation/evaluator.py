@@ -59,11 +59,14 @@ class MetaCompressEvaluator(ModelEvaluator):
         outcome = run_evaluation(df, y, cfg, teacher, student)
         prefix = cfg.metric_prefix or ""
         metrics = {f"{prefix}{k}": float(v) for k, v in outcome.metrics.items() if not math.isnan(float(v))}
-        artifacts = self._log(run_id, metrics, outcome, cfg)
+        from ..report.provenance import at_evaluation
+
+        provenance = at_evaluation(cfg, model, dataset, kwargs.get("model_id"), run_id)
+        artifacts = self._log(run_id, metrics, outcome, cfg, provenance)
         return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
 
     @staticmethod
-    def _log(run_id: str, metrics: dict[str, float], outcome: Any, cfg: Any) -> dict[str, Any]:
+    def _log(run_id: str, metrics: dict[str, float], outcome: Any, cfg: Any, provenance: dict[str, Any] | None = None) -> dict[str, Any]:
         """Write artifacts, then log every metric in batches and the artifact folder."""
         import time
 
@@ -71,12 +74,14 @@ class MetaCompressEvaluator(ModelEvaluator):
         from mlflow.models.evaluation import artifacts as mlflow_artifacts  # imports matplotlib: keep lazy
         from mlflow.tracking import MlflowClient
 
+        from ..report.render import write_evaluation_report
         from .artifacts import write_artifacts
 
         client = MlflowClient()
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / ARTIFACT_DIR
             written = write_artifacts(outcome, cfg, out)
+            written += write_evaluation_report(outcome, cfg, out, provenance or {})  # report.html (issue 14)
             now = int(time.time() * 1000)
             items = [Metric(k, v, now, 0) for k, v in sorted(metrics.items())]
             for start in range(0, len(items), 1000):
@@ -88,6 +93,6 @@ class MetaCompressEvaluator(ModelEvaluator):
             key = rel.rsplit(".", 1)[0].replace("/", "_")
             cls = {".json": mlflow_artifacts.JsonEvaluationArtifact, ".png": mlflow_artifacts.ImageEvaluationArtifact,
                    ".parquet": mlflow_artifacts.ParquetEvaluationArtifact,
-                   ".csv": mlflow_artifacts.CsvEvaluationArtifact}[Path(rel).suffix]
+                   ".csv": mlflow_artifacts.CsvEvaluationArtifact, ".html": mlflow_artifacts.TextEvaluationArtifact}[Path(rel).suffix]
             artifacts[key] = cls(uri=f"{root}/{ARTIFACT_DIR}/{rel}")
         return artifacts

@@ -1,0 +1,140 @@
+"""What a report needs, gathered once: from an evaluation's :class:`~..evaluation.engine.Outcome`
+while it is logged, or from a finished run's logged artifacts (``metacompress/summary.json``,
+``per_sample.parquet``, ``attacks/<a>.parquet``, ``provenance.json``) without any model.
+
+Both paths give the same :class:`ReportData`, so ``metacompress report RUN_ID`` rebuilds
+the page the evaluation logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from ..evaluation.config import EvaluatorConfig
+    from ..evaluation.engine import Outcome
+
+logger = logging.getLogger(__name__)
+
+ARTIFACT_DIR = "metacompress"
+SPECIAL_VARIANTS = ("original", "metamorphic")
+
+
+@dataclass(frozen=True, eq=False)
+class ReportData:
+    """One evaluation as the report sees it.
+
+    ``metrics`` are unprefixed (as in ``summary.json``); ``summary`` is the rest of
+    ``summary.json`` (config, config_sources, detected, classes, notes); ``attacks`` maps
+    an attack name to its per-sample table; ``provenance`` is :mod:`.provenance`'s record.
+    """
+
+    metrics: dict[str, float]
+    per_sample: pd.DataFrame
+    classes: list[str]
+    summary: dict[str, Any] = field(default_factory=dict)
+    attacks: dict[str, pd.DataFrame] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self.summary.get("config") or {})
+
+    @property
+    def max_examples(self) -> int:
+        value = self.config.get("max_examples")
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) else 25
+
+    def metric(self, name: str, variant: str = "original") -> float | None:
+        """``name`` on ``variant`` (``original`` has no suffix); None when absent or NaN."""
+        key = name if variant == "original" else f"{name}/{variant}"
+        value = self.metrics.get(key)
+        if value is None or not isinstance(value, (int, float)) or math.isnan(float(value)):
+            return None
+        return float(value)
+
+    def interval(self, name: str, variant: str = "original") -> tuple[float | None, float | None]:
+        """The 95% interval of ``name`` (``<name>_ci_low``/``_ci_high``, suffix last), when logged."""
+        return self.metric(f"{name}_ci_low", variant), self.metric(f"{name}_ci_high", variant)
+
+    def variants(self) -> list[str]:
+        """Every variant suffix among the metrics: original, metamorphic, transformations, attacks."""
+        seen = {key.split("/", 1)[1] for key in self.metrics if "/" in key and not key.startswith("attack_")}
+        transforms = sorted(v for v in seen if v not in SPECIAL_VARIANTS and not v.startswith("attack_"))
+        attacks = sorted(v for v in seen if v.startswith("attack_"))
+        return ["original", *(["metamorphic"] if "metamorphic" in seen else []), *transforms, *attacks]
+
+    def transformations(self) -> list[str]:
+        """The transformations that ran (those with an applicable rate, or with judged rows)."""
+        names = {k.split("/", 1)[1] for k in self.metrics if k.startswith("transform_applicable_rate/")}
+        names |= {v for v in self.variants() if v not in SPECIAL_VARIANTS and not v.startswith("attack_")}
+        return sorted(names)
+
+    def attack_names(self) -> list[str]:
+        """Attacks with metrics (``attack_<a>/student_asr``) or a table."""
+        names = {k.split("/", 1)[0][len("attack_"):] for k in self.metrics
+                 if k.startswith("attack_") and "/" in k and k.split("/", 1)[1].startswith(("student_", "teacher_", "excess"))}
+        return sorted(names | set(self.attacks))
+
+
+def from_outcome(outcome: Outcome, cfg: EvaluatorConfig, provenance: dict[str, Any] | None = None) -> ReportData:
+    """The report's data from an evaluation that is being logged."""
+    summary = {"config": cfg.as_loggable(), "config_sources": cfg.config_sources(), "detected": cfg.detected_values(),
+               "classes": outcome.classes, **outcome.notes}
+    attacks = {name.split("/", 1)[1]: table for name, table in outcome.extra_tables.items() if name.startswith("attacks/")}
+    metrics = {k: float(v) for k, v in outcome.metrics.items()}
+    return ReportData(metrics, outcome.per_sample, list(outcome.classes), summary, attacks, dict(provenance or {}))
+
+
+@contextmanager
+def _quiet_downloads() -> Iterator[None]:
+    """No artifact progress bars while the report downloads (restored afterwards)."""
+    name = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(name)
+    os.environ[name] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def from_run(run_id: str) -> ReportData:
+    """The report's data from a run's logged ``metacompress/`` artifacts (no model is loaded).
+
+    ``ValueError`` naming the run when it has no metacompress evaluation.
+    """
+    import mlflow
+    from mlflow import MlflowClient
+
+    from .provenance import from_run_record
+
+    client = MlflowClient()
+    run = client.get_run(run_id)
+    names = {a.path for a in client.list_artifacts(run_id, ARTIFACT_DIR)}
+    if f"{ARTIFACT_DIR}/summary.json" not in names:
+        raise ValueError(f"run {run_id} has no {ARTIFACT_DIR}/summary.json: it is not a metacompress evaluation run")
+    with tempfile.TemporaryDirectory(prefix="metacompress-report-") as tmp, _quiet_downloads():
+        local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=ARTIFACT_DIR, dst_path=tmp))
+        summary = json.loads((local / "summary.json").read_text())
+        per = local / "per_sample.parquet"
+        per_sample = pd.read_parquet(per) if per.exists() else pd.DataFrame()
+        attacks = {p.stem: pd.read_parquet(p) for p in sorted((local / "attacks").glob("*.parquet"))}
+        prov_path = local / "provenance.json"
+        logged = json.loads(prov_path.read_text()) if prov_path.exists() else {}
+    metrics = {k: float(v) for k, v in summary.pop("metrics", {}).items() if v is not None}
+    provenance = from_run_record(run, summary, logged)
+    return ReportData(metrics, per_sample, [str(c) for c in summary.get("classes", [])], summary, attacks, provenance)

@@ -1,0 +1,304 @@
+"""The sections of ``report.html``, in the order a reviewer reads them (issue 14):
+headline, per-transformation table, plots, worst discrepancies, attacks, provenance.
+
+Each function takes a :class:`~.data.ReportData` and returns an HTML fragment, or ``""``
+when the section does not apply (static mode has no transformations or attacks). Every
+number carries ``data-metric`` (the logged key) and ``data-value`` (the logged value) so
+the rendered page can be checked against the run.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+import pandas as pd
+
+from . import fmt
+from .data import ReportData
+from .diff import code_block, side_by_side
+
+MRS = (("mr1_violation_rate", "MR1 prediction agreement"), ("mr2_violation_rate", "MR2 distribution similarity (KL)"),
+       ("mr3_violation_rate", "MR3 high-confidence preservation"), ("mr4_violation_rate", "MR4 calibration alignment"),
+       ("any_violation_rate", "Any relation"))
+EXAMPLES_PER_ATTACK = 5
+OPEN_EXAMPLES = 5  # worst discrepancies shown open; the rest (up to max_examples) folded
+
+
+def num(data: ReportData, name: str, variant: str = "original", style: str = "rate", css: str = "num") -> str:
+    """A logged metric, formatted, with its key and exact value as attributes (``–`` when absent)."""
+    value = data.metric(name, variant)
+    key = name if variant == "original" else f"{name}/{variant}"
+    text = getattr(fmt, style)(value)
+    if value is None:
+        return f'<span class="{css} missing" data-metric="{escape(key)}">{text}</span>'
+    return f'<span class="{css}" data-metric="{escape(key)}" data-value="{value!r}" title="{value!r}">{text}</span>'
+
+
+def ci(data: ReportData, name: str, variant: str = "original") -> str:
+    """The metric's 95% interval as logged, or nothing."""
+    low, high = data.interval(name, variant)
+    text = fmt.interval(low, high)
+    if not text:
+        return ""
+    key = name if variant == "original" else f"{name}/{variant}"
+    return f'<span class="ci" data-interval="{escape(key)}" title="95% bootstrap interval">{text}</span>'
+
+
+def _bar(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f'<span class="bar"><span style="width:{max(0.0, min(1.0, value)) * 100:.1f}%"></span></span>'
+
+
+def _heat(value: float | None) -> str:
+    """A cell background whose redness grows with a violation or flip rate (readable without colour too)."""
+    if value is None or value <= 0:
+        return ""
+    return f' style="background:rgba(229,62,62,{0.05 + 0.45 * min(value, 1.0):.2f})"'
+
+
+def _variant_label(variant: str) -> str:
+    if variant == "original":
+        return "original"
+    if variant == "metamorphic":
+        return "transformed (pooled)"
+    return variant.replace("attack_", "attack: ", 1)
+
+
+def _pct(value: float | None) -> str:
+    return f"{100 * value:.1f}%" if value is not None else fmt.DASH
+
+
+def _verdict(data: ReportData) -> str:
+    """The headline in words, from the logged numbers only (no threshold is invented here)."""
+    parts = [f"The student predicts another class than the teacher on <b>{_pct(data.metric('mr1_violation_rate'))}</b> of the "
+             f"original inputs"]
+    if data.metric("mr1_violation_rate", "metamorphic") is not None:
+        parts.append(f" and on <b>{_pct(data.metric('mr1_violation_rate', 'metamorphic'))}</b> of the semantically equivalent rewrites")
+    sentence = "".join(parts) + "."
+    drop = data.metric("accuracy_drop")
+    if drop is not None:
+        p = data.metric("accuracy_drop_pvalue")
+        sig = ""
+        if p is not None:
+            sig = " (significant at 5%)" if p < 0.05 else " (not significant at 5%)"
+        sentence += (f" It is <b>{abs(drop) * 100:.1f} points {'less' if drop >= 0 else 'more'} accurate</b> than the teacher"
+                     f"{sig}.")
+    worst = max(((v, data.metric("any_violation_rate", v)) for v in data.transformations()), key=lambda t: t[1] or -1.0, default=None)
+    if worst is not None and worst[1] is not None:
+        sentence += f" The rewrite that breaks it most is <b>{escape(worst[0])}</b> ({_pct(worst[1])} of changed samples violate a relation)."
+    asr = [(a, data.metric(f"attack_{a}/student_asr")) for a in data.attack_names()]
+    asr = [(a, v) for a, v in asr if v is not None]
+    if asr:
+        sentence += " Attack success on the student: " + ", ".join(f"{escape(a)} <b>{_pct(v)}</b>" for a, v in asr) + "."
+    return sentence
+
+
+def headline(data: ReportData) -> str:
+    cards = []
+    if data.metric("teacher_accuracy") is not None or data.metric("student_accuracy") is not None:
+        cards.append(f'<div class="card"><div class="label">Teacher accuracy</div>{num(data, "teacher_accuracy", css="big num")}</div>')
+        cards.append(f'<div class="card"><div class="label">Student accuracy</div>{num(data, "student_accuracy", css="big num")}'
+                     f'{ci(data, "student_accuracy")}</div>')
+        p = data.metric("accuracy_drop_pvalue")
+        ptext = (f'<span class="p" data-metric="accuracy_drop_pvalue" data-value="{p!r}">{fmt.pvalue(p)} (McNemar, exact)</span>'
+                 if p is not None else "")
+        cards.append(f'<div class="card"><div class="label">Accuracy drop</div>{num(data, "accuracy_drop", style="signed", css="big num")}'
+                     f'{ci(data, "accuracy_drop")}{ptext}</div>')
+    cards.append(f'<div class="card key"><div class="label">Any violation rate</div>{num(data, "any_violation_rate", css="big num")}'
+                 f'{ci(data, "any_violation_rate")}<div class="hint">share of samples breaking at least one relation</div></div>')
+    variants = [v for v in data.variants() if v in ("original", "metamorphic") or v.startswith("attack_")]
+    verdict = f'<p class="verdict">{_verdict(data)}</p>'
+    head = "".join(f"<th>{escape(_variant_label(v))}</th>" for v in variants)
+    rows = []
+    for name, label in MRS:
+        cells = "".join(f"<td>{num(data, name, v)}{_bar(data.metric(name, v))}{ci(data, name, v)}</td>" for v in variants)
+        cls = ' class="total"' if name == "any_violation_rate" else ""
+        rows.append(f'<tr{cls}><th scope="row">{escape(label)}<div class="sub">{escape(name)}</div></th>{cells}</tr>')
+    table = (f'<table class="mr"><thead><tr><th>violation rate (lower is better)</th>{head}</tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table>')
+    return (f'<section id="headline"><h2>Headline</h2>{verdict}<div class="cards">{"".join(cards)}</div>{table}'
+            f'<p class="note">Intervals are 95% percentile-bootstrap intervals over samples, shown when the evaluation logged them.</p></section>')
+
+
+def transformations(data: ReportData) -> str:
+    names = data.transformations()
+    if not names:
+        return ""
+    counts = data.per_sample["variant"].value_counts() if "variant" in data.per_sample else pd.Series(dtype=int)
+    cols = [("transform_applicable_rate", "applicable"), ("teacher_flip_rate", "teacher flips"),
+            ("student_flip_rate", "student flips"), *((n, n.split("_")[0].upper()) for n, _ in MRS[:4]),
+            ("any_violation_rate", "any")]
+    order = sorted(names, key=lambda v: -(data.metric("any_violation_rate", v) or -1.0))
+    rows = []
+    for v in [*order, "metamorphic"]:
+        if v == "metamorphic" and data.metric("any_violation_rate", "metamorphic") is None:
+            continue
+        n = int(counts.get(v, 0)) if v != "metamorphic" else int(sum(counts.get(t, 0) for t in names))
+        cells = "".join(f"<td{_heat(data.metric(key, v)) if key != 'transform_applicable_rate' else ''}>{num(data, key, v)}"
+                        f"{ci(data, key, v) if v == 'metamorphic' else ''}</td>" for key, _ in cols)
+        cls = ' class="total"' if v == "metamorphic" else ""
+        rows.append(f'<tr{cls}><th scope="row">{escape(_variant_label(v))}</th><td class="n" data-sort="{n}">{fmt.count(n)}</td>{cells}</tr>')
+    head = "".join(f"<th>{escape(label)}</th>" for _, label in cols)
+    return (f'<section id="transformations"><h2>Per transformation</h2>'
+            f'<p class="note">Rates over the samples each transformation changed (n); flips: the model\'s own prediction changed '
+            f'from the original. Worst first; click a header to sort.</p>'
+            f'<table class="sortable"><thead><tr><th>transformation</th><th>n</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
+
+
+def plots(data: ReportData) -> str:
+    from . import svg
+
+    per = data.per_sample
+    if per.empty or not data.classes or f"teacher_prob_{data.classes[0]}" not in per:
+        return ""
+    cfg = data.config
+    figures = [svg.reliability(per, data.classes, int(cfg.get("calibration_bins") or 10)),
+               svg.kl_histogram(per, float(cfg.get("kl_threshold") or 0.1)),
+               svg.confidence_scatter(per, data.classes, float(cfg.get("confidence_threshold") or 0.8), int(cfg.get("seed") or 0))]
+    return f'<section id="plots"><h2>Plots</h2><div class="plots">{"".join(figures)}</div></section>'
+
+
+def _violated(row: Any) -> str:
+    names = [f"MR{k}" for k in range(1, 5) if bool(row.get(f"mr{k}_violation", False))]
+    return ", ".join(names) or "none"
+
+
+def _probabilities(row: Any, classes: list[str]) -> str:
+    head = "".join(f"<th>{escape(c)}</th>" for c in classes)
+    t = "".join(f"<td>{fmt.prob(row.get(f'teacher_prob_{c}'))}</td>" for c in classes)
+    s = "".join(f"<td>{fmt.prob(row.get(f'student_prob_{c}'))}</td>" for c in classes)
+    return (f'<table class="probs"><thead><tr><th>P(class)</th>{head}</tr></thead>'
+            f'<tbody><tr><th>teacher</th>{t}</tr><tr><th>student</th>{s}</tr></tbody></table>')
+
+
+def worst(data: ReportData) -> str:
+    per = data.per_sample
+    if per.empty or "any_violation" not in per or data.max_examples == 0:
+        return ""
+    failing = per[per["any_violation"].astype(bool)].sort_values("kl", ascending=False, kind="stable").head(data.max_examples)
+    if failing.empty:
+        return '<section id="worst"><h2>Worst discrepancies</h2><p>No sample violates a relation.</p></section>'
+    originals: dict[int, str] = {}
+    if "code" in per:
+        orig = per[per["variant"] == "original"]
+        originals = dict(zip(orig["row"].astype(int), orig["code"]))
+    items = []
+    for rank, (_, row) in enumerate(failing.iterrows(), start=1):
+        r = row.to_dict()
+        variant = str(r["variant"])
+        label = f' · label {escape(data.classes[int(r["label"])])}' if pd.notna(r.get("label")) and data.classes else ""
+        code = ""
+        if isinstance(r.get("code"), str):
+            base = originals.get(int(r["row"]))
+            if variant != "original" and isinstance(base, str):
+                code = side_by_side(base, r["code"], "original", _variant_label(variant))
+            else:
+                code = code_block(r["code"])
+        items.append(
+            f'<article class="example"><h3>#{rank} · {escape(_variant_label(variant))} · row {int(r["row"])}{label}</h3>'
+            f'<div class="facts"><span>KL <b>{fmt.prob(r.get("kl"))}</b></span><span>violated: <b>{_violated(r)}</b></span>'
+            f'<span>teacher → {escape(data.classes[int(r["teacher_pred"])])}, student → {escape(data.classes[int(r["student_pred"])])}</span></div>'
+            f'{_probabilities(r, data.classes)}{code}</article>')
+    if len(items) > OPEN_EXAMPLES:
+        items = [*items[:OPEN_EXAMPLES], f'<details><summary>{len(items) - OPEN_EXAMPLES} more</summary>{"".join(items[OPEN_EXAMPLES:])}</details>']
+    total = int(per["any_violation"].astype(bool).sum())
+    return (f'<section id="worst"><h2>Worst discrepancies</h2><p class="note">The {len(failing)} violating samples with the largest '
+            f'KL(P_T‖P_S) of {total:,} (all variants; <code>max_examples</code> = {data.max_examples}). Rewritten code is shown beside '
+            f'its original, changed tokens highlighted.</p>{"".join(items)}</section>')
+
+
+def _renaming(text: Any) -> str:
+    try:
+        mapping = json.loads(text) if isinstance(text, str) else dict(text or {})
+    except (TypeError, ValueError):
+        return ""
+    if not mapping:
+        return ""
+    pairs = "".join(f"<li><code>{escape(str(a))}</code> → <code>{escape(str(b))}</code></li>" for a, b in mapping.items())
+    return f'<ul class="renaming">{pairs}</ul>'
+
+
+def _cls(data: ReportData, index: Any) -> str:
+    try:
+        return escape(data.classes[int(float(index))])
+    except (TypeError, ValueError, IndexError):
+        return escape(str(index))
+
+
+def _plist(values: Any) -> str:
+    try:
+        return "[" + ", ".join(fmt.prob(float(v)) for v in values) + "]"
+    except (TypeError, ValueError):
+        return fmt.DASH
+
+
+def attacks(data: ReportData) -> str:
+    names = data.attack_names()
+    if not names:
+        return ""
+    blocks = []
+    for a in names:
+        k = f"attack_{a}"
+        rows = "".join(
+            f'<tr><th scope="row">{role}</th><td>{num(data, f"{k}/{role}_asr")}</td>'
+            f'<td>{num(data, f"{k}/{role}_mean_queries", style="count")}</td>'
+            f'<td>{num(data, f"{k}/{role}_accuracy_under_attack")}</td><td>{num(data, f"{k}/{role}_accuracy_drop")}</td></tr>'
+            for role in ("teacher", "student"))
+        summary = (f'<p>Excess drop (student − teacher): {num(data, f"{k}/excess_drop", style="signed")} '
+                   f'({num(data, f"{k}/excess_drop_pct", style="percent")} of the teacher\'s drop).</p>')
+        table = data.attacks.get(a)
+        examples = ""
+        if table is not None and "status" in table:
+            won = table[table["status"] == "succeeded"].head(min(EXAMPLES_PER_ATTACK, data.max_examples))
+            parts = []
+            for _, row in won.iterrows():
+                r = row.to_dict()
+                probs = (f'<span>P(classes) before {_plist(r.get("original_probs"))}, '
+                         f'after {_plist(r.get("adversarial_probs"))}</span>') if "original_probs" in r else ""
+                parts.append(f'<article class="example"><h3>row {int(r["index"])} · {fmt.count(r.get("queries"))} queries · '
+                             f'prediction {_cls(data, r.get("original_prediction"))} → {_cls(data, r.get("adversarial_prediction"))}</h3>'
+                             f'<div class="facts">{probs}</div>{_renaming(r.get("renaming"))}'
+                             f'{side_by_side(r.get("original_code", ""), r.get("adversarial_code", ""), "original", "adversarial")}</article>')
+            if parts:
+                examples = f'<h4>Successful adversarial examples against the student ({len(parts)} shown)</h4>{"".join(parts)}'
+        blocks.append(f'<div class="attack"><h3>{escape(a)}</h3><table><thead><tr><th></th><th>success rate</th><th>mean queries</th>'
+                      f'<th>accuracy under attack</th><th>accuracy drop</th></tr></thead><tbody>{rows}</tbody></table>{summary}{examples}</div>')
+    return f'<section id="attacks"><h2>Attacks</h2>{"".join(blocks)}</section>'
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) or "[]"
+    return "–" if value is None else str(value)
+
+
+def provenance(data: ReportData) -> str:
+    p = data.provenance
+    def version(v: Any) -> str:
+        return f' <span class="sub">version {escape(str(v))}</span>' if v else ""
+    rows = [("Run", f'<code>{escape(str(p.get("run_id") or "–"))}</code>' + (f' ({escape(str(p["run_name"]))})' if p.get("run_name") else "")),
+            ("Teacher", f'<code>{escape(_value(p.get("teacher_uri")))}</code>{version(p.get("teacher_version"))}'),
+            ("Student", f'<code>{escape(_value(p.get("student_uri")))}</code>{version(p.get("student_version"))}'),
+            ("Data", f'{escape(_value(p.get("data_name")))} · digest <code>{escape(_value(p.get("data_digest")))}</code>'
+                     + (f' · {fmt.count(p["data_rows"])} rows' if p.get("data_rows") is not None else "")),
+            ("Mode", escape(_value(p.get("mode")))), ("Evaluated", escape(_value(p.get("evaluated_at"))))]
+    packages = p.get("packages") or {}
+    if packages:
+        rows.append(("Packages", " · ".join(f"{escape(k)} {escape(str(v))}" for k, v in packages.items())))
+    facts = "".join(f"<tr><th scope='row'>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    cfg, sources, detected = data.config, data.summary.get("config_sources") or {}, data.summary.get("detected") or {}
+    cfg_rows = []
+    for key in sorted(set(cfg) | set(detected)):
+        source = sources.get(key, "")
+        shown = detected.get(key, cfg.get(key)) if source in ("inferred", "detected") else cfg.get(key)
+        cfg_rows.append(f'<tr class="src-{escape(source)}"><th scope="row">{escape(key)}</th><td><code>{escape(_value(shown))}</code></td>'
+                        f'<td>{escape(source)}</td></tr>')
+    notes = {k: v for k, v in data.summary.items() if k not in ("config", "config_sources", "detected", "classes", "metrics")}
+    note_rows = "".join(f"<tr><th scope='row'>{escape(k)}</th><td>{escape(_value(v))}</td></tr>" for k, v in sorted(notes.items()))
+    return (f'<section id="provenance"><h2>Provenance</h2><table class="facts-table">{facts}{note_rows}</table>'
+            f'<details><summary>Configuration ({sum(1 for k in sources.values() if k == "given")} keys given)</summary>'
+            f'<table class="config"><thead><tr><th>key</th><th>value</th><th>source</th></tr></thead>'
+            f'<tbody>{"".join(cfg_rows)}</tbody></table></details></section>')

@@ -27,7 +27,7 @@ def list_transforms(language: str) -> list[str]:
     """Names of the transformations (modules of this package) that support ``language``, sorted."""
     if language not in LANGUAGES:
         raise ValueError(f"unsupported language {language!r}; expected one of {LANGUAGES}")
-    return sorted(name for name, spec in load_all().items() if language in spec.languages)
+    return sorted(name for name, spec in load_all(rescan=True).items() if language in spec.languages)
 
 
 def _over_limit(code: str, language: str, limits: TransformLimits) -> tuple[Source | None, TransformReason | None]:

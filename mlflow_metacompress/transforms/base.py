@@ -118,13 +118,15 @@ def _module_names() -> list[str]:
     return sorted(info.name for info in pkgutil.iter_modules(package.__path__) if not info.name.startswith("_"))
 
 
-def load_all(refresh: bool = False) -> dict[str, Transformation]:
+def load_all(refresh: bool = False, rescan: bool = False) -> dict[str, Transformation]:
     """Import every public module of the package once; each registers its transformation(s).
 
     Modules that register nothing (``api``, ``base``, ``identifiers``, ``compose``'s helpers)
     are infrastructure. Import errors propagate: a module that exists but fails to import is
-    a bug, never silently skipped. ``refresh`` re-scans the folder (for tests that add or
-    remove a module) and forgets transformations whose module is gone.
+    a bug, never silently skipped. ``rescan`` also imports modules added to the folder since
+    the first load (listing and unknown-name lookups use it, so a new one-file
+    transformation is found in a running process); ``refresh`` additionally forgets
+    transformations whose module is gone.
     """
     global _LOADED
     if refresh:
@@ -133,6 +135,11 @@ def load_all(refresh: bool = False) -> dict[str, Transformation]:
         for name in [n for n, spec in REGISTRY.items() if spec.module not in present]:
             del REGISTRY[name]
         _LOADED = False
+    if rescan and _LOADED:
+        importlib.invalidate_caches()
+        for mod in _module_names():
+            if f"{_PACKAGE}.{mod}" not in sys.modules:
+                importlib.import_module(f"{_PACKAGE}.{mod}")
     if not _LOADED:
         for mod in _module_names():
             importlib.import_module(f"{_PACKAGE}.{mod}")
@@ -145,6 +152,8 @@ def get(name: str, language: str) -> Transformation:
     registry = load_all()
     if language not in LANGUAGES:
         raise ValueError(f"unsupported language {language!r}; expected one of {LANGUAGES}")
+    if name not in registry:
+        registry = load_all(rescan=True)
     if name not in registry:
         raise ValueError(f"unknown transformation {name!r}; known: {sorted(registry)}")
     spec = registry[name]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,26 +111,34 @@ def groups_from_table(table: Any, pooled: Mapping[str, Sequence[str]] | None = N
     return groups
 
 
-def _sums(group: Group, n: int, bins: int) -> dict[str, np.ndarray]:
+def _sums(group: Group, n: int, config: RelationConfig) -> dict[str, np.ndarray]:
     """Per original sample sums (length ``n``; MR4 parts ``n × bins``) of every quantity a
-    metric of :data:`INTERVAL_METRICS` is a function of."""
-    rows, c = group.rows, group.columns
+    metric of :data:`INTERVAL_METRICS` is a function of.
+
+    ``any_violation`` depends on the MR4 verdict of the row's bin, which a replicate
+    recomputes: ``any`` sums the rows violating MR1–MR3, ``b_extra`` (per bin) the other
+    rows whose own confidence gap exceeds ``eca_threshold`` (they violate when their bin does)."""
+    rows, c, bins = group.rows, group.columns, config.calibration_bins
 
     def total(values: np.ndarray) -> np.ndarray:
         return np.bincount(rows, weights=np.asarray(values, dtype=np.float64), minlength=n)
 
     out = {"count": np.bincount(rows, minlength=n).astype(np.float64)}
     for key, name in (("mr1", "mr1_violation"), ("kl", "kl"), ("mr2", "mr2_violation"), ("h", "mr3_in_h"),
-                      ("mr3", "mr3_violation"), ("any", "any_violation"), ("tflip", "teacher_flip"),
-                      ("sflip", "student_flip")):
+                      ("mr3", "mr3_violation"), ("tflip", "teacher_flip"), ("sflip", "student_flip")):
         if name in c:
             out[key] = total(c[name])
+    a_t = np.asarray(c["mr4_teacher_conf"], dtype=np.float64)
+    a_s = np.asarray(c["mr4_student_conf_at_teacher"], dtype=np.float64)
+    base = (np.asarray(c["mr1_violation"], dtype=bool) | np.asarray(c["mr2_violation"], dtype=bool)
+            | np.asarray(c["mr3_violation"], dtype=bool))
+    out["any"] = total(base)
     if "label" in c:
         out["tc"] = total(c["teacher_pred"] == c["label"])
         out["sc"] = total(c["student_pred"] == c["label"])
     cell = rows * bins + np.asarray(c["mr4_bin"], dtype=np.int64)
-    for key, values in (("b_count", None), ("b_at", c["mr4_teacher_conf"]), ("b_as", c["mr4_student_conf_at_teacher"])):
-        w = None if values is None else np.asarray(values, dtype=np.float64)
+    extra = ~base & (np.abs(a_t - a_s) > config.eca_threshold)
+    for key, w in (("b_count", None), ("b_at", a_t), ("b_as", a_s), ("b_extra", extra.astype(np.float64))):
         out[key] = np.bincount(cell, weights=w, minlength=n * bins).astype(np.float64).reshape(n, bins)
     return out
 
@@ -140,7 +148,7 @@ def _metrics(t: Mapping[str, np.ndarray], eca_threshold: float) -> dict[str, np.
     with np.errstate(divide="ignore", invalid="ignore"):
         n = t["count"]
         m = {"mr1_violation_rate": t["mr1"] / n, "mr2_violation_rate": t["mr2"] / n, "mr2_mean_kl": t["kl"] / n,
-             "any_violation_rate": t["any"] / n, "mr3_support": t["h"] / n}
+             "mr3_support": t["h"] / n}
         m["mr1_label_loyalty"] = 1.0 - m["mr1_violation_rate"]
         m["mr3_violation_rate"] = np.where(t["h"] > 0, t["mr3"] / t["h"], np.nan)
         m["mr3_hcar"] = 1.0 - m["mr3_violation_rate"]
@@ -150,6 +158,7 @@ def _metrics(t: Mapping[str, np.ndarray], eca_threshold: float) -> dict[str, np.
         bad = (gap > eca_threshold) & (counts > 0)
         m["mr4_eca"] = (counts * gap).sum(axis=-1) / n
         m["mr4_violation_rate"] = (counts * bad).sum(axis=-1) / n
+        m["any_violation_rate"] = (t["any"] + (t["b_extra"] * bad).sum(axis=-1)) / n
         if "tc" in t:
             m["teacher_accuracy"], m["student_accuracy"] = t["tc"] / n, t["sc"] / n
             m["accuracy_drop"] = (t["tc"] - t["sc"]) / n
@@ -162,17 +171,23 @@ _CACHE: dict[tuple[int, int, int], np.ndarray] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def resample_counts(n: int, samples: int, seed: "int | np.random.SeedSequence") -> np.ndarray:
-    """``samples × n`` multinomial counts: row ``r`` counts how often replicate ``r`` drew
-    each original sample when drawing ``n`` with replacement (``numpy.random.default_rng(seed)``)."""
+def _draws(n: int, samples: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Resample counts in chunks of rows (one ``numpy.random.default_rng(seed)`` stream)."""
     rng = np.random.default_rng(seed)
-    out = np.empty((samples, n), dtype=np.float32)
     chunk = max(1, CHUNK_CELLS // max(n, 1))
     offsets = (np.arange(chunk, dtype=np.int64) * n)[:, None]
     for start in range(0, samples, chunk):
         b = min(chunk, samples - start)
         draws = rng.integers(0, n, size=(b, n)) + offsets[:b]
-        out[start : start + b] = np.bincount(draws.ravel(), minlength=b * n).reshape(b, n)
+        yield start, np.bincount(draws.ravel(), minlength=b * n).reshape(b, n).astype(np.float32)
+
+
+def resample_counts(n: int, samples: int, seed: int) -> np.ndarray:
+    """``samples × n`` multinomial counts: row ``r`` counts how often replicate ``r`` drew
+    each original sample when drawing ``n`` with replacement."""
+    out = np.empty((samples, n), dtype=np.float32)
+    for start, counts in _draws(n, samples, seed):
+        out[start : start + len(counts)] = counts
     return out
 
 
@@ -180,13 +195,10 @@ def _weight_chunks(n: int, samples: int, seed: int) -> Iterator[tuple[int, np.nd
     """The counts of :func:`resample_counts`. They depend only on ``(n, samples, seed)``, so
     the last matrix up to :data:`CACHE_CELLS` cells is kept: evaluations of several students
     on one test set reuse the same resamples (common random numbers) and skip drawing them."""
-    key = (n, samples, seed)
     if n * samples > CACHE_CELLS:
-        chunk = max(1, CHUNK_CELLS // n)
-        rng_seeds = np.random.SeedSequence(seed).spawn((samples + chunk - 1) // chunk)
-        for i, start in enumerate(range(0, samples, chunk)):
-            yield start, resample_counts(n, min(chunk, samples - start), rng_seeds[i])
+        yield from _draws(n, samples, seed)
         return
+    key = (n, samples, seed)
     with _CACHE_LOCK:
         W = _CACHE.get(key)
     if W is None:
@@ -198,52 +210,70 @@ def _weight_chunks(n: int, samples: int, seed: int) -> Iterator[tuple[int, np.nd
     yield 0, W
 
 
+def _layout(groups: Sequence[Group], n: int, config: RelationConfig) -> tuple[np.ndarray, list[tuple[int, str, slice, tuple[int, ...]]]]:
+    """Every group's per-sample sums side by side (``n × width``) and where each sits."""
+    layout: list[tuple[int, str, slice, tuple[int, ...]]] = []
+    columns: list[np.ndarray] = []
+    width = 0
+    for gi, group in enumerate(groups):
+        for key, arr in _sums(group, n, config).items():
+            block = arr.reshape(n, -1)
+            layout.append((gi, key, slice(width, width + block.shape[1]), arr.shape[1:]))
+            columns.append(block)
+            width += block.shape[1]
+    return np.concatenate(columns, axis=1), layout
+
+
+def _replicates(
+    groups: Sequence[Group], n: int, chunks: Iterable[tuple[int, np.ndarray]], samples: int, config: RelationConfig
+) -> dict[str, np.ndarray]:
+    S, layout = _layout(groups, n, config)
+    live = np.flatnonzero(np.any(S != 0, axis=0))  # empty bins stay empty in every replicate
+    S_live = S[:, live].astype(np.float32)  # integer sums stay exact below 2**24
+    T = np.zeros((samples, S.shape[1]))
+    for start, W in chunks:
+        T[start : start + len(W), live] = W @ S_live
+    out: dict[str, np.ndarray] = {}
+    for gi, group in enumerate(groups):
+        totals = {key: T[:, sl].reshape((samples, *shape)) for g, key, sl, shape in layout if g == gi}
+        out.update({f"{name}{group.suffix}": v for name, v in _metrics(totals, config.eca_threshold).items()})
+    return out
+
+
+def replicate_metrics(groups: Sequence[Group], n: int, counts: np.ndarray, config: RelationConfig | None = None) -> dict[str, np.ndarray]:
+    """Every metric of every group in each replicate given by ``counts`` (replicates × n:
+    how often each original sample was drawn; a sample's rows all carry its count)."""
+    counts = np.atleast_2d(np.asarray(counts, dtype=np.float32))
+    return _replicates(groups, n, [(0, counts)], len(counts), config or RelationConfig())
+
+
 def bootstrap_intervals(
     groups: Sequence[Group], n: int, samples: int = 1000, seed: int = 0, config: RelationConfig | None = None,
     level: float = LEVEL, keys: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """Percentile-bootstrap ``level`` intervals, ``{<metric>_ci_low<suffix>: …, <metric>_ci_high<suffix>: …}``.
 
-    ``samples`` replicates each draw ``n`` original samples with replacement; one weight
-    matrix serves every group, so a sample's original and transformed rows move together.
-    ``keys``: only metrics whose point estimate is in ``keys`` (e.g. the logged metrics,
-    so MR3 gets no interval when it was omitted) get an interval.
+    ``samples`` replicates each draw ``n`` original samples with replacement
+    (:func:`resample_counts`); one weight matrix serves every group, so a sample's original
+    and transformed rows move together. ``keys``: only metrics whose point estimate is in
+    ``keys`` (e.g. the logged metrics, so MR3 gets no interval when it was omitted) get one.
     """
     cfg = config or RelationConfig()
     if samples <= 0 or n <= 0 or not groups:
         return {}
-    bins = cfg.calibration_bins
-    parts = [_sums(g, n, bins) for g in groups]
-    layout: list[tuple[int, str, slice, tuple[int, ...]]] = []
-    columns: list[np.ndarray] = []
-    width = 0
-    for gi, sums in enumerate(parts):
-        for key, arr in sums.items():
-            block = arr.reshape(n, -1)
-            layout.append((gi, key, slice(width, width + block.shape[1]), arr.shape[1:]))
-            columns.append(block)
-            width += block.shape[1]
-    S = np.concatenate(columns, axis=1)
-    live = np.flatnonzero(np.any(S != 0, axis=0))  # empty bins stay empty in every replicate
-    S_live = S[:, live].astype(np.float32)  # integer sums stay exact below 2**24
-    T = np.zeros((samples, width))
-    for start, W in _weight_chunks(n, samples, seed):
-        T[start : start + len(W), live] = W @ S_live
+    reps_by_key = _replicates(groups, n, _weight_chunks(n, samples, seed), samples, cfg)
     q = 100 * np.array([(1 - level) / 2, (1 + level) / 2])
     out: dict[str, float] = {}
     wanted = set(keys) if keys is not None else None
-    for gi, group in enumerate(groups):
-        totals = {key: T[:, sl].reshape((samples, *shape)) for g, key, sl, shape in layout if g == gi}
-        for name, reps in _metrics(totals, cfg.eca_threshold).items():
-            key = f"{name}{group.suffix}"
-            if wanted is not None and key not in wanted:
-                continue
-            reps = reps[np.isfinite(reps)]
-            if not len(reps):
-                logger.warning("no bootstrap replicate defines %s; its interval is not logged", key)
-                continue
-            low, high = np.percentile(reps, q)
-            out[interval_key(key, "low")], out[interval_key(key, "high")] = float(low), float(high)
+    for key, reps in reps_by_key.items():
+        if wanted is not None and key not in wanted:
+            continue
+        reps = reps[np.isfinite(reps)]
+        if not len(reps):
+            logger.warning("no bootstrap replicate defines %s; its interval is not logged", key)
+            continue
+        low, high = np.percentile(reps, q)
+        out[interval_key(key, "low")], out[interval_key(key, "high")] = float(low), float(high)
     return out
 
 
@@ -253,7 +283,7 @@ def point_estimates(groups: Sequence[Group], n: int, config: RelationConfig | No
     cfg = config or RelationConfig()
     out = {}
     for group in groups:
-        totals = {k: v.sum(axis=0)[None, ...] for k, v in _sums(group, n, cfg.calibration_bins).items()}
+        totals = {k: v.sum(axis=0)[None, ...] for k, v in _sums(group, n, cfg).items()}
         out.update({f"{k}{group.suffix}": float(v[0]) for k, v in _metrics(totals, cfg.eca_threshold).items()})
     return out
 

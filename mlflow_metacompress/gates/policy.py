@@ -18,7 +18,7 @@ YAML format::
       mr3_hcar: 0.9                               # direction derived from the catalogue
       attack_*/excess_drop_pct: "<= 100"          # glob: every attack logged, at least one
       any_violation_rate/metamorphic: "<= 0.20 @upper"   # the upper end of the 95% interval
-      mr3_hcar: {threshold: 0.9, bound: lower}    # the lower end (higher-is-better metric)
+      student_accuracy: {threshold: 0.6, bound: lower}   # the lower end (higher-is-better)
 
 The direction must agree with the metric catalogue (:mod:`mlflow_metacompress.metrics`):
 a gate bounds the bad side of a metric, which is what ``MetricThreshold`` expresses.

@@ -22,6 +22,8 @@ and reports, per method and metric, the mean over seeds with a 95% Student-t int
 seed (``<metric>_ci_low``/``_ci_high``), and paired t-tests (same seed, same teacher) of
 fidelity against every other method. A difference is called significant when the paired
 test's p < 0.05; with 3 seeds only large, consistent differences reach that.
+``--aggregate a.json b.json …`` builds the same report from the ``--out`` files of separate
+single-seed runs (e.g. run in parallel with ``--seed 0``, ``--seed 1``, …) without training.
 """
 
 from __future__ import annotations
@@ -170,7 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="data sample seed and first training seed")
     p.add_argument("--seeds", type=int, default=1, help="repeat training with seeds --seed … --seed+N-1 and report "
                    "means with 95%% t-intervals over seeds, within-run bootstrap intervals and paired tests")
+    p.add_argument("--aggregate", nargs="+", type=Path, default=None, metavar="JSON",
+                   help="report over the --out files of separate single-seed runs instead of training")
     args = p.parse_args(argv)
+    if args.aggregate:
+        return aggregate(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     for noisy in ("lightning", "lightning.pytorch", "mlflow", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -347,6 +353,22 @@ def seed_table(summary: dict[str, Any]) -> str:
             lines.append(f"| {key} | {d['mean_difference']:+.4f} [{d['t_low']:+.4f}, {d['t_high']:+.4f}] | "
                          f"{d['pvalue']:.3g} | {'yes' if d['significant'] else 'no'} |")
     return "\n".join(lines)
+
+
+def aggregate(args: argparse.Namespace) -> int:
+    """The multi-seed report from single-seed ``--out`` files (their ``rows`` and ``teacher``)."""
+    runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, float], str]] = {}
+    for path in args.aggregate:
+        data = json.loads(path.read_text())
+        if "rows" not in data:
+            raise SystemExit(f"{path}: not the --out file of a single-seed run (no 'rows')")
+        seed = int(data.get("args", {}).get("seed", len(runs)))
+        if seed in runs:
+            raise SystemExit(f"{path}: seed {seed} appears twice")
+        runs[seed] = (data["rows"], data.get("timings", {}), data.get("teacher", ""))
+    if len(runs) < 2:
+        raise SystemExit("--aggregate needs the results of at least 2 seeds")
+    return report_seeds(args, runs, sum(float(json.loads(p.read_text()).get("total_s", 0.0)) for p in args.aggregate))
 
 
 def report_seeds(args: argparse.Namespace, runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, float], str]],

@@ -88,7 +88,7 @@ def groups_from_table(table: Any, pooled: Mapping[str, Sequence[str]] | None = N
     their sample (MORPH's flips, Panichella, ICSE 2025)."""
     variant = table["variant"]
     names = ["mr1_violation", "kl", "mr2_violation", "mr3_in_h", "mr3_violation", "mr4_bin", "mr4_teacher_conf",
-             "mr4_student_conf_at_teacher", "any_violation", "teacher_pred", "student_pred"]
+             "mr4_student_conf_at_teacher", "teacher_pred", "student_pred"]
     if "label" in getattr(table, "columns", table):
         names.append("label")
     orig = np.asarray(variant == "original", dtype=bool)

@@ -14,6 +14,16 @@ the defaults (rows, lengths, epochs, search sizes) are sized for about 40 minute
 2 CPU cores. Run it niced on a shared machine:
 
     nice .venv/bin/python benchmarks/compare_methods.py --out /tmp/compare_methods.json
+
+``--seeds N`` repeats the teacher and every student with training seeds ``seed … seed+N−1``
+(the data sample stays the one of ``--seed``; ``--teacher`` fixes one teacher for all seeds)
+and reports, per method and metric, the mean over seeds with a 95% Student-t interval
+(``mean ± t_{0.975, N−1}·sd/√N``), the evaluator's within-run 95% bootstrap intervals of each
+seed (``<metric>_ci_low``/``_ci_high``), and paired t-tests (same seed, same teacher) of
+fidelity against every other method. A difference is called significant when the paired
+test's p < 0.05; with 3 seeds only large, consistent differences reach that.
+``--aggregate a.json b.json …`` builds the same report from the ``--out`` files of separate
+single-seed runs (e.g. run in parallel with ``--seed 0``, ``--seed 1``, …) without training.
 """
 
 from __future__ import annotations
@@ -33,6 +43,9 @@ METHODS = ("compressor", "avatar", "morph", "fidelity")
 COLUMNS = ["size_mb", "gflops", "student_accuracy", "accuracy_drop",
            *[f"{m}{s}" for m in ("mr1_violation_rate", "mr2_violation_rate", "mr3_violation_rate", "mr4_eca")
              for s in ("", "/metamorphic")], "any_violation_rate", "any_violation_rate/metamorphic", "speed_ratio"]
+SEED_METRICS = ["student_accuracy", "accuracy_drop", "mr1_violation_rate", "mr1_violation_rate/metamorphic",
+                "any_violation_rate", "any_violation_rate/metamorphic", "mr4_eca", "size_mb"]
+PAIRED = ["student_accuracy", "any_violation_rate/metamorphic", "mr1_violation_rate/metamorphic"]
 logger = logging.getLogger("compare_methods")
 
 
@@ -156,16 +169,22 @@ def main(argv: list[str] | None = None) -> int:
                    help="extra fidelity option, repeatable (e.g. temperature=3, confidence=2, select=agreement)")
     p.add_argument("--reuse", default="", help="comma-separated methods whose latest registered student in "
                    "--workdir is reused instead of retrained (with --teacher)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="data sample seed and first training seed")
+    p.add_argument("--seeds", type=int, default=1, help="repeat training with seeds --seed … --seed+N-1 and report "
+                   "means with 95%% t-intervals over seeds, within-run bootstrap intervals and paired tests")
+    p.add_argument("--aggregate", nargs="+", type=Path, default=None, metavar="JSON",
+                   help="report over the --out files of separate single-seed runs instead of training")
     args = p.parse_args(argv)
+    if args.aggregate:
+        return aggregate(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     for noisy in ("lightning", "lightning.pytorch", "mlflow", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if args.seeds < 1:
+        p.error("--seeds must be >= 1")
+    if args.seeds > 1 and args.reuse:
+        p.error("--reuse reuses one registered student for every seed; it cannot be combined with --seeds > 1")
     import mlflow
-
-    from mlflow_metacompress.distill.arch import ArchSpec
-    from mlflow_metacompress.distill.runner import distill_student
-    from mlflow_metacompress.distill.teacher import train_teacher
 
     args.workdir.mkdir(parents=True, exist_ok=True)
     os.chdir(args.workdir)
@@ -173,8 +192,28 @@ def main(argv: list[str] | None = None) -> int:
     mlflow.set_experiment("compare-methods")
     frames = load_frames(args.data_dir, args.train_rows, args.valid_rows, args.test_rows, args.seed)
     started = time.perf_counter()
+    seeds = [args.seed + i for i in range(args.seeds)]
+    runs = {}
+    for seed in seeds:
+        logger.info("seed %d (%d of %d)", seed, seeds.index(seed) + 1, len(seeds))
+        runs[seed] = run_seed(args, frames, seed)
+    total = time.perf_counter() - started
+    if len(seeds) == 1:
+        rows, timings, teacher_uri = runs[seeds[0]]
+        return report_one(args, rows, timings, teacher_uri, total)
+    return report_seeds(args, runs, total)
+
+
+def run_seed(args: argparse.Namespace, frames: dict[str, pd.DataFrame], seed: int) -> tuple[dict[str, dict[str, float]], dict[str, float], str]:
+    """Teacher (unless ``--teacher``), every student and their evaluations at one training seed."""
+    import mlflow
+
+    from mlflow_metacompress.distill.arch import ArchSpec
+    from mlflow_metacompress.distill.runner import distill_student
+    from mlflow_metacompress.distill.teacher import train_teacher
+
     timings: dict[str, float] = {}
-    common = dict(epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, progress=False)
+    common = dict(epochs=args.epochs, batch_size=args.batch_size, seed=seed, progress=False)
     if args.teacher:
         teacher_uri = args.teacher
     else:
@@ -182,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                         num_attention_heads=4, intermediate_size=4 * args.teacher_hidden, max_length=args.max_length)
         t = time.perf_counter()
         teacher = train_teacher(frames, "devign", arch=arch, epochs=args.teacher_epochs, batch_size=args.batch_size,
-                                lr=args.teacher_lr, seed=args.seed, monitor=args.teacher_monitor,
+                                lr=args.teacher_lr, seed=seed, monitor=args.teacher_monitor,
                                 registered_name="compare-teacher", progress=False)
         teacher_uri, timings["teacher"] = teacher.model_uri, time.perf_counter() - t
         logger.info("teacher %s %s", teacher_uri, teacher.metrics)
@@ -227,9 +266,13 @@ def main(argv: list[str] | None = None) -> int:
         metrics["speed_ratio"] = speed_ratio(teacher_uri, uri, frames["test"][["func"]].head(200))
         rows[method] = metrics
         timings[f"evaluate_{method}"] = time.perf_counter() - t
+    return rows, timings, teacher_uri
+
+
+def report_one(args: argparse.Namespace, rows: dict[str, dict[str, float]], timings: dict[str, float],
+               teacher_uri: str, total: float) -> int:
     text = table(rows)
     summary = verdict(rows)
-    total = time.perf_counter() - started
     first = next(iter(rows.values()), {})
     teacher_line = (f"teacher {teacher_uri}: test accuracy {first.get('teacher_accuracy', math.nan):.4f}, "
                     f"confident (p >= 0.8) on {first.get('mr3_support', 0.0):.1%} of test rows")
@@ -241,6 +284,106 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps({"rows": rows, "verdict": summary, "teacher_line": teacher_line, "timings": timings, "total_s": total,
                                         "teacher": teacher_uri, "args": {k: str(v) for k, v in vars(args).items()}},
                                        indent=2))
+    return 0
+
+
+def t_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t ``level`` interval over seeds (NaN ends with fewer than 2 values)."""
+    import numpy as np
+    from scipy import stats
+
+    x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if len(x) == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(x.mean())
+    if len(x) < 2:
+        return mean, math.nan, math.nan
+    half = float(stats.t.ppf((1 + level) / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return mean, mean - half, mean + half
+
+
+def seed_summary(runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, float], str]]) -> dict[str, Any]:
+    """Per method and metric: the values per seed, their mean and t-interval, and each
+    seed's within-run bootstrap interval; paired t-tests of fidelity against the others."""
+    from scipy import stats
+
+    from mlflow_metacompress.statistics import interval_key
+
+    methods = list(next(iter(runs.values()))[0])
+    out: dict[str, Any] = {"methods": {}, "paired": {}}
+    for method in methods:
+        per = {}
+        for metric in SEED_METRICS:
+            values = [runs[s][0].get(method, {}).get(metric, math.nan) for s in runs]
+            mean, low, high = t_interval(values)
+            within = [[runs[s][0].get(method, {}).get(interval_key(metric, end), math.nan) for end in ("low", "high")]
+                      for s in runs]
+            per[metric] = {"values": values, "mean": mean, "t_low": low, "t_high": high, "within_run": within}
+        out["methods"][method] = per
+    if "fidelity" in methods:
+        for other in (m for m in methods if m != "fidelity"):
+            for metric in PAIRED:
+                a = [runs[s][0]["fidelity"].get(metric, math.nan) for s in runs]
+                b = [runs[s][0][other].get(metric, math.nan) for s in runs]
+                ok = [(x, y) for x, y in zip(a, b) if not (math.isnan(x) or math.isnan(y))]
+                diff = [x - y for x, y in ok]
+                p = float(stats.ttest_rel([x for x, _ in ok], [y for _, y in ok]).pvalue) if len(ok) >= 2 else math.nan
+                mean, low, high = t_interval(diff)
+                out["paired"][f"fidelity-{other}/{metric}"] = {
+                    "mean_difference": mean, "t_low": low, "t_high": high, "pvalue": p,
+                    "significant": bool(p < 0.05) if not math.isnan(p) else False}
+    return out
+
+
+def seed_table(summary: dict[str, Any]) -> str:
+    """Markdown: ``mean [t-interval]`` per method and metric, then the within-run intervals."""
+    head = "| method | " + " | ".join(SEED_METRICS) + " |"
+    lines = [head, "|---" * (len(SEED_METRICS) + 1) + "|"]
+    for method, per in summary["methods"].items():
+        cells = [f"{per[m]['mean']:.4f} [{per[m]['t_low']:.4f}, {per[m]['t_high']:.4f}]" for m in SEED_METRICS]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    lines += ["", "within-run 95% bootstrap intervals per seed:", head, lines[1]]
+    for method, per in summary["methods"].items():
+        cells = ["; ".join("–" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]" for lo, hi in per[m]["within_run"])
+                 for m in SEED_METRICS]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    if summary["paired"]:
+        lines += ["", "| paired difference (same seed) | mean [95% t-interval] | p | significant |", "|---|---|---|---|"]
+        for key, d in summary["paired"].items():
+            lines.append(f"| {key} | {d['mean_difference']:+.4f} [{d['t_low']:+.4f}, {d['t_high']:+.4f}] | "
+                         f"{d['pvalue']:.3g} | {'yes' if d['significant'] else 'no'} |")
+    return "\n".join(lines)
+
+
+def aggregate(args: argparse.Namespace) -> int:
+    """The multi-seed report from single-seed ``--out`` files (their ``rows`` and ``teacher``)."""
+    runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, float], str]] = {}
+    for path in args.aggregate:
+        data = json.loads(path.read_text())
+        if "rows" not in data:
+            raise SystemExit(f"{path}: not the --out file of a single-seed run (no 'rows')")
+        seed = int(data.get("args", {}).get("seed", len(runs)))
+        if seed in runs:
+            raise SystemExit(f"{path}: seed {seed} appears twice")
+        runs[seed] = (data["rows"], data.get("timings", {}), data.get("teacher", ""))
+    if len(runs) < 2:
+        raise SystemExit("--aggregate needs the results of at least 2 seeds")
+    return report_seeds(args, runs, sum(float(json.loads(p.read_text()).get("total_s", 0.0)) for p in args.aggregate))
+
+
+def report_seeds(args: argparse.Namespace, runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, float], str]],
+                 total: float) -> int:
+    summary = seed_summary(runs)
+    print(f"{len(runs)} seeds {list(runs)}: mean [95% t-interval over seeds]")
+    print(seed_table(summary))
+    for seed, (rows, _, teacher_uri) in runs.items():
+        print(f"seed {seed}: teacher {teacher_uri}; {verdict(rows)}")
+    print(f"total {total / 60:.1f} min")
+    if args.out:
+        args.out.write_text(json.dumps({"summary": summary, "per_seed": {s: r[0] for s, r in runs.items()},
+                                        "timings": {s: r[1] for s, r in runs.items()},
+                                        "teachers": {s: r[2] for s, r in runs.items()}, "total_s": total,
+                                        "args": {k: str(v) for k, v in vars(args).items()}}, indent=2))
     return 0
 
 

@@ -50,7 +50,26 @@ _SPECS = [
     MetricSpec("accuracy_under_attack", True, "Accuracy after replacing each successfully attacked sample by its adversarial version"),
     MetricSpec("excess_drop", False, "Student accuracy drop − teacher accuracy drop under attack (always defined)"),
     MetricSpec("excess_drop_pct", False, "100·(student drop − teacher drop)/teacher drop under attack (the paper's 285% figure)"),
+    MetricSpec("accuracy_drop_pvalue", True, "McNemar's exact test of teacher vs student correctness on the same rows: two-sided binomial p-value of the discordant pairs (teacher right/student wrong vs the reverse) at p = 1/2; small = the accuracies differ"),
 ]
+
+
+def _interval_specs(specs: list[MetricSpec]) -> list[MetricSpec]:
+    """``<m>_ci_low`` / ``<m>_ci_high`` for every metric with a bootstrap interval
+    (:mod:`mlflow_metacompress.statistics`), with the direction of ``<m>``."""
+    from .statistics import INTERVAL_METRICS
+
+    by_name = {s.name: s for s in specs}
+    out = []
+    for name in INTERVAL_METRICS:
+        for end in ("low", "high"):
+            out.append(MetricSpec(f"{name}_ci_{end}", by_name[name].greater_is_better,
+                                  f"{end} end of the 95% percentile-bootstrap interval of {name} (resampling "
+                                  "original samples, bootstrap_samples replicates)"))
+    return out
+
+
+_SPECS += _interval_specs(_SPECS)
 CATALOGUE: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
 
 

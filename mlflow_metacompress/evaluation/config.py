@@ -51,6 +51,7 @@ class EvaluatorConfig:
     eca_threshold: float = 0.05
     batch_size: int = 64
     seed: int = 0
+    bootstrap_samples: int = 1000
     metric_prefix: str = ""
     cache_dir: str | None = None
     use_cache: bool = True

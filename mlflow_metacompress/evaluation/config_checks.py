@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from .config import EvaluatorConfig
 
 MAX_CALIBRATION_BINS = 1000
+MAX_BOOTSTRAP_SAMPLES = 100_000  # 0 turns intervals off
+MAX_SEED = 2**63 - 1
 COLUMN_KEYS = ("code_columns", "teacher_prob_columns", "student_prob_columns", "transform_columns")
 
 
@@ -73,7 +75,8 @@ def check_values(cfg: EvaluatorConfig) -> None:
     _int("calibration_bins", cfg.calibration_bins, 1, MAX_CALIBRATION_BINS)
     _real("eca_threshold", cfg.eca_threshold, 0.0)
     _int("batch_size", cfg.batch_size, 1)
-    _int("seed", cfg.seed, 0)
+    _int("seed", cfg.seed, 0, MAX_SEED)
+    _int("bootstrap_samples", cfg.bootstrap_samples, 0, MAX_BOOTSTRAP_SAMPLES)
     _int("max_examples", cfg.max_examples, 0)
     _int("attack_budget", cfg.attack_budget, 1)
     _int("attack_max_samples", cfg.attack_max_samples, 1, optional=True)

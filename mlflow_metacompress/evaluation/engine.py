@@ -91,6 +91,7 @@ def run_evaluation(
     tables: dict[str, pd.DataFrame] = {}
     notes: dict[str, Any] = {}
     rows: list[pd.DataFrame] = []
+    pooled: dict[str, list[str]] = {}
     for produced in _variant_sets(original, inputs, models):
         metrics.update(produced.metrics)
         tables.update(produced.tables)
@@ -108,6 +109,7 @@ def run_evaluation(
         if produced.pooled is not None:
             m, _ = judge(produced.pooled, PairPredictions.concat(judged), labels, classes, cfg.relation_config, base)
             metrics.update(m)
+            pooled[produced.pooled.name] = [v.name for v in produced.variants]
     if models is not None:
         notes["teacher_rows_run"] = models.teacher.rows_run
         notes["student_rows_run"] = models.student.rows_run
@@ -118,7 +120,20 @@ def run_evaluation(
         sliced, slice_notes = slice_metrics(df, per_sample, cfg)
         metrics.update(sliced)
         notes.update(slice_notes)
+    _add_statistics(per_sample, len(df), metrics, notes, pooled, cfg)
     return Outcome(metrics, per_sample, classes, tables, notes)
+
+
+def _add_statistics(per_sample: pd.DataFrame, n: int, metrics: dict[str, float], notes: dict[str, Any],
+                    pooled: dict[str, list[str]], cfg: EvaluatorConfig) -> None:
+    """Bootstrap intervals (original and pooled variants) and McNemar's p-value, into
+    ``metrics`` and ``notes["statistics"]`` (:mod:`mlflow_metacompress.statistics`)."""
+    from ..statistics import evaluation_statistics
+
+    new, section = evaluation_statistics(per_sample, n, metrics, pooled, cfg.bootstrap_samples, cfg.seed,
+                                         cfg.relation_config)
+    metrics.update(new)
+    notes["statistics"] = section
 
 
 def _variant_sets(original: Variant, inputs: SourceInputs, models: ModelPair | None) -> Iterator[VariantSet]:

@@ -17,12 +17,21 @@ YAML format::
       mr1_violation_rate/metamorphic: {direction: "<=", threshold: 0.15}
       mr3_hcar: 0.9                               # direction derived from the catalogue
       attack_*/excess_drop_pct: "<= 100"          # glob: every attack logged, at least one
+      any_violation_rate/metamorphic: "<= 0.20 @upper"   # the upper end of the 95% interval
+      student_accuracy: {threshold: 0.6, bound: lower}   # the lower end (higher-is-better)
 
 The direction must agree with the metric catalogue (:mod:`mlflow_metacompress.metrics`):
 a gate bounds the bad side of a metric, which is what ``MetricThreshold`` expresses.
 Checks are judged by ``mlflow.validate_evaluation_results`` one threshold at a time, so
 MLflow's own comparison decides: ``value <= threshold`` (lower is better) or
-``value >= threshold`` (greater is better), both inclusive; NaN always fails.
+``value >= threshold`` (greater is better), both inclusive; NaN always fails. A value
+within 1e-9 relative (plus 1e-12 absolute) of its threshold counts as on it, so a rate that
+misses the threshold by one rounding step passes (:mod:`.bounds`).
+
+``@upper`` / ``@lower`` judge the pessimistic end of the metric's 95% bootstrap interval
+(``<metric>_ci_high`` / ``<metric>_ci_low``, variant suffix last; the evaluator logs them
+when ``bootstrap_samples > 0``); a missing interval fails like a missing metric. Every
+check's message shows the point estimate and, when logged, its interval.
 """
 
 from __future__ import annotations
@@ -37,12 +46,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..metrics import base_name, greater_is_better
+from .bounds import bound_key, check_bound, compared_value, fmt, fmt_pair, interval_text
 
 logger = logging.getLogger(__name__)
 
 PRESETS = ("safety_critical", "standard", "lenient", "quick")
 _DIRECTIONS = {"<=": False, ">=": True}
-_STRING_RULE = re.compile(r"^\s*([<>=!]*)\s*(.*?)\s*$")
+_STRING_RULE = re.compile(r"^\s*([<>=!]*)\s*(.*?)\s*(?:@\s*(\w*))?\s*$")
 
 
 class PolicyError(ValueError):
@@ -71,18 +81,25 @@ def _unique_key_loader() -> type:
 
 @dataclass(frozen=True)
 class Threshold:
-    """``metric <direction> value``; ``metric`` may contain ``*`` globs."""
+    """``metric <direction> value [@upper|@lower]``; ``metric`` may contain ``*`` globs.
+    With ``bound``, the check judges the interval end :attr:`checked` instead of ``metric``."""
 
     metric: str
     direction: str
     value: float
+    bound: str | None = None
 
     @property
     def greater_is_better(self) -> bool:
         return _DIRECTIONS[self.direction]
 
+    @property
+    def checked(self) -> str:
+        """The key (pattern) judged: ``metric``, or its interval end with a bound."""
+        return bound_key(self.metric, self.bound)
+
     def __str__(self) -> str:
-        return f"{self.metric} {self.direction} {self.value:g}"
+        return f"{self.metric} {self.direction} {self.value:g}" + (f" @{self.bound}" if self.bound else "")
 
 
 @dataclass(frozen=True)
@@ -95,10 +112,15 @@ class CheckResult:
     actual: float | None
     passed: bool
     message: str
+    bound: str | None = None
+    estimate: float | None = None  # the point estimate (equals actual without a bound)
+    ci_low: float | None = None
+    ci_high: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "direction": self.direction, "threshold": self.threshold,
-                "actual": self.actual, "passed": self.passed, "message": self.message}
+                "actual": self.actual, "passed": self.passed, "message": self.message, "bound": self.bound,
+                "estimate": self.estimate, "ci_low": self.ci_low, "ci_high": self.ci_high}
 
 
 @dataclass(frozen=True)
@@ -160,16 +182,22 @@ class GatePolicy:
         """
         results: list[CheckResult] = []
         for rule in self.thresholds:
-            keys = _matching_keys(rule.metric, metrics)
+            keys = _matching_keys(rule.checked, metrics)
             if not keys:
-                have = sorted(k for k in metrics if base_name(k) == base_name(rule.metric))
+                have = sorted(k for k in metrics if base_name(k) == base_name(rule.checked))
                 hint = f"; keys with the same base metric: {have}" if have else ""
+                what = ""
+                if rule.bound:
+                    est = metrics.get(rule.metric) if rule.metric in metrics else None
+                    what = (f" (the {rule.bound} end of {rule.metric}'s 95% interval"
+                            + (f"; point estimate {fmt(float(est))}" if est is not None else "")
+                            + "; the evaluator logs intervals when bootstrap_samples > 0)")
                 results.append(CheckResult(
-                    rule.metric, rule.direction, rule.value, None, False,
-                    f"{rule.metric} is required by policy {self.name!r} ({rule}) but the evaluation "
-                    f"did not produce it{hint}"))
+                    rule.checked, rule.direction, rule.value, None, False,
+                    f"{rule.checked}{what} is required by policy {self.name!r} ({rule}) but the evaluation "
+                    f"did not produce it{hint}", bound=rule.bound))
                 continue
-            results.extend(_judge(key, rule, metrics[key]) for key in keys)
+            results.extend(_judge(key, rule, metrics) for key in keys)
         return results
 
     def describe(self) -> str:
@@ -184,15 +212,16 @@ def _parse_rule(metric: str, rule: Any, source: str) -> Threshold:
         catalogue_gib = greater_is_better(metric)
     except KeyError as exc:
         raise PolicyError(f"{where}: {exc.args[0]}") from None
+    bound = None
     if isinstance(rule, str):
         m = _STRING_RULE.match(rule)
-        direction, value = (m.group(1) or None), m.group(2)
+        direction, value, bound = (m.group(1) or None), m.group(2), m.group(3)
     elif isinstance(rule, Mapping):
-        extra = set(rule) - {"direction", "threshold"}
+        extra = set(rule) - {"direction", "threshold", "bound"}
         if extra or "threshold" not in rule:
-            raise PolicyError(f"{where}: a mapping rule needs 'threshold' (and optionally 'direction'), "
-                              f"got keys {sorted(rule)}")
-        direction, value = rule.get("direction"), rule["threshold"]
+            raise PolicyError(f"{where}: a mapping rule needs 'threshold' (and optionally 'direction', "
+                              f"'bound'), got keys {sorted(rule)}")
+        direction, value, bound = rule.get("direction"), rule["threshold"], rule.get("bound")
     else:
         direction, value = None, rule
     if direction is None:
@@ -212,7 +241,12 @@ def _parse_rule(metric: str, rule: Any, source: str) -> Threshold:
         raise PolicyError(f"{where}: threshold must be a number, got {value!r}") from None
     if not math.isfinite(number):
         raise PolicyError(f"{where}: threshold must be finite, got {value!r}")
-    return Threshold(metric, direction, number)
+    if bound is not None:
+        problem = check_bound(str(bound).strip().lstrip("@"), base_name(metric), catalogue_gib)
+        if problem:
+            raise PolicyError(f"{where}: {problem}")
+        bound = str(bound).strip().lstrip("@")
+    return Threshold(metric, direction, number, bound)
 
 
 def _matching_keys(pattern: str, metrics: Mapping[str, float]) -> list[str]:
@@ -221,30 +255,53 @@ def _matching_keys(pattern: str, metrics: Mapping[str, float]) -> list[str]:
     return [pattern] if pattern in metrics else []
 
 
-def _judge(key: str, rule: Threshold, value: Any) -> CheckResult:
+def _judge(key: str, rule: Threshold, metrics: Mapping[str, Any]) -> CheckResult:
+    """One key against one rule, by MLflow's comparison after the boundary tolerance."""
     import mlflow
     from mlflow.models import MetricThreshold
     from mlflow.models.evaluation import EvaluationResult
     from mlflow.models.evaluation.validation import ModelValidationFailedException
 
+    from ..statistics import point_key
+
+    value = metrics[key]
+    point = point_key(key) if rule.bound else key
+    extra = {"bound": rule.bound, **_interval_fields(point, metrics)}
     try:
         actual = float(value)
     except (TypeError, ValueError):
-        return CheckResult(key, rule.direction, rule.value, None, False,
-                           f"{key} = {value!r} is not a number")
+        return CheckResult(key, rule.direction, rule.value, None, False, f"{key} = {value!r} is not a number", **extra)
     threshold = {key: MetricThreshold(threshold=float(rule.value), greater_is_better=rule.greater_is_better)}
     mlflow_logger = logging.getLogger("mlflow.models.evaluation.validation")
     level = mlflow_logger.level
     mlflow_logger.setLevel(logging.WARNING)  # one INFO pair per check is noise
+    shown, limit = fmt_pair(actual, float(rule.value))
+    if rule.bound:
+        head = f"{point} = {fmt(extra['estimate'])}{interval_text(point, metrics)}: {rule.bound} end {shown}"
+    else:
+        head = f"{key} = {shown}{interval_text(key, metrics)}"
     try:
-        mlflow.validate_evaluation_results(threshold, EvaluationResult({key: actual}, {}, run_id=""))
+        candidate = EvaluationResult({key: compared_value(actual, float(rule.value))}, {}, run_id="")
+        mlflow.validate_evaluation_results(threshold, candidate)
     except ModelValidationFailedException:
-        why = "is NaN" if math.isnan(actual) else f"violates {rule.direction} {rule.value:g}"
-        return CheckResult(key, rule.direction, rule.value, actual, False, f"{key} = {actual:g} {why}")
+        why = "is NaN" if math.isnan(actual) else f"violates {rule.direction} {limit}"
+        return CheckResult(key, rule.direction, rule.value, actual, False, f"{head} {why}", **extra)
     finally:
         mlflow_logger.setLevel(level)
-    return CheckResult(key, rule.direction, rule.value, actual, True,
-                       f"{key} = {actual:g} satisfies {rule.direction} {rule.value:g}")
+    return CheckResult(key, rule.direction, rule.value, actual, True, f"{head} satisfies {rule.direction} {limit}",
+                       **extra)
+
+
+def _interval_fields(point: str, metrics: Mapping[str, Any]) -> dict[str, float | None]:
+    from ..statistics import interval_key
+
+    def get(key: str) -> float | None:
+        try:
+            return float(metrics[key])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    return {"estimate": get(point), "ci_low": get(interval_key(point, "low")), "ci_high": get(interval_key(point, "high"))}
 
 
 def load_policy(spec: "str | Path | GatePolicy | Mapping[str, Any]") -> GatePolicy:

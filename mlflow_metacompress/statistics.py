@@ -1,0 +1,340 @@
+"""How sure each number is: percentile-bootstrap intervals and McNemar's exact test.
+
+The relations of MetaCompress (Awal, Rochan, Roy, arXiv 2511.05476; :mod:`.relations`)
+give point estimates; on a few hundred test rows a violation rate of 0.34 is uncertain by
+about ±0.05. This module adds, as pure NumPy:
+
+- **Percentile-bootstrap intervals** (Efron & Tibshirani, *An Introduction to the
+  Bootstrap*, 1993, ch. 13) for every rate and mean metric on the original inputs and on
+  the pooled ``/metamorphic`` variant. The resampling unit is the *original sample*: a
+  replicate draws ``n`` original samples with replacement (multinomial counts ``w_i``), and
+  every row derived from sample ``i`` (its transformed variants) enters with weight
+  ``w_i``, so all variants of one sample move together (a cluster bootstrap; Field &
+  Welsh, JASA 2007). Each metric is a function of weighted per-sample sums, so a replicate
+  is one row of ``W @ S`` (``W``: replicates × samples counts, ``S``: samples × sums) and
+  the whole bootstrap is a few matrix products. The interval is the 2.5th and 97.5th
+  percentile of the replicates (``numpy.percentile``, linear interpolation; replicates where
+  a ratio is undefined, e.g. MR3 with an empty high-confidence set, are left out).
+- **McNemar's exact test** (McNemar, Psychometrika 1947) on paired correctness: with
+  ``b`` = rows the teacher gets right and the student wrong and ``c`` the reverse,
+  ``accuracy_drop_pvalue`` is the two-sided exact binomial test of ``b`` successes in
+  ``b + c`` trials at ``p = 1/2``, i.e. ``min(1, 2·P(X ≤ min(b, c)))`` (1 when ``b + c = 0``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .relations import RelationConfig
+
+logger = logging.getLogger(__name__)
+
+LEVEL = 0.95
+CHUNK_CELLS = 500_000  # replicates × samples drawn at once (4 MB of int64 draws: stays in cache)
+CACHE_CELLS = 16_000_000  # largest kept resample matrix (64 MB of float32 counts)
+INTERVAL_METRICS = (
+    "mr1_violation_rate", "mr1_label_loyalty", "mr2_violation_rate", "mr2_mean_kl", "mr3_violation_rate",
+    "mr3_hcar", "mr3_support", "mr4_violation_rate", "mr4_eca", "any_violation_rate", "teacher_accuracy",
+    "student_accuracy", "accuracy_drop", "teacher_flip_rate", "student_flip_rate",
+)
+"""Metrics that get ``<metric>_ci_low`` / ``<metric>_ci_high`` (on original and ``/metamorphic``)."""
+INTERVAL_SUFFIXES = ("_ci_low", "_ci_high")
+
+
+def interval_key(key: str, end: str) -> str:
+    """``mr1_violation_rate/metamorphic``, ``"high"`` → ``mr1_violation_rate_ci_high/metamorphic``
+    (the variant suffix stays last)."""
+    if end not in ("low", "high"):
+        raise ValueError(f"interval end must be 'low' or 'high', got {end!r}")
+    head, sep, tail = key.partition("/")
+    return f"{head}_ci_{end}{sep}{tail}"
+
+
+def point_key(key: str) -> str:
+    """Inverse of :func:`interval_key`: ``x_ci_high/metamorphic`` → ``x/metamorphic``."""
+    head, sep, tail = key.partition("/")
+    for suffix in INTERVAL_SUFFIXES:
+        if head.endswith(suffix):
+            return f"{head[: -len(suffix)]}{sep}{tail}"
+    return key
+
+
+@dataclass(frozen=True)
+class Group:
+    """Rows judged together (the original inputs, or every transformed variant pooled),
+    each tied to its original sample ``rows[j]`` in ``0..n-1``."""
+
+    suffix: str
+    rows: np.ndarray
+    columns: Mapping[str, np.ndarray]
+
+
+def _col(table: Any, name: str, mask: np.ndarray) -> np.ndarray:
+    return np.asarray(table[name])[mask]
+
+
+def groups_from_table(table: Any, pooled: Mapping[str, Sequence[str]] | None = None) -> list[Group]:
+    """The original group and one group per pooled variant (``{"metamorphic": [transform
+    names]}``) from a per-sample table (``per_sample.parquet``'s columns: ``variant``,
+    ``row``, the relations' flags, ``teacher_pred``/``student_pred`` and ``label``).
+
+    Pooled rows get ``teacher_flip``/``student_flip`` against the original prediction of
+    their sample (MORPH's flips, Panichella, ICSE 2025)."""
+    variant = table["variant"]
+    names = ["mr1_violation", "kl", "mr2_violation", "mr3_in_h", "mr3_violation", "mr4_bin", "mr4_teacher_conf",
+             "mr4_student_conf_at_teacher", "teacher_pred", "student_pred"]
+    if "label" in getattr(table, "columns", table):
+        names.append("label")
+    orig = np.asarray(variant == "original", dtype=bool)
+    groups = [Group("", _col(table, "row", orig).astype(np.int64), {c: _col(table, c, orig) for c in names})]
+    n = int(groups[0].rows.max()) + 1 if len(groups[0].rows) else 0
+    base_t = np.zeros(n, dtype=np.int64)
+    base_s = np.zeros(n, dtype=np.int64)
+    base_t[groups[0].rows] = groups[0].columns["teacher_pred"]
+    base_s[groups[0].rows] = groups[0].columns["student_pred"]
+    for name, members in (pooled or {}).items():
+        mask = (np.asarray(variant.isin(list(members))) if hasattr(variant, "isin")
+                else np.isin(np.asarray(variant).astype(str), list(members)))
+        if not mask.any():
+            continue
+        rows = _col(table, "row", mask).astype(np.int64)
+        cols = {c: _col(table, c, mask) for c in names}
+        cols["teacher_flip"] = cols["teacher_pred"] != base_t[rows]
+        cols["student_flip"] = cols["student_pred"] != base_s[rows]
+        groups.append(Group(f"/{name}", rows, cols))
+    return groups
+
+
+def _sums(group: Group, n: int, config: RelationConfig) -> dict[str, np.ndarray]:
+    """Per original sample sums (length ``n``; MR4 parts ``n × bins``) of every quantity a
+    metric of :data:`INTERVAL_METRICS` is a function of.
+
+    ``any_violation`` depends on the MR4 verdict of the row's bin, which a replicate
+    recomputes: ``any`` sums the rows violating MR1–MR3, ``b_extra`` (per bin) the other
+    rows whose own confidence gap exceeds ``eca_threshold`` (they violate when their bin does)."""
+    rows, c, bins = group.rows, group.columns, config.calibration_bins
+
+    def total(values: np.ndarray) -> np.ndarray:
+        return np.bincount(rows, weights=np.asarray(values, dtype=np.float64), minlength=n)
+
+    out = {"count": np.bincount(rows, minlength=n).astype(np.float64)}
+    for key, name in (("mr1", "mr1_violation"), ("kl", "kl"), ("mr2", "mr2_violation"), ("h", "mr3_in_h"),
+                      ("mr3", "mr3_violation"), ("tflip", "teacher_flip"), ("sflip", "student_flip")):
+        if name in c:
+            out[key] = total(c[name])
+    a_t = np.asarray(c["mr4_teacher_conf"], dtype=np.float64)
+    a_s = np.asarray(c["mr4_student_conf_at_teacher"], dtype=np.float64)
+    base = (np.asarray(c["mr1_violation"], dtype=bool) | np.asarray(c["mr2_violation"], dtype=bool)
+            | np.asarray(c["mr3_violation"], dtype=bool))
+    out["any"] = total(base)
+    if "label" in c:
+        out["tc"] = total(c["teacher_pred"] == c["label"])
+        out["sc"] = total(c["student_pred"] == c["label"])
+    cell = rows * bins + np.asarray(c["mr4_bin"], dtype=np.int64)
+    extra = ~base & (np.abs(a_t - a_s) > config.eca_threshold)
+    for key, w in (("b_count", None), ("b_at", a_t), ("b_as", a_s), ("b_extra", extra.astype(np.float64))):
+        out[key] = np.bincount(cell, weights=w, minlength=n * bins).astype(np.float64).reshape(n, bins)
+    return out
+
+
+def _metrics(t: Mapping[str, np.ndarray], eca_threshold: float) -> dict[str, np.ndarray]:
+    """Every metric of one group from (weighted) totals; arrays of shape (replicates,)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = t["count"]
+        m = {"mr1_violation_rate": t["mr1"] / n, "mr2_violation_rate": t["mr2"] / n, "mr2_mean_kl": t["kl"] / n,
+             "mr3_support": t["h"] / n}
+        m["mr1_label_loyalty"] = 1.0 - m["mr1_violation_rate"]
+        m["mr3_violation_rate"] = np.where(t["h"] > 0, t["mr3"] / t["h"], np.nan)
+        m["mr3_hcar"] = 1.0 - m["mr3_violation_rate"]
+        counts = t["b_count"]
+        safe = np.maximum(counts, 1.0)
+        gap = np.abs(t["b_at"] / safe - t["b_as"] / safe)
+        bad = (gap > eca_threshold) & (counts > 0)
+        m["mr4_eca"] = (counts * gap).sum(axis=-1) / n
+        m["mr4_violation_rate"] = (counts * bad).sum(axis=-1) / n
+        m["any_violation_rate"] = (t["any"] + (t["b_extra"] * bad).sum(axis=-1)) / n
+        if "tc" in t:
+            m["teacher_accuracy"], m["student_accuracy"] = t["tc"] / n, t["sc"] / n
+            m["accuracy_drop"] = (t["tc"] - t["sc"]) / n
+        if "tflip" in t:
+            m["teacher_flip_rate"], m["student_flip_rate"] = t["tflip"] / n, t["sflip"] / n
+    return m
+
+
+_CACHE: dict[tuple[int, int, int], np.ndarray] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _draws(n: int, samples: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Resample counts in chunks of rows (one ``numpy.random.default_rng(seed)`` stream)."""
+    rng = np.random.default_rng(seed)
+    chunk = max(1, CHUNK_CELLS // max(n, 1))
+    offsets = (np.arange(chunk, dtype=np.int64) * n)[:, None]
+    for start in range(0, samples, chunk):
+        b = min(chunk, samples - start)
+        draws = rng.integers(0, n, size=(b, n))
+        draws += offsets[:b]
+        yield start, np.bincount(draws.ravel(), minlength=b * n).reshape(b, n).astype(np.float32)
+
+
+def resample_counts(n: int, samples: int, seed: int) -> np.ndarray:
+    """``samples × n`` multinomial counts: row ``r`` counts how often replicate ``r`` drew
+    each original sample when drawing ``n`` with replacement."""
+    out = np.empty((samples, n), dtype=np.float32)
+    for start, counts in _draws(n, samples, seed):
+        out[start : start + len(counts)] = counts
+    return out
+
+
+def _weight_chunks(n: int, samples: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """The counts of :func:`resample_counts`. They depend only on ``(n, samples, seed)``, so
+    the last matrix up to :data:`CACHE_CELLS` cells is kept: evaluations of several students
+    on one test set reuse the same resamples (common random numbers) and skip drawing them."""
+    if n * samples > CACHE_CELLS:
+        yield from _draws(n, samples, seed)
+        return
+    key = (n, samples, seed)
+    with _CACHE_LOCK:
+        W = _CACHE.get(key)
+    if W is None:
+        W = resample_counts(n, samples, seed)
+        W.setflags(write=False)
+        with _CACHE_LOCK:
+            _CACHE.clear()
+            _CACHE[key] = W
+    yield 0, W
+
+
+def _layout(groups: Sequence[Group], n: int, config: RelationConfig) -> tuple[np.ndarray, list[tuple[int, str, slice, tuple[int, ...]]]]:
+    """Every group's per-sample sums side by side (``n × width``) and where each sits."""
+    layout: list[tuple[int, str, slice, tuple[int, ...]]] = []
+    columns: list[np.ndarray] = []
+    width = 0
+    for gi, group in enumerate(groups):
+        for key, arr in _sums(group, n, config).items():
+            block = arr.reshape(n, -1)
+            layout.append((gi, key, slice(width, width + block.shape[1]), arr.shape[1:]))
+            columns.append(block)
+            width += block.shape[1]
+    return np.concatenate(columns, axis=1), layout
+
+
+def _replicates(
+    groups: Sequence[Group], n: int, chunks: Iterable[tuple[int, np.ndarray]], samples: int, config: RelationConfig
+) -> dict[str, np.ndarray]:
+    S, layout = _layout(groups, n, config)
+    live = np.flatnonzero(np.any(S != 0, axis=0))  # empty bins stay empty in every replicate
+    S_live = S[:, live].astype(np.float32)  # integer sums stay exact below 2**24
+    T = np.zeros((samples, S.shape[1]))
+    for start, W in chunks:
+        T[start : start + len(W), live] = W @ S_live
+    out: dict[str, np.ndarray] = {}
+    for gi, group in enumerate(groups):
+        totals = {key: T[:, sl].reshape((samples, *shape)) for g, key, sl, shape in layout if g == gi}
+        out.update({f"{name}{group.suffix}": v for name, v in _metrics(totals, config.eca_threshold).items()})
+    return out
+
+
+def replicate_metrics(groups: Sequence[Group], n: int, counts: np.ndarray, config: RelationConfig | None = None) -> dict[str, np.ndarray]:
+    """Every metric of every group in each replicate given by ``counts`` (replicates × n:
+    how often each original sample was drawn; a sample's rows all carry its count)."""
+    counts = np.atleast_2d(np.asarray(counts, dtype=np.float32))
+    return _replicates(groups, n, [(0, counts)], len(counts), config or RelationConfig())
+
+
+def bootstrap_intervals(
+    groups: Sequence[Group], n: int, samples: int = 1000, seed: int = 0, config: RelationConfig | None = None,
+    level: float = LEVEL, keys: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """Percentile-bootstrap ``level`` intervals, ``{<metric>_ci_low<suffix>: …, <metric>_ci_high<suffix>: …}``.
+
+    ``samples`` replicates each draw ``n`` original samples with replacement
+    (:func:`resample_counts`); one weight matrix serves every group, so a sample's original
+    and transformed rows move together. ``keys``: only metrics whose point estimate is in
+    ``keys`` (e.g. the logged metrics, so MR3 gets no interval when it was omitted) get one.
+    """
+    cfg = config or RelationConfig()
+    if samples <= 0 or n <= 0 or not groups:
+        return {}
+    reps_by_key = _replicates(groups, n, _weight_chunks(n, samples, seed), samples, cfg)
+    q = 100 * np.array([(1 - level) / 2, (1 + level) / 2])
+    out: dict[str, float] = {}
+    wanted = set(keys) if keys is not None else None
+    for key, reps in reps_by_key.items():
+        if wanted is not None and key not in wanted:
+            continue
+        reps = reps[np.isfinite(reps)]
+        if not len(reps):
+            logger.warning("no bootstrap replicate defines %s; its interval is not logged", key)
+            continue
+        low, high = np.percentile(reps, q)
+        out[interval_key(key, "low")], out[interval_key(key, "high")] = float(low), float(high)
+    return out
+
+
+def point_estimates(groups: Sequence[Group], n: int, config: RelationConfig | None = None) -> dict[str, float]:
+    """The metrics as :func:`bootstrap_intervals` computes them with every weight 1 (the
+    point estimates; equal to :func:`~.relations.evaluate_relations` up to rounding)."""
+    cfg = config or RelationConfig()
+    out = {}
+    for group in groups:
+        totals = {k: v.sum(axis=0)[None, ...] for k, v in _sums(group, n, cfg).items()}
+        out.update({f"{k}{group.suffix}": float(v[0]) for k, v in _metrics(totals, cfg.eca_threshold).items()})
+    return out
+
+
+def binom_two_sided_half(k: int, trials: int) -> float:
+    """Two-sided exact binomial p-value of ``k`` successes in ``trials`` at ``p = 1/2``:
+    ``min(1, 2·Σ_{j ≤ min(k, trials−k)} C(trials, j) / 2^trials)`` (the distribution is
+    symmetric, so this is the sum over outcomes no more likely than ``k``, as in
+    ``scipy.stats.binomtest``). Log-space sum: exact to ~1e-12 relative, no overflow."""
+    if trials < 0 or not 0 <= k <= trials:
+        raise ValueError(f"need 0 <= k <= trials, got k={k}, trials={trials}")
+    if trials == 0 or 2 * k == trials:
+        return 1.0
+    m = min(k, trials - k)
+    j = np.arange(m, dtype=np.float64)
+    log_c = np.concatenate([[0.0], np.cumsum(np.log((trials - j) / (j + 1)))])  # log C(trials, 0..m)
+    top = log_c.max()
+    log_tail = top + np.log(np.exp(log_c - top).sum()) - trials * np.log(2.0)
+    return float(min(1.0, 2.0 * np.exp(log_tail)))
+
+
+def mcnemar_exact(teacher_correct: np.ndarray, student_correct: np.ndarray) -> tuple[float, int, int]:
+    """McNemar's exact test on paired correctness: ``(p-value, b, c)`` with ``b`` = teacher
+    right and student wrong, ``c`` = teacher wrong and student right."""
+    t = np.asarray(teacher_correct, dtype=bool)
+    s = np.asarray(student_correct, dtype=bool)
+    b, c = int((t & ~s).sum()), int((~t & s).sum())
+    return binom_two_sided_half(b, b + c), b, c
+
+
+def evaluation_statistics(
+    table: Any, n: int, metrics: Mapping[str, float], pooled: Mapping[str, Sequence[str]] | None = None,
+    samples: int = 1000, seed: int = 0, config: RelationConfig | None = None,
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """The evaluator's hook: interval metrics for the logged ``metrics`` (original and pooled
+    groups of the per-sample ``table``) and, with labels, ``accuracy_drop_pvalue``. Returns
+    ``(new metrics, summary section)``."""
+    groups = groups_from_table(table, pooled)
+    new = bootstrap_intervals(groups, n, samples, seed, config, keys=list(metrics)) if samples > 0 else {}
+    section: dict[str, Any] = {"bootstrap_samples": samples, "seed": seed, "level": LEVEL,
+                               "method": "percentile bootstrap over original samples (variants move with their sample)"}
+    section["intervals"] = {
+        point_key(k): {"estimate": metrics[point_key(k)], "low": v, "high": new[interval_key(point_key(k), "high")]}
+        for k, v in new.items() if k.partition("/")[0].endswith("_ci_low")
+    }
+    orig = groups[0].columns
+    if "label" in orig:
+        p, b, c = mcnemar_exact(orig["teacher_pred"] == orig["label"], orig["student_pred"] == orig["label"])
+        new["accuracy_drop_pvalue"] = p
+        section["accuracy_drop_pvalue"] = {"pvalue": p, "teacher_right_student_wrong": b,
+                                           "teacher_wrong_student_right": c,
+                                           "test": "McNemar exact (two-sided binomial on discordant pairs)"}
+    return new, section

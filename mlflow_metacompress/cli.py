@@ -33,6 +33,7 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("mlflow_metacompress.distill.cli", "add_distill"),
     ("mlflow_metacompress.gates.cli", "add_gate"),
     ("mlflow_metacompress.gates.cli", "add_policies"),
+    ("mlflow_metacompress.webhooks.cli", "add_webhooks"),
 ]
 
 

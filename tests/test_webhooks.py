@@ -225,6 +225,12 @@ def _holder(env, name: str) -> str | None:
     return aliases.get(ALIAS)
 
 
+def _settled_holder(env, name: str, expected: str | None, timeout: float = 20) -> str | None:
+    """The alias holder once it equals ``expected`` (promote writes the verdict, then moves the alias)."""
+    _wait(lambda: _holder(env, name) == expected, timeout, f"{ALIAS} of {name} to be {expected}")
+    return _holder(env, name)
+
+
 def _gate_runs(env, name: str, version: str) -> int:
     runs = env["client"].search_runs(["0"], f"tags.`metacompress.gate_model` = 'models:/{name}/{version}'")
     return len(runs)
@@ -236,7 +242,7 @@ def test_registered_version_is_judged_and_promoted(env):
     tags = _judged(env, "wh-a", v1)
     elapsed = time.monotonic() - start
     assert tags[VERDICT] == "passed", tags
-    assert _holder(env, "wh-a") == v1
+    assert _settled_holder(env, "wh-a", v1) == v1
     v2 = _register(env, "wh-a", "fail")
     tags = _judged(env, "wh-a", v2)
     assert tags[VERDICT] == "failed" and "mr1_violation_rate" in tags["metacompress.failed_checks"], tags
@@ -317,7 +323,7 @@ def test_teacher_tag_set_after_registration_starts_the_evaluation(env):
     assert VERDICT not in _tags(env, "wh-tagged", version)
     env["client"].set_model_version_tag("wh-tagged", version, TEACHER, "models:/wh-teacher/1")
     assert _judged(env, "wh-tagged", version)[VERDICT] == "passed"
-    assert _holder(env, "wh-tagged") == version
+    assert _settled_holder(env, "wh-tagged", version) == version
 
 
 def test_killed_service_resumes_its_queued_job(env):
@@ -331,7 +337,7 @@ def test_killed_service_resumes_its_queued_job(env):
     assert VERDICT not in _tags(env, "wh-restart", version)
     service.start()
     assert _judged(env, "wh-restart", version)[VERDICT] == "passed"
-    assert _holder(env, "wh-restart") == version
+    assert _settled_holder(env, "wh-restart", version) == version
 
 
 def test_burst_of_ten_versions_ends_with_the_latest_passing_champion(env):

@@ -53,8 +53,8 @@ def install(config: WebhookConfig, url: str, client: "MlflowClient | None" = Non
     """Create or update (by name) the service's webhook; returns the ``Webhook``."""
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"--url must be an http(s) URL of the service's /webhook endpoint, got {url!r}")
+    secret = config.secret()  # before any server call
     client = _client(config, client)
-    secret = config.secret()
     existing = find_webhooks(client, config.webhook_name)
     for extra in existing[1:]:  # one webhook per name: a duplicate would deliver every event twice
         client.delete_webhook(extra.webhook_id)

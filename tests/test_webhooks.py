@@ -170,7 +170,7 @@ def env(tmp, server):
     import pandas as pd
     from mlflow import MlflowClient
 
-    previous = mlflow.get_tracking_uri(), os.environ.get("METACOMPRESS_WEBHOOK_SECRET")
+    previous_secret = os.environ.get("METACOMPRESS_WEBHOOK_SECRET")
     mlflow.set_tracking_uri(server)
     os.environ["METACOMPRESS_WEBHOOK_SECRET"] = SECRET
     (tmp / "model.py").write_text(MODEL_CODE)
@@ -198,11 +198,11 @@ def env(tmp, server):
         yield {"client": client, "uris": uris, "service": service, "tmp": tmp, "server": server}
     finally:
         service.stop()
-        mlflow.set_tracking_uri(previous[0])
-        if previous[1] is None:
+        mlflow.set_tracking_uri(None)  # back to MLFLOW_TRACKING_URI / the next test's fixture
+        if previous_secret is None:
             os.environ.pop("METACOMPRESS_WEBHOOK_SECRET", None)
         else:
-            os.environ["METACOMPRESS_WEBHOOK_SECRET"] = previous[1]
+            os.environ["METACOMPRESS_WEBHOOK_SECRET"] = previous_secret
 
 
 def _register(env, name: str, kind: str, tags: dict | None = None) -> str:
@@ -279,7 +279,10 @@ def _created(name: str, version: str) -> bytes:
 
 def test_bad_signature_stale_timestamp_and_malformed_body_start_nothing(env):
     service = env["service"]
-    before = service.health()["queue"]
+    health = service.health()
+    assert health["status"] == "ok" and all(health["workers"].values()) and len(health["workers"]) == 2
+    before = health["queue"]
+    assert set(before) == {"queued", "running", "done", "error", "waiting", "skipped", "deliveries"}
     body = _created("wh-unsigned", "1")
     assert service.post(body, secret=None).status_code == 401
     assert service.post(body, secret="wrong-secret").status_code == 401
@@ -305,6 +308,8 @@ def test_replayed_delivery_starts_no_second_evaluation(env):
         assert again.status_code == 200 and again.json() == {"status": "duplicate", "jobs": []}
     fresh = service.post(_created("wh-replay", version))  # a new delivery id for a judged version
     assert fresh.status_code == 200 and fresh.json() == {"status": "ignored", "jobs": []}
+    unnamed = service.post(_created("not-gated", "1"))  # a model the config does not name
+    assert unnamed.status_code == 200 and unnamed.json() == {"status": "ignored", "jobs": []}
     time.sleep(1.0)
     assert _gate_runs(env, "wh-replay", version) == 1
 
@@ -348,3 +353,16 @@ def test_burst_of_ten_versions_ends_with_the_latest_passing_champion(env):
     latest_passing = versions[7]
     assert env["client"].get_registered_model("wh-burst").aliases == {ALIAS: latest_passing}
     assert [_gate_runs(env, "wh-burst", v) for v in versions] == [1] * 10
+    # the service's own alias moves raised alias events that the guard left alone (no loop)
+    assert not any("metacompress.alias_reverted" in _tags(env, "wh-burst", v) for v in versions)
+
+
+def test_install_twice_keeps_one_webhook_and_uninstall_removes_it(env):
+    client, config = env["client"], str(env["tmp"] / "gates.yaml")
+    before = [h.webhook_id for h in client.list_webhooks() if h.name == "metacompress-gates"]
+    url = f"{env['service'].url}/webhook"
+    assert main(["webhooks", "install", "--config", config, "--url", url]) == 0
+    assert [h.webhook_id for h in client.list_webhooks() if h.name == "metacompress-gates"] == before
+    assert len(before) == 1 and client.test_webhook(before[0]).success  # a signed test delivery gets 200
+    assert main(["webhooks", "uninstall", "--config", config]) == 0
+    assert [h for h in client.list_webhooks() if h.name == "metacompress-gates"] == []

@@ -151,6 +151,7 @@ def test_config_resolves_paths_and_globs(tmp_path, data_file):
      r"models\.m\.evaluator_config\.teacher: give the teacher as"),
     ({"models": {"m": {"data": "data.jsonl", "targets": 3}}}, r"models\.m\.targets: must be a non-empty string"),
     ({"secret_env": "my secret!", "models": {"m": {"data": "data.jsonl"}}}, "secret_env: .* is not an environment"),
+    ({"secret": "hunter2", "models": {"m": {"data": "data.jsonl"}}}, "secret: the webhook secret is never read"),
     ({"alias": "latest", "models": {"m": {"data": "data.jsonl"}}}, "alias: 'latest' is not a valid"),
     ("models: {m: {data: data.jsonl}}\nmodels: {}\n", "duplicate key 'models'"),
 ])

@@ -170,6 +170,9 @@ def parse_config(data: Any, source: Path) -> WebhookConfig:
     base = source.parent
     if not isinstance(data, Mapping):
         raise WebhookConfigError(f"{source}: must be a YAML mapping with a 'models' key")
+    if "secret" in data:
+        raise WebhookConfigError(f"{source}: secret: the webhook secret is never read from this file; export it "
+                                 f"in the environment variable named by secret_env (default {DEFAULT_SECRET_ENV})")
     unknown = sorted(set(map(str, data)) - _TOP_KEYS)
     if unknown:
         raise WebhookConfigError(f"{source}: {unknown[0]}: unknown key; allowed: {sorted(_TOP_KEYS)}")

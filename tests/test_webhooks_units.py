@@ -303,3 +303,30 @@ def test_worker_tags_an_evaluation_error_and_moves_no_alias(tmp_path, registry, 
     tags = registry.get_model_version("g", "4").tags
     assert job.state == "error" and tags["metacompress.verdict"] == "error"
     assert "targets column 'label'" in tags["metacompress.error"] and _holder(registry) == "1"
+
+
+def test_an_older_version_judged_late_does_not_take_the_alias_from_a_newer_passing_one(tmp_path, registry,
+                                                                                         data_file, monkeypatch):
+    from mlflow_metacompress import gates
+    from mlflow_metacompress.webhooks.worker import evaluate_job
+
+    cfg = load_config(_write(tmp_path, {"models": {"g": {"data": "data.jsonl", "teacher": "models:/t/1"}}}))
+    calls = []
+
+    def passing_gate(name, version, *args, alias, client, **kw):  # what gate_version does for a passing version
+        calls.append((version, alias))
+        client.set_model_version_tag(name, version, "metacompress.verdict", "passed")
+        if alias:
+            client.set_registered_model_alias(name, alias, version)
+        return gates.GateDecision(name, version, "p", True, [], alias, alias is not None, None)
+
+    monkeypatch.setattr(gates, "gate_version", passing_gate)
+    q = JobQueue(tmp_path / "q.sqlite")
+    q.record_delivery("d", "e", [JobSpec(EVALUATE, "g", "1"), JobSpec(EVALUATE, "g", "4"), JobSpec(EVALUATE, "g", "3")])
+    registry.set_registered_model_alias("g", "champion", "2")  # v2 passed
+    registry.delete_model_version_tag("g", "1", "metacompress.verdict")
+    registry.delete_model_version_tag("g", "3", "metacompress.verdict")
+    outcomes = [evaluate_job(cfg, registry, q.claim([EVALUATE])) for _ in range(3)]
+    assert calls == [("1", None), ("4", "champion"), ("3", None)]  # only the newer v4 may take it from v2
+    assert "stays on newer passing v2" in outcomes[0][1] and "stays on newer passing v4" in outcomes[2][1]
+    assert _holder(registry) == "4"

@@ -10,7 +10,8 @@ newest passing version as the holder whatever order the deliveries arrive in.
 Failures:
 
 - the tracking server unreachable (connection refused, timeouts, 502/503/504, or its
-  ``/health`` not answering after any error): the job goes back to the queue with an
+  ``/health`` not answering after any error), or the gate's promotion lock busy past its
+  timeout (a ``TimeoutError``): the job goes back to the queue with an
   exponential backoff (1 s, 2 s, 4 s, … at most :data:`MAX_BACKOFF_S`) and is never
   dropped;
 - any other error (the teacher does not resolve, bad data, a bad evaluator config): the
@@ -44,10 +45,6 @@ _TRANSIENT_TEXT = ("Max retries exceeded", "Connection refused", "ConnectionErro
 Handler = Callable[[Job], tuple[str, str]]
 
 
-class TrackingUnavailableError(RuntimeError):
-    """The tracking server did not answer; the job is retried later."""
-
-
 def tracking_reachable(uri: str, timeout_s: float = 3.0) -> bool:
     """True when ``uri`` is not an HTTP server, or its ``/health`` answers 200."""
     if not uri.startswith(("http://", "https://")):
@@ -66,8 +63,7 @@ def is_transient(exc: BaseException) -> bool:
 
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, (TrackingUnavailableError, requests.ConnectionError, requests.Timeout,
-                             ConnectionError, TimeoutError)):
+        if isinstance(seen, (requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError)):
             return True
         if any(text in str(seen) for text in _TRANSIENT_TEXT):
             return True

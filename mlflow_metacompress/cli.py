@@ -5,7 +5,8 @@ function, listed in :data:`SUBCOMMANDS`, adds a subparser whose ``func`` default
 handler ``(args) -> exit code``. Handlers import heavy modules lazily so
 ``metacompress --help`` stays fast.
 
-Subcommands: ``evaluate``, ``attack``, ``distill``, ``gate``, ``policies``, ``report``, ``compare``.
+Subcommands: ``evaluate``, ``attack``, ``distill``, ``gate``, ``policies``, ``report``, ``compare``,
+``webhooks`` (``serve``, ``install``, ``uninstall``).
 
 Exit codes: 0 success (for ``gate``: the version passed), 1 the gate failed or refused,
 2 usage or input error (a missing or malformed file, bad JSON, an unknown name), reported
@@ -35,6 +36,7 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("mlflow_metacompress.gates.cli", "add_policies"),
     ("mlflow_metacompress.report.cli", "add_report"),
     ("mlflow_metacompress.report.cli", "add_compare"),
+    ("mlflow_metacompress.webhooks.cli", "add_webhooks"),
 ]
 
 

@@ -47,6 +47,7 @@ _SPECS = [
     MetricSpec("accuracy_under_attack", True, "Accuracy after replacing each successfully attacked sample by its adversarial version"),
     MetricSpec("excess_drop", False, "Student accuracy drop − teacher accuracy drop under attack (always defined)"),
     MetricSpec("excess_drop_pct", False, "100·(student drop − teacher drop)/teacher drop under attack (the paper's 285% figure)"),
+    MetricSpec("gate_passed", True, "Gate verdict on the gate run: 1 when every check of the policy passed, 0 when one failed (the run still ends FINISHED)"),
 ]
 CATALOGUE: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
 

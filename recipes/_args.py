@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 def add_data_args(parser: argparse.ArgumentParser) -> None:
@@ -22,3 +26,29 @@ def setup() -> str:
     from mlflow_metacompress.pipeline import setup_tracking
 
     return setup_tracking()
+
+
+@contextlib.contextmanager
+def job_run(run_name: str) -> Iterator[Any]:
+    """The entry point's run (under ``mlflow run``, the project's run). On Ctrl-C, the
+    SIGTERM ``mlflow run`` sends on cancel, or a crash, every run started below it ends
+    KILLED/FAILED, never RUNNING (:class:`mlflow_metacompress.pipeline.interrupts.CleanExit`)."""
+    import mlflow
+
+    from mlflow_metacompress.pipeline.interrupts import CleanExit
+
+    with CleanExit() as cleanup, mlflow.start_run(run_name=run_name) as run:
+        cleanup.root = run.info.run_id
+        yield run
+
+
+def run_main(main: Callable[[], int]) -> int:
+    """``main()``'s exit code; 130 after Ctrl-C (SIGINT), 143 after SIGTERM. A crash
+    propagates (a traceback and exit code 1)."""
+    from mlflow_metacompress.pipeline.interrupts import Terminated
+
+    try:
+        return main()
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc or 'SIGINT'}): the runs it started are marked KILLED", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130

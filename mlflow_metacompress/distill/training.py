@@ -129,7 +129,7 @@ class _EpochLines(L.Callback):
         done = trainer.current_epoch + 1
         spent = time.perf_counter() - self.started
         eta = spent / done * max(self.epochs - done, 0)
-        scores = " ".join(f"{k} {float(v):.3f}" for k, v in sorted(trainer.callback_metrics.items())
+        scores = ", ".join(f"{k} {float(v):.3f}" for k, v in sorted(trainer.callback_metrics.items())
                           if k.startswith("val_") and v.numel() == 1)
         text = f"fit epoch {done}/{self.epochs} · {format_seconds(spent)} · ETA {format_seconds(eta)}"
         logger.log(self.level, "%s%s", text, f" · {scores}" if scores else "")

@@ -137,7 +137,7 @@ class CleanExit:
     """Context manager for a job that starts MLflow runs: signals become interrupts
     (:func:`signals_as_interrupts`), and if the block raises, every run started below
     :attr:`root` since entry is ended KILLED (interrupt) or FAILED (crash) by
-    :func:`end_nested_runs`, and so is the root itself after an interrupt. Set
+    :func:`end_nested_runs`, and so is the root itself if it is still open. Set
     :attr:`root` once the job's run exists; add reported crashes' runs to :attr:`keep`."""
 
     def __init__(self, root: str | None = None) -> None:
@@ -164,20 +164,21 @@ class CleanExit:
             self._signals.__exit__(None, None, None)
 
     def end(self, status: str) -> None:
-        """End what the job left behind with ``status`` (KILLED also ends the root)."""
+        """End what the job left behind with ``status``, the root included when it is
+        still RUNNING (or FAILED by ``start_run`` after an interrupt)."""
+        import mlflow
         from mlflow import MlflowClient
 
         client = MlflowClient()
+        root_id = str(self.root)
         try:
-            end_nested_runs(str(self.root), self.since_ms, status, client, self.keep)
-            root = client.get_run(str(self.root))
-            if status == KILLED and root.info.status in ("RUNNING", FAILED):
-                import mlflow
-
+            end_nested_runs(root_id, self.since_ms, status, client, self.keep)
+            current = client.get_run(root_id).info.status
+            if current == "RUNNING" or (status == KILLED and current == FAILED):
                 active = mlflow.active_run()
-                if active is not None and active.info.run_id == self.root:
-                    mlflow.end_run(KILLED)
+                if active is not None and active.info.run_id == root_id:
+                    mlflow.end_run(status)
                 else:
-                    client.set_terminated(str(self.root), KILLED)
+                    client.set_terminated(root_id, status)
         except Exception:  # the original error matters more than a failed cleanup
-            logger.exception("could not end the runs below %s as %s", self.root, status)
+            logger.exception("could not end the runs below %s as %s", root_id, status)

@@ -17,7 +17,15 @@ def add_data_args(parser: argparse.ArgumentParser) -> None:
                         help="empty: the embedded generated data; else a CodeXGLUE Devign/BigCloneBench folder")
     parser.add_argument("--profile", default="quick", help="quick (2 CPU cores, minutes) or paper (GPU, hours)")
     parser.add_argument("--seed", type=lambda s: int(float(s)), default=0, help="random seed (an integer)")
-    parser.add_argument("--progress", default="true", choices=["true", "false"], help="show progress bars")
+    parser.add_argument("--progress", default="true", choices=["true", "false"],
+                        help="show progress bars (only when output is a terminal; stage lines are logged anyway)")
+
+
+def bars(args: argparse.Namespace) -> bool:
+    """Progress bars: asked for and output is a terminal (in a file they are noise)."""
+    from mlflow_metacompress.heartbeat import on_terminal
+
+    return args.progress == "true" and on_terminal()
 
 
 def setup() -> str:

@@ -7,7 +7,7 @@ import argparse
 import sys
 import tempfile
 
-from _args import add_data_args, job_run, run_main, setup
+from _args import add_data_args, bars, job_run, run_main, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     with job_run(f"distill-{data.dataset}"), tempfile.TemporaryDirectory(prefix="metacompress-distill-") as cache:
         for method in methods:
             result = student_stage(data, profile, args.teacher, method, args.size_mb or None, args.seed, cache,
-                                   args.progress == "true")
+                                   bars(args))
             print(f"{method}: {result.model_uri} test_acc={result.metrics.get('test_acc', float('nan')):.4f} "
                   f"size_mb={result.metrics.get('size_mb', float('nan')):.3f}")
     return 0

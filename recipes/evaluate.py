@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from _args import add_data_args, job_run, run_main, setup
+from _args import add_data_args, bars, job_run, run_main, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
     with job_run(f"evaluate-{data.dataset}"):
         result = evaluate_stage(args.model_uri, data, profile, args.teacher or None, args.seed,
-                                progress=args.progress == "true")
+                                progress=bars(args))
     print(json.dumps(dict(sorted(result.metrics.items())), indent=2))
     return 0
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _args import add_data_args, job_run, run_main, setup
+from _args import add_data_args, bars, job_run, run_main, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
         outcome = gate_stage("", args.model_name, args.version, data, profile, policy, args.alias, args.seed,
-                             progress=args.progress == "true")
+                             progress=bars(args))
         verdict = outcome.tags.get(TAG_VERDICT)  # passed/failed, also when the promotion was refused
         if verdict in ("passed", "failed"):
             mlflow.set_tag(TAG_VERDICT, verdict)

@@ -74,7 +74,7 @@ class PipelineConfig:
     profile: str = "quick"
     methods: str | Sequence[str] = ALL  # every discovered method, or a comma-separated list
     alias: str = "champion"
-    progress: bool = True
+    progress: bool = True  # progress bars, shown only when output is a terminal
 
 
 @dataclass

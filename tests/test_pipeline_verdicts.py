@@ -43,3 +43,20 @@ def test_gate_passed_is_in_the_metric_catalogue():
     from mlflow_metacompress.metrics import CATALOGUE
 
     assert CATALOGUE[GATE_PASSED].greater_is_better is True
+
+
+def test_a_student_failing_its_gate_leaves_the_pipeline_run_finished(tracking, tmp_path):
+    import mlflow
+
+    from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline
+
+    policy = tmp_path / "impossible.yaml"
+    policy.write_text('name: impossible\nthresholds:\n  accuracy_drop: "<= -1"\n')
+    result = run_pipeline(PipelineConfig(profile="tiny", methods="compressor", policy=str(policy), progress=False))
+    assert result.errors == {} and [o.verdict for o in result.outcomes] == ["failed"]
+    client = mlflow.MlflowClient()
+    assert client.get_run(result.run_id).info.status == "FINISHED"
+    gate = client.get_run(result.outcomes[0].evaluation_run_id)
+    assert gate.info.status == "FINISHED" and gate.info.run_name == "gate-metacompress-generated-vulnerability-compressor-v1"
+    assert gate.data.tags["metacompress.verdict"] == "failed" and gate.data.metrics[GATE_PASSED] == 0.0
+    assert "champion" not in (client.get_registered_model(result.outcomes[0].model_name).aliases or {})

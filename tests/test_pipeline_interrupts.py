@@ -207,7 +207,8 @@ def test_ctrl_c_during_mlflow_run_leaves_no_running_run_and_no_temp_folder(tmp_p
     assert "RUNNING" not in status.values(), (status, output[-3000:])
     # the teacher's run (named after the loader's task until it finishes) was open and is KILLED;
     # the project's own run is FAILED: mlflow run overwrites it after Ctrl-C whatever it holds
-    nested = {r.info.run_name: r.info.status for r in runs if "mlflow.parentRunId" in r.data.tags}
-    assert nested == {"teacher-devign": "KILLED"}, (status, output[-3000:])
+    nested = [(r.info.run_name, r.info.status) for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(nested) == 1 and nested[0][1] == "KILLED", (status, output[-3000:])
+    assert nested[0][0] in ("teacher-devign", "teacher-generated-vulnerability")
     assert status["metacompress-generated-vulnerability"] in ("FAILED", "KILLED")
     assert _tmp_entries(tmp) == [], output[-3000:]

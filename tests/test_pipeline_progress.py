@@ -79,7 +79,9 @@ def test_skipped_and_failed_stages_leave_the_estimate_and_say_why(caplog):
         with stages.stage("distill a"):
             clock.now += 7
             raise RuntimeError("boom")
+    assert stages.pending("gate a") and not stages.pending("distill a")
     stages.skip("gate a", "its distillation failed")
+    assert not stages.pending("gate a")
     with pytest.raises(KeyboardInterrupt):
         with stages.stage("distill b"):
             clock.now += 3

@@ -62,7 +62,7 @@ class StageClock:
     def _index(self, label: str) -> int:
         for i, stage in enumerate(self.stages):
             if stage.label == label and stage.seconds is None and not stage.skipped:
-                return i
+                return i  # the first pending stage of that name
         raise KeyError(f"no pending stage {label!r}; stages: {[s.label for s in self.stages]}")
 
     def _estimate(self, stage: _Stage) -> float | None:
@@ -97,6 +97,10 @@ class StageClock:
         detail = current_note()
         running = f"running {format_seconds(self.clock() - self._stage_started)}"
         return self.line(f"{running} ({detail})" if detail else running)
+
+    def pending(self, label: str) -> bool:
+        """True while the stage called ``label`` has neither run nor been skipped."""
+        return any(s.label == label and s.seconds is None and not s.skipped for s in self.stages)
 
     def skip(self, label: str, reason: str) -> None:
         """Leave a pending stage out (e.g. the gate of a student whose distillation failed)."""

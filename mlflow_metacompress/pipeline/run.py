@@ -149,7 +149,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
                 logger.exception("method %s failed", method)
                 errors[method] = f"{type(exc).__name__}: {exc}"
                 outcomes.append(GateOutcome(method, data.model_name(method), None, "error", error=errors[method]))
-                if any(s.label == f"gate {method}" and s.seconds is None and not s.skipped for s in clock.stages):
+                if clock.pending(f"gate {method}"):
                     clock.skip(f"gate {method}", "its distillation failed")
                 cleanup.keep |= failed_runs(run.info.run_id, cleanup.since_ms)  # stays FAILED after a Ctrl-C
         table = comparison_table(outcomes, {"model": teacher.model_uri[len("models:/"):],

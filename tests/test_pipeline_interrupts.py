@@ -11,6 +11,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -110,6 +111,7 @@ def test_a_crash_reported_before_an_interrupt_stays_failed(tracking, tmpdir_here
                 raise RuntimeError("search space empty")
             raise KeyboardInterrupt
 
+    monkeypatch.setattr(stages, "teacher_stage", lambda *a, **k: SimpleNamespace(model_uri="models:/t/1", metrics={}))
     monkeypatch.setattr(stages, "student_stage", student_stage)
     with pytest.raises(KeyboardInterrupt):
         run_pipeline(PipelineConfig(profile="tiny", methods="compressor,morph", progress=False))

@@ -51,6 +51,7 @@ _SPECS = [
     MetricSpec("excess_drop", False, "Student accuracy drop − teacher accuracy drop under attack (always defined)"),
     MetricSpec("excess_drop_pct", False, "100·(student drop − teacher drop)/teacher drop under attack (the paper's 285% figure)"),
     MetricSpec("accuracy_drop_pvalue", True, "McNemar's exact test of teacher vs student correctness on the same rows: two-sided binomial p-value of the discordant pairs (teacher right/student wrong vs the reverse) at p = 1/2; small = the accuracies differ"),
+    MetricSpec("gate_passed", True, "Gate verdict on the gate run: 1 when every check of the policy passed, 0 when one failed (the run still ends FINISHED)"),
 ]
 
 

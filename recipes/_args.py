@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 def add_data_args(parser: argparse.ArgumentParser) -> None:
@@ -13,7 +17,15 @@ def add_data_args(parser: argparse.ArgumentParser) -> None:
                         help="empty: the embedded generated data; else a CodeXGLUE Devign/BigCloneBench folder")
     parser.add_argument("--profile", default="quick", help="quick (2 CPU cores, minutes) or paper (GPU, hours)")
     parser.add_argument("--seed", type=lambda s: int(float(s)), default=0, help="random seed (an integer)")
-    parser.add_argument("--progress", default="true", choices=["true", "false"], help="show progress bars")
+    parser.add_argument("--progress", default="true", choices=["true", "false"],
+                        help="show progress bars (only when output is a terminal; stage lines are logged anyway)")
+
+
+def bars(args: argparse.Namespace) -> bool:
+    """Progress bars: asked for and output is a terminal (in a file they are noise)."""
+    from mlflow_metacompress.heartbeat import on_terminal
+
+    return args.progress == "true" and on_terminal()
 
 
 def setup() -> str:
@@ -22,3 +34,29 @@ def setup() -> str:
     from mlflow_metacompress.pipeline import setup_tracking
 
     return setup_tracking()
+
+
+@contextlib.contextmanager
+def job_run(run_name: str) -> Iterator[Any]:
+    """The entry point's run (under ``mlflow run``, the project's run). On Ctrl-C, the
+    SIGTERM ``mlflow run`` sends on cancel, or a crash, every run started below it ends
+    KILLED/FAILED, never RUNNING (:class:`mlflow_metacompress.pipeline.interrupts.CleanExit`)."""
+    import mlflow
+
+    from mlflow_metacompress.pipeline.interrupts import CleanExit
+
+    with CleanExit() as cleanup, mlflow.start_run(run_name=run_name) as run:
+        cleanup.root = run.info.run_id
+        yield run
+
+
+def run_main(main: Callable[[], int]) -> int:
+    """``main()``'s exit code; 130 after Ctrl-C (SIGINT), 143 after SIGTERM. A crash
+    propagates (a traceback and exit code 1)."""
+    from mlflow_metacompress.pipeline.interrupts import Terminated
+
+    try:
+        return main()
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc or 'SIGINT'}): the runs it started are marked KILLED", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130

@@ -7,7 +7,7 @@ import argparse
 import sys
 import tempfile
 
-from _args import add_data_args, setup
+from _args import add_data_args, bars, job_run, run_main, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,7 +20,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=float, default=0.0, help="student size target in MB (0: the profile's)")
     args = parser.parse_args(argv)
     setup()
-    import mlflow
 
     from mlflow_metacompress.pipeline.data import load_task_data
     from mlflow_metacompress.pipeline.stages import resolve_methods, student_stage
@@ -29,14 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     profile = get_profile(args.profile)
     methods = resolve_methods(args.methods)
     data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
-    with tempfile.TemporaryDirectory() as cache, mlflow.start_run(run_name=f"distill-{data.dataset}"):
+    with job_run(f"distill-{data.dataset}"), tempfile.TemporaryDirectory(prefix="metacompress-distill-") as cache:
         for method in methods:
             result = student_stage(data, profile, args.teacher, method, args.size_mb or None, args.seed, cache,
-                                   args.progress == "true")
+                                   bars(args))
             print(f"{method}: {result.model_uri} test_acc={result.metrics.get('test_acc', float('nan')):.4f} "
                   f"size_mb={result.metrics.get('size_mb', float('nan')):.3f}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from _args import add_data_args, setup
+from _args import add_data_args, bars, job_run, run_main, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +18,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="teacher model URI (default: the student's metacompress.teacher tag)")
     args = parser.parse_args(argv)
     setup()
-    import mlflow
 
     from mlflow_metacompress.pipeline.data import load_task_data
     from mlflow_metacompress.pipeline.stages import evaluate_stage
@@ -26,12 +25,12 @@ def main(argv: list[str] | None = None) -> int:
 
     profile = get_profile(args.profile)
     data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
-    with mlflow.start_run(run_name=f"evaluate-{data.dataset}"):
+    with job_run(f"evaluate-{data.dataset}"):
         result = evaluate_stage(args.model_uri, data, profile, args.teacher or None, args.seed,
-                                progress=args.progress == "true")
+                                progress=bars(args))
     print(json.dumps(dict(sorted(result.metrics.items())), indent=2))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -1,14 +1,18 @@
 """MLproject entry point ``gate``: judge a registered student with a gate policy and
 move its ``champion`` alias only if it passes. Without ``--evaluation-run-id`` the
 student is first evaluated on the test split against its tagged teacher.
-Exit code 0 when the version passed, 1 when it failed or the promotion was refused."""
+
+A failing (or refused) verdict is an outcome, not an error: the run ends FINISHED with
+the tag ``metacompress.verdict`` (passed/failed) and the metric ``gate_passed`` (1/0),
+and the exit code is 0. Only a crash exits non-zero (the run is then FAILED). In a CI
+script that must stop on a failing student, use ``metacompress gate`` (exit code 1)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from _args import add_data_args, setup
+from _args import add_data_args, bars, job_run, run_main, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,30 +28,38 @@ def main(argv: list[str] | None = None) -> int:
     import mlflow
 
     from mlflow_metacompress.gates import PromotionRefusedError, promote
+    from mlflow_metacompress.gates.gate import GATE_PASSED, log_verdict
+    from mlflow_metacompress.gates.registry import TAG_VERDICT
     from mlflow_metacompress.pipeline.data import load_task_data
     from mlflow_metacompress.pipeline.stages import gate_stage
     from mlflow_metacompress.pipeline.profiles import get_profile, resolve_policy
 
     profile = get_profile(args.profile)
     policy = resolve_policy(args.policy, profile)
-    if args.evaluation_run_id:
-        try:
-            decision = promote(args.model_name, args.version, args.evaluation_run_id, policy, alias=args.alias)
-        except PromotionRefusedError as exc:
-            print(f"{exc.decision.summary()}\nrefused: {exc}")
-            return 1
-        print(decision.summary())
-        return 0 if decision.passed else 1
-    data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
-    with mlflow.start_run(run_name=f"gate-{args.model_name}-v{args.version}"):
+    with job_run(f"gate-{args.model_name}-v{args.version}") as run:
+        if args.evaluation_run_id:
+            try:
+                decision = promote(args.model_name, args.version, args.evaluation_run_id, policy, alias=args.alias)
+            except PromotionRefusedError as exc:
+                decision = exc.decision
+                print(f"{decision.summary()}\nrefused: {exc}")
+            else:
+                print(decision.summary())
+            log_verdict(run.info.run_id, decision)
+            return 0
+        data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
         outcome = gate_stage("", args.model_name, args.version, data, profile, policy, args.alias, args.seed,
-                             progress=args.progress == "true")
+                             progress=bars(args))
+        verdict = outcome.tags.get(TAG_VERDICT)  # passed/failed, also when the promotion was refused
+        if verdict in ("passed", "failed"):
+            mlflow.set_tag(TAG_VERDICT, verdict)
+            mlflow.log_metric(GATE_PASSED, 1.0 if verdict == "passed" else 0.0)
     print(f"{args.model_name} v{args.version}: {outcome.verdict}; alias {args.alias!r} "
           f"{'moved' if outcome.alias_moved else 'not moved'}")
     for message in outcome.failed_checks:
         print(f"  FAIL {message}")
-    return 0 if outcome.verdict == "passed" else 1
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

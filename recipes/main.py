@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _args import add_data_args, setup
+from _args import add_data_args, run_main, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,4 +31,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

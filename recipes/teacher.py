@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _args import add_data_args, setup
+from _args import add_data_args, bars, job_run, run_main, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,7 +14,6 @@ def main(argv: list[str] | None = None) -> int:
     add_data_args(parser)
     args = parser.parse_args(argv)
     setup()
-    import mlflow
 
     from mlflow_metacompress.pipeline.data import load_task_data
     from mlflow_metacompress.pipeline.stages import teacher_stage
@@ -22,12 +21,12 @@ def main(argv: list[str] | None = None) -> int:
 
     profile = get_profile(args.profile)
     data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
-    with mlflow.start_run(run_name=f"teacher-{data.dataset}"):
-        result = teacher_stage(data, profile, args.seed, args.progress == "true")
+    with job_run(f"teacher-{data.dataset}"):
+        result = teacher_stage(data, profile, args.seed, bars(args))
     print(f"teacher {result.model_uri}: test_acc={result.metrics.get('test_acc', float('nan')):.4f} "
           f"size_mb={result.metrics.get('size_mb', float('nan')):.3f}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

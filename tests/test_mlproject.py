@@ -5,6 +5,7 @@ points checked against what the run logged."""
 from __future__ import annotations
 
 import os
+import re
 import runpy
 import shutil
 import subprocess
@@ -63,8 +64,9 @@ def project_run(tmp_path_factory):
     the run must create ``mlflow.db`` in its working directory by itself."""
     tmp = _copy_project(tmp_path_factory.mktemp("mlproject"))
     cmd = [sys.executable, "-m", "mlflow", "run", ".", "--env-manager", "local", "-P", "profile=tiny",
-           "-P", "methods=compressor", "-P", "progress=false", "--experiment-name", "pipeline-test"]
-    proc = subprocess.run(cmd, cwd=tmp, env=_env(tmp), capture_output=True, text=True, timeout=300)
+           "-P", "methods=compressor", "-P", "progress=true", "--experiment-name", "pipeline-test"]
+    env = _env(tmp) | {"METACOMPRESS_HEARTBEAT_S": "1"}  # output to pipes, as to a file: no terminal
+    proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (tmp / "mlflow.db").exists()
     return tmp, proc
@@ -92,6 +94,7 @@ def test_run_registers_teacher_and_students_with_tags_and_champion_only_if_passe
     assert student.tags["metacompress.teacher"] == f"models:/{TEACHER}/1"
     for mv in (teacher, student):
         assert mv.tags["metacompress.data"] == "generated" and mv.tags["metacompress.profile"] == "tiny"
+        assert mv.tags["metacompress.task"] == "generated-vulnerability"  # the registered names' dataset
         assert float(mv.tags["metacompress.size_mb"]) > 0 and int(mv.tags["metacompress.params"]) > 0
     assert float(student.tags["metacompress.size_mb"]) < float(teacher.tags["metacompress.size_mb"])
     assert student.tags["metacompress.verdict"] in {"passed", "failed"}
@@ -107,13 +110,18 @@ def test_stages_are_child_runs_and_the_table_matches_the_evaluation(client, proj
 
     main, exp = _main_run(client)
     children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{main.info.run_id}'")
-    assert {r.info.run_name for r in children} >= {"teacher-devign", "compressor-devign",
-                                                   f"gate-{STUDENT}-v1"}
+    assert {r.info.run_name for r in children} == {"teacher-generated-vulnerability",
+                                                   "compressor-generated-vulnerability", f"gate-{STUDENT}-v1"}
+    assert {r.info.status for r in children} == {"FINISHED"} and main.info.status == "FINISHED"
     assert main.data.params["pipeline.policy"] == "quick" and main.data.params["profile"] == "tiny"
     student = client.get_model_version(STUDENT, "1")
     evaluation = client.get_run(student.tags["metacompress.evaluation_run_id"])
     assert evaluation.data.tags["mlflow.parentRunId"] == main.info.run_id
     metrics = evaluation.data.metrics
+    # the gate run holds the verdict as a tag and a metric, and ends FINISHED whatever the verdict
+    assert evaluation.info.status == "FINISHED"
+    assert evaluation.data.tags["metacompress.verdict"] == student.tags["metacompress.verdict"]
+    assert metrics["gate_passed"] == (1.0 if student.tags["metacompress.verdict"] == "passed" else 0.0)
     # the quick policy only names metrics a transformations + attack evaluation always logs
     assert not [c.message for c in load_policy(QUICK_POLICY).check(metrics) if c.actual is None]
 
@@ -132,6 +140,21 @@ def test_stages_are_child_runs_and_the_table_matches_the_evaluation(client, proj
     markdown = (folder / "comparison.md").read_text()
     assert f"| compressor | {STUDENT}/1 | {row['verdict']} |" in markdown
     assert markdown.split("\n", 2)[2] in project_run[1].stdout  # the same table was printed
+
+
+def test_stage_lines_and_heartbeats_reach_redirected_output_without_bars(project_run):
+    err, out = project_run[1].stderr, project_run[1].stdout
+    stage = re.compile(r"stage (\d)/3 (teacher|distill compressor|gate compressor): (started|running|done)"
+                       r"[^\n]* · elapsed \d:\d\d:\d\d · remaining [^\n]+")
+    seen = [(m[1], m[2], m[3]) for m in stage.finditer(err)]
+    for i, label in enumerate(["teacher", "distill compressor", "gate compressor"], start=1):
+        events = [e for n, lbl, e in seen if lbl == label and n == str(i)]
+        assert events[0] == "started" and events[-1] == "done", (label, events)
+    assert any(e == "running" for *_, e in seen)  # heartbeats at METACOMPRESS_HEARTBEAT_S=1
+    assert "pipeline done: 3 stage(s) in " in err
+    assert re.search(r"remaining ~\d:\d\d:\d\d", err)  # an estimate once the teacher has finished
+    # progress=true, but neither stream is a terminal: no Lightning bar, no start-up notices
+    assert "Epoch 0/0" not in out + err and "GPU available" not in err
 
 
 def _recipe(name: str, argv: list[str], tmp: Path, monkeypatch) -> int:
@@ -167,8 +190,15 @@ def test_distill_evaluate_and_gate_entry_points(client, project_run, monkeypatch
         rc = _recipe("gate", ["--model-name", STUDENT, "--version", "1", "--policy", "standard",
                               "--evaluation-run-id", run_id, *common], tmp, monkeypatch)
         out = capsys.readouterr().out
-        assert rc == (0 if all(c.passed for c in expected) else 1)
+        assert rc == 0  # a failing verdict is an outcome, not an error
+        passed = all(c.passed for c in expected)
         assert client.get_model_version(STUDENT, "1").tags["metacompress.policy"] == "standard"
+        gate_runs = client.search_runs([e.experiment_id for e in client.search_experiments()],
+                                       f"tags.mlflow.runName = 'gate-{STUDENT}-v1'", order_by=["start_time DESC"])
+        gate_run = gate_runs[0]  # the entry point's own run, newer than the pipeline's gate run
+        assert gate_run.info.run_id != run_id and gate_run.info.status == "FINISHED"
+        assert gate_run.data.tags["metacompress.verdict"] == ("passed" if passed else "failed")
+        assert gate_run.data.metrics["gate_passed"] == float(passed)
         for check in expected:
             assert check.message in out
     finally:

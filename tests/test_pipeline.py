@@ -279,7 +279,7 @@ def test_markdown_round_trips_cells():
 
 
 # ------------------------------------------------------------------ a failing method
-def test_a_failing_method_is_reported_and_the_run_still_finishes(tracking, tmp_path, monkeypatch):
+def test_a_crashing_method_is_reported_the_others_run_and_the_run_ends_failed(tracking, tmp_path, monkeypatch):
     import mlflow
 
     from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline
@@ -292,7 +292,13 @@ def test_a_failing_method_is_reported_and_the_run_still_finishes(tracking, tmp_p
     row = result.table.set_index("method").loc["pipeline_boom"]
     assert row["verdict"] == "error" and row["failed_checks"] == "RuntimeError: search space empty"
     client = mlflow.MlflowClient()
-    assert client.get_run(result.run_id).info.status == "FINISHED"
+    run = client.get_run(result.run_id)  # a crash, unlike a failing verdict, fails the run
+    assert run.info.status == "FAILED" and run.data.tags["metacompress.failed_methods"] == "pipeline_boom"
+    assert run.data.tags["metacompress.task"] == "generated-vulnerability"
+    assert "comparison/comparison.csv" in [a.path for a in client.list_artifacts(result.run_id, "comparison")]
+    assert {r.info.run_name: r.info.status for r in client.search_runs([run.info.experiment_id])} == {
+        "metacompress-generated-vulnerability": "FAILED", "teacher-generated-vulnerability": "FINISHED",
+        "pipeline_boom-generated-vulnerability": "FAILED"}
     assert [m.name for m in client.search_registered_models()] == ["metacompress-generated-vulnerability-teacher"]
     assert result.teacher_uri == "models:/metacompress-generated-vulnerability-teacher/1"
     assert "| pipeline_boom | metacompress-generated-vulnerability-pipeline_boom | error |" in result.markdown

@@ -42,6 +42,7 @@ def distill_student(
     registered_name: str | None = "metacompress-student",
     cache_dir: str | Path | None = None,
     progress: bool = True,
+    dataset: str | None = None,
     **options: Any,
 ) -> TrainingResult:
     """Distil a student from ``teacher_uri`` with ``method`` and register it.
@@ -68,7 +69,8 @@ def distill_student(
     cols, label_col = spec.code_columns, spec.label_column
     pinned = resolve_model_uri(teacher_uri)
     started = time.perf_counter()
-    with mlflow.start_run(run_name=f"{method}-{task}", nested=mlflow.active_run() is not None) as run:
+    dataset = dataset or task
+    with mlflow.start_run(run_name=f"{method}-{dataset}", nested=mlflow.active_run() is not None) as run:
         soft = teacher_logits(pinned, unlabeled, cols, cache_dir if cache_dir is not None else DEFAULT_CACHE)
         ctx = DistillContext(
             task=task, code_columns=cols, unlabeled=CodeExamples.from_frame(unlabeled, cols, teacher_logits=soft),
@@ -92,7 +94,7 @@ def distill_student(
                    **monitored_metrics(outcome.fit),
                    "train_agreement": teacher_agree, "train_seconds": time.perf_counter() - started}
         uri, version, sizes = register(model, tokenizer, method=method, registered_name=registered_name,
-                                       code_columns=cols, teacher=pinned, extra_tags={"task": task})
+                                       code_columns=cols, teacher=pinned, extra_tags={"task": dataset})
         metrics.update(sizes)
         mlflow.log_metrics(metrics)
     logger.info("student %s: %s", uri, metrics)

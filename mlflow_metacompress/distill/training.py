@@ -5,13 +5,24 @@ run id, and never closing that run). The best validation-accuracy checkpoint is
 reloaded at the end, as Compressor (Shi et al., ASE 2022) selects its students;
 ``FitConfig.monitor`` selects on agreement with the teacher instead, or keeps the
 last epoch.
+
+Lightning's progress bar is shown only when ``FitConfig.progress`` is set and output is a
+terminal (:func:`~mlflow_metacompress.heartbeat.on_terminal`); otherwise Lightning's
+start-up notices are quieted and every epoch of a multi-epoch fit logs one line
+(``fit epoch 3/15 · 0:00:41 · ETA 0:02:44 · val_acc 0.610``), which also feeds the
+pipeline's heartbeat (:func:`~mlflow_metacompress.heartbeat.note`). Ctrl-C during a fit
+raises ``KeyboardInterrupt`` to the caller (Lightning would exit the process), so the
+caller's runs and temporary folders are closed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +31,7 @@ import lightning as L
 import torch
 from lightning.pytorch.loggers import MLFlowLogger
 
+from ..heartbeat import format_seconds, note, on_terminal
 from .datasets import CodeExamples, Collator
 from .modules import ClassifierModule
 
@@ -96,6 +108,69 @@ class _History(L.Callback):
         self.rows.append(row)
 
 
+class _EpochLines(L.Callback):
+    """One log line per finished epoch (epoch i/N, time in this fit, its ETA, the
+    validation metrics), and the same text as the heartbeat's note."""
+
+    def __init__(self, epochs: int, level: int) -> None:
+        self.epochs, self.level = epochs, level
+        self.started = time.perf_counter()
+        self.interrupt: KeyboardInterrupt | None = None
+
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        if isinstance(exception, KeyboardInterrupt):  # Lightning turns it into sys.exit(1)
+            self.interrupt = exception
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        self.started = time.perf_counter()
+        note(f"fit epoch 1/{self.epochs}")
+
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        done = trainer.current_epoch + 1
+        spent = time.perf_counter() - self.started
+        eta = spent / done * max(self.epochs - done, 0)
+        scores = ", ".join(f"{k} {float(v):.3f}" for k, v in sorted(trainer.callback_metrics.items())
+                          if k.startswith("val_") and v.numel() == 1)
+        text = f"fit epoch {done}/{self.epochs} · {format_seconds(spent)} · ETA {format_seconds(eta)}"
+        logger.log(self.level, "%s%s", text, f" · {scores}" if scores else "")
+        note(text if done >= self.epochs else f"fit epoch {done + 1}/{self.epochs}, ETA {format_seconds(eta)}")
+
+
+@contextlib.contextmanager
+def _quiet_lightning(quiet: bool) -> Iterator[None]:
+    """Lightning's INFO notices (accelerators, tips, "Loading train_dataloader", "fit
+    stopped") raised to WARNING while ``quiet``: in a log file the epoch lines say it."""
+    if not quiet:
+        yield
+        return
+    names = ("lightning.pytorch", "lightning.fabric")
+    levels = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+@contextlib.contextmanager
+def _keeping_sigint() -> Iterator[None]:
+    """Put back the SIGINT handler that Lightning sets to "ignore" on an interrupt."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
+
+
 def _monitor(name: str, val: CodeExamples | None) -> str | None:
     """The Lightning metric to monitor, or None to keep the last epoch."""
     teacher_based = ("val_agreement", "val_relations_kept")
@@ -136,17 +211,26 @@ def fit(
     if checkpoint_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="metacompress-ckpt-")
         checkpoint_dir = tmp.name
-    monitor = _monitor(config.monitor, val)
-    ckpt = ModelCheckpoint(dirpath=str(checkpoint_dir), monitor=monitor, mode="max", save_top_k=1,
-                           save_weights_only=True, filename="best")
-    history = _History()
-    trainer = L.Trainer(
-        accelerator=config.accelerator, devices=1, precision=config.precision, max_epochs=config.epochs, max_steps=config.max_steps,
-        logger=mlflow_logger or False, callbacks=[ckpt, history], enable_progress_bar=config.progress,
-        enable_model_summary=False, num_sanity_val_steps=0, log_every_n_steps=1, deterministic=False,
-    )
     try:
-        trainer.fit(module, train_dl, val_dl)
+        monitor = _monitor(config.monitor, val)
+        ckpt = ModelCheckpoint(dirpath=str(checkpoint_dir), monitor=monitor, mode="max", save_top_k=1,
+                               save_weights_only=True, filename="best")
+        history = _History()
+        bar = config.progress and on_terminal()
+        lines = _EpochLines(config.epochs, logging.INFO if config.epochs > 1 else logging.DEBUG)
+        with _quiet_lightning(not bar), _keeping_sigint():
+            trainer = L.Trainer(
+                accelerator=config.accelerator, devices=1, precision=config.precision, max_epochs=config.epochs,
+                max_steps=config.max_steps, logger=mlflow_logger or False, callbacks=[ckpt, history, lines],
+                enable_progress_bar=bar, enable_model_summary=False, num_sanity_val_steps=0, log_every_n_steps=1,
+                deterministic=False,
+            )
+            try:
+                trainer.fit(module, train_dl, val_dl)
+            except SystemExit:
+                if lines.interrupt is not None:  # give the caller the interrupt back, not an exit
+                    raise lines.interrupt from None
+                raise
         best = ckpt.best_model_path or None
         best_score = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
         if best:

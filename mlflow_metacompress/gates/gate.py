@@ -1,6 +1,10 @@
 """``gate_version``: evaluate a registered model version against its tagged teacher with the
 metacompress evaluator (MetaCompress, Awal, Rochan, Roy, arXiv 2511.05476), then
-:func:`~.promotion.promote` it on that evaluation."""
+:func:`~.promotion.promote` it on that evaluation.
+
+A failing verdict is an outcome, not an error: the gate run ends FINISHED and carries the
+verdict as the tag ``metacompress.verdict`` (``passed``/``failed``) and the metric
+``gate_passed`` (1/0) (:func:`log_verdict`); only a crash ends it FAILED."""
 
 from __future__ import annotations
 
@@ -8,13 +12,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .policy import GatePolicy, load_policy
-from .registry import TAG_POLICY, TAG_TEACHER
+from .registry import TAG_POLICY, TAG_TEACHER, TAG_VERDICT
 
 if TYPE_CHECKING:
     import pandas as pd
     from mlflow import MlflowClient
 
     from .promotion import GateDecision
+
+
+GATE_PASSED = "gate_passed"
+
+
+def log_verdict(run_id: str, decision: "GateDecision", client: "MlflowClient | None" = None) -> None:
+    """Record ``decision`` on the run ``run_id`` (finished or not; its status is left
+    alone): tag ``metacompress.verdict`` = ``passed``/``failed`` and metric
+    ``gate_passed`` = 1/0. A decision without checks (an evaluation refused as
+    unfinished or half-written) records nothing."""
+    if not decision.checks:
+        return
+    from .promotion import _client
+
+    client = _client(client)
+    client.set_tag(run_id, TAG_VERDICT, "passed" if decision.passed else "failed")
+    client.log_metric(run_id, GATE_PASSED, 1.0 if decision.passed else 0.0)
 
 
 def load_eval_data(path: str | Path) -> "pd.DataFrame":
@@ -33,11 +54,12 @@ def gate_version(model_name: str, version: str | int, data: "pd.DataFrame | str 
 
     The evaluation runs ``mlflow.models.evaluate(model="models:/<name>/<version>",
     model_type="metacompress", evaluators="metacompress")`` in its own run, so the
-    verdict's ``metacompress.evaluation_run_id`` points at the logged metrics.
+    verdict's ``metacompress.evaluation_run_id`` points at the logged metrics; that run
+    then gets the verdict (:func:`log_verdict`), also when the promotion is refused.
     """
     import mlflow
 
-    from .promotion import _client, promote, version_text
+    from .promotion import PromotionRefusedError, _client, promote, version_text
 
     client = _client(client)
     policy = load_policy(policy)
@@ -63,4 +85,10 @@ def gate_version(model_name: str, version: str | int, data: "pd.DataFrame | str 
 
         result = EvaluationResult(result.metrics, result.artifacts, run_id=run_id)
     # the run has ended, so promote reads its end time as the evaluation time
-    return promote(model_name, version, result, policy, alias=alias, force=force, stage=stage, client=client)
+    try:
+        decision = promote(model_name, version, result, policy, alias=alias, force=force, stage=stage, client=client)
+    except PromotionRefusedError as exc:
+        log_verdict(run_id, exc.decision, client)
+        raise
+    log_verdict(run_id, decision, client)
+    return decision

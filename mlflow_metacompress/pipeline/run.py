@@ -74,7 +74,7 @@ class PipelineConfig:
     profile: str = "quick"
     methods: str | Sequence[str] = ALL  # every discovered method, or a comma-separated list
     alias: str = "champion"
-    progress: bool = True
+    progress: bool = True  # progress bars, shown only when output is a terminal
 
 
 @dataclass
@@ -91,12 +91,22 @@ class PipelineResult:
 
 
 def run_pipeline(config: PipelineConfig) -> PipelineResult:
-    """Run every stage; a method that fails is reported in the table (verdict ``error``)
-    and in ``errors`` while the other methods continue."""
+    """Run every stage; a method that crashes is reported in the table (verdict ``error``)
+    and in ``errors`` while the other methods continue, and the run then ends FAILED. A
+    student failing its gate is a verdict, not an error: the run ends FINISHED.
+
+    Each stage logs a start, heartbeat and end line with the elapsed time and an
+    estimate of the remaining time (:mod:`.progress`). Progress bars are shown only when
+    ``config.progress`` is set and output is a terminal. On Ctrl-C (or the SIGTERM with
+    which ``mlflow run`` cancels its entry point) or a crash, every run the pipeline
+    started ends KILLED or FAILED and the temporary folders are removed (:mod:`.interrupts`)."""
     import mlflow
 
     from ..gates.policy import load_policy
+    from ..heartbeat import on_terminal
     from .data import load_task_data
+    from .interrupts import CleanExit, failed_runs
+    from .progress import StageClock, pipeline_stages
     from .report import comparison_table, log_comparison
     from .stages import gate_stage, resolve_methods, student_stage, teacher_stage
     from .profiles import get_profile, resolve_policy
@@ -106,12 +116,16 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     policy = load_policy(resolve_policy(config.policy, profile))
     data = load_task_data(config.task, config.data_dir, profile, config.seed)
     size_mb = float(config.size_mb) if config.size_mb else profile.size_mb
+    bars = config.progress and on_terminal()
+    clock = StageClock(pipeline_stages(methods))
     outcomes: list[GateOutcome] = []
     errors: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \
+    with CleanExit() as cleanup, tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \
             mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run:
+        cleanup.root = run.info.run_id
         mlflow.set_tags({"metacompress.pipeline": "main", "metacompress.data": data.source,
-                         "metacompress.profile": profile.name, "metacompress.policy": policy.name})
+                         "metacompress.task": data.dataset, "metacompress.profile": profile.name,
+                         "metacompress.policy": policy.name})
         resolved = {"task": data.task, "data_source": data.source, "profile": profile.name,
                     "methods": ",".join(methods),
                     "policy": policy.name, "size_mb_target": size_mb, "seed": config.seed,
@@ -120,21 +134,31 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
         mlflow.log_params({f"pipeline.{k}": v for k, v in resolved.items()})
         mlflow.log_dict({"profile": profile.to_dict(), "config": asdict(config) | {"methods": methods},
                          "policy": policy.describe()}, "pipeline/config.json")
-        teacher = teacher_stage(data, profile, config.seed, config.progress)
+        with clock.stage("teacher"):
+            teacher = teacher_stage(data, profile, config.seed, bars)
         for method in methods:
             try:
-                student = student_stage(data, profile, teacher.model_uri, method, size_mb, config.seed,
-                                        Path(cache) / "soft_labels", config.progress)
-                outcomes.append(gate_stage(method, data.model_name(method), str(student.version), data, profile,
-                                           policy, config.alias, config.seed, Path(cache) / "predictions",
-                                           config.progress))
+                with clock.stage(f"distill {method}"):
+                    student = student_stage(data, profile, teacher.model_uri, method, size_mb, config.seed,
+                                            Path(cache) / "soft_labels", bars)
+                with clock.stage(f"gate {method}"):
+                    outcomes.append(gate_stage(method, data.model_name(method), str(student.version), data,
+                                               profile, policy, config.alias, config.seed,
+                                               Path(cache) / "predictions", bars))
             except Exception as exc:  # keep the other methods going; the table says what broke
                 logger.exception("method %s failed", method)
                 errors[method] = f"{type(exc).__name__}: {exc}"
                 outcomes.append(GateOutcome(method, data.model_name(method), None, "error", error=errors[method]))
+                if clock.pending(f"gate {method}"):
+                    clock.skip(f"gate {method}", "its distillation failed")
+                cleanup.keep |= failed_runs(run.info.run_id, cleanup.since_ms)  # stays FAILED after a Ctrl-C
         table = comparison_table(outcomes, {"model": teacher.model_uri[len("models:/"):],
                                             "size_mb": teacher.metrics.get("size_mb")}, profile.attacks)
         title = f"{data.task} on {data.source} · profile {profile.name} · policy {policy.name}"
         markdown = log_comparison(table, title)
         run_id = run.info.run_id
+        clock.finish()
+        if errors:  # a crash, unlike a failing verdict, fails the run (as mlflow run does on exit code 1)
+            mlflow.set_tag("metacompress.failed_methods", ",".join(errors))
+            mlflow.end_run("FAILED")
     return PipelineResult(run_id, teacher.model_uri, outcomes, table, markdown, policy.name, errors)

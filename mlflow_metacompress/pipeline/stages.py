@@ -83,9 +83,16 @@ def tag_version(name: str, version: str | None, tags: dict[str, Any]) -> None:
         client.set_model_version_tag(name, version, f"metacompress.{key}", str(value))
 
 
+def version_tags(data: TaskData, profile: Profile) -> dict[str, str]:
+    """The pipeline's tags on every version it registers: ``data`` (where it came from),
+    ``profile`` and ``task``, the dataset name of the registered model names
+    (``generated-vulnerability``, ``devign``, …; :attr:`.data.TaskData.dataset`)."""
+    return {"data": data.source, "profile": profile.name, "task": data.dataset}
+
+
 def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: bool = True) -> Any:
-    """Train and register the teacher (``metacompress-<dataset>-teacher``); returns the
-    :class:`~.distill.results.TrainingResult`."""
+    """Train and register the teacher (``metacompress-<dataset>-teacher``) in a run
+    named ``teacher-<dataset>``; returns the :class:`~.distill.results.TrainingResult`."""
     from ..distill.arch import ArchSpec
     from ..distill.teacher import train_teacher
 
@@ -93,23 +100,28 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
     result = train_teacher(data.frames, data.codexglue_task, arch=arch, epochs=profile.teacher_epochs,
                            lr=profile.teacher_lr, batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
                            registered_name=data.model_name("teacher"), progress=progress)
-    tag_version(data.model_name("teacher"), result.version, {"data": data.source, "profile": profile.name})
+    from mlflow import MlflowClient
+
+    # train_teacher names its run after the loader's task (devign): rename it after the data
+    MlflowClient().update_run(result.run_id, name=f"teacher-{data.dataset}")
+    tag_version(data.model_name("teacher"), result.version, version_tags(data, profile))
     return result
 
 
 def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: str, size_mb: float | None = None,
                   seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True) -> Any:
-    """Distil and register one student with ``method`` (``metacompress-<dataset>-<method>``)."""
+    """Distil and register one student with ``method`` (``metacompress-<dataset>-<method>``)
+    in a run named ``<method>-<dataset>``."""
     from ..distill.runner import distill_student
 
     target = float(size_mb) if size_mb else profile.size_mb
     result = distill_student(
         data.frames, teacher_uri, data.codexglue_task, method=method, size_mb=target, max_length=profile.max_length,
         epochs=profile.epochs_for(method), batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
-        registered_name=data.model_name(method), cache_dir=cache_dir, progress=progress,
+        registered_name=data.model_name(method), cache_dir=cache_dir, progress=progress, dataset=data.dataset,
         **profile.options_for(method),
     )
-    tag_version(data.model_name(method), result.version, {"data": data.source, "profile": profile.name})
+    tag_version(data.model_name(method), result.version, version_tags(data, profile))
     return result
 
 
@@ -145,6 +157,16 @@ def teacher_of(model_uri: str) -> str:
     return teacher
 
 
+def evaluation_run_name(model_uri: str) -> str:
+    """``evaluate-<name>-v<version>`` for ``models:/<name>/<version>`` (the gate's
+    ``gate-<name>-v<version>``), else ``evaluate-`` and the URI's last part."""
+    if model_uri.startswith("models:/"):
+        name, _, version = model_uri[len("models:/"):].rpartition("/")
+        if name and version.isdigit():
+            return f"evaluate-{name}-v{version}"
+    return f"evaluate-{model_uri.rstrip('/').rsplit('/', 1)[-1]}"
+
+
 def evaluate_stage(model_uri: str, data: TaskData, profile: Profile, teacher: str | None = None, seed: int = 0,
                    cache_dir: str | Path | None = None, progress: bool = True) -> Any:
     """Run the metacompress evaluator on the test split in its own (nested) run."""
@@ -152,7 +174,7 @@ def evaluate_stage(model_uri: str, data: TaskData, profile: Profile, teacher: st
 
     teacher = teacher or teacher_of(model_uri)
     cfg = evaluator_config(data, profile, seed, cache_dir, progress)
-    with mlflow.start_run(run_name=f"evaluate-{model_uri.rsplit('/', 1)[-1]}", nested=mlflow.active_run() is not None):
+    with mlflow.start_run(run_name=evaluation_run_name(model_uri), nested=mlflow.active_run() is not None):
         mlflow.set_tags({"metacompress.model": model_uri, "metacompress.teacher": teacher})
         return mlflow.models.evaluate(model=model_uri, data=data.frames["test"], targets=data.label_column,
                                       model_type="metacompress", evaluators="metacompress",

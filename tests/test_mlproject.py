@@ -131,12 +131,14 @@ def test_stages_are_child_runs_and_the_table_matches_the_evaluation(client, proj
     row = table.iloc[1]
     assert row["verdict"] == student.tags["metacompress.verdict"]
     assert row["model"] == f"{STUDENT}/1"
-    assert row["accuracy"] == pytest.approx(metrics["student_accuracy"])
-    assert row["accuracy_drop"] == pytest.approx(metrics["accuracy_drop"])
-    assert row["any_violation_rate"] == pytest.approx(metrics["any_violation_rate"])
-    assert row["asr/wir_random_zeng_2022"] == pytest.approx(metrics["attack_wir_random_zeng_2022/student_asr"], nan_ok=True)
-    assert table.iloc[0]["accuracy"] == pytest.approx(metrics["teacher_accuracy"])
-    assert row["size_mb"] == pytest.approx(float(student.tags["metacompress.size_mb"]))
+    assert row["accuracy"] == _shown(metrics["student_accuracy"])
+    assert row["accuracy_drop"] == _shown(metrics["accuracy_drop"])
+    assert row["any_violation_rate"] == _shown(metrics["any_violation_rate"])
+    assert row["asr/wir_random_zeng_2022"] == _shown(metrics["attack_wir_random_zeng_2022/student_asr"])
+    assert table.iloc[0]["accuracy"] == _shown(metrics["teacher_accuracy"])
+    assert row["size_mb"] == _shown(float(student.tags["metacompress.size_mb"]))
+    html = (folder / "report.html").read_text()  # the same comparison as an HTML report
+    assert "compressor" in html and "default-src 'none'" in html
     markdown = (folder / "comparison.md").read_text()
     assert f"| compressor | {STUDENT}/1 | {row['verdict']} |" in markdown
     assert markdown.split("\n", 2)[2] in project_run[1].stdout  # the same table was printed
@@ -155,6 +157,11 @@ def test_stage_lines_and_heartbeats_reach_redirected_output_without_bars(project
     assert re.search(r"remaining ~\d:\d\d:\d\d", err)  # an estimate once the teacher has finished
     # progress=true, but neither stream is a terminal: no Lightning bar, no start-up notices
     assert "Epoch 0/0" not in out + err and "GPU available" not in err
+
+
+def _shown(value: float):
+    """A number as comparison.csv shows it: 4 significant digits (the metric store keeps all)."""
+    return pytest.approx(float(f"{value:.4g}"), rel=1e-12, nan_ok=True)
 
 
 def _recipe(name: str, argv: list[str], tmp: Path, monkeypatch) -> int:

@@ -1,7 +1,9 @@
 """The pipeline's final comparison table: one row per distillation method (plus the
 teacher as reference), with the gate's verdict, size, accuracy and the MetaCompress
 discrepancy and attack metrics (Awal, Rochan, Roy, arXiv 2511.05476), as CSV and
-Markdown artifacts of the pipeline run."""
+Markdown artifacts of the pipeline run, plus ``comparison/report.html``
+(:func:`mlflow_metacompress.report.compare.log_comparison_html`). Numbers are shown with
+4 significant digits."""
 
 from __future__ import annotations
 
@@ -87,7 +89,7 @@ def log_comparison(table: pd.DataFrame, title: str = "") -> str:
     import mlflow
 
     markdown = (f"## {title}\n\n" if title else "") + to_markdown(table)
-    mlflow.log_text(table.to_csv(index=False), f"{ARTIFACT_DIR}/comparison.csv")
+    mlflow.log_text(table.to_csv(index=False, float_format="%.4g"), f"{ARTIFACT_DIR}/comparison.csv")  # 4 significant digits; the metric store keeps full precision
     mlflow.log_text(markdown, f"{ARTIFACT_DIR}/comparison.md")
     passed = int((table["verdict"] == "passed").sum())
     mlflow.log_metrics({"students": float((table["method"] != "teacher").sum()), "students_passed": float(passed)})

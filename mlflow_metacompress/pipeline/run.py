@@ -156,6 +156,9 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
                                             "size_mb": teacher.metrics.get("size_mb")}, profile.attacks)
         title = f"{data.task} on {data.source} · profile {profile.name} · policy {policy.name}"
         markdown = log_comparison(table, title)
+        from ..report.compare import log_comparison_html
+
+        log_comparison_html([o.evaluation_run_id for o in outcomes], title)  # comparison/report.html
         run_id = run.info.run_id
         clock.finish()
         if errors:  # a crash, unlike a failing verdict, fails the run (as mlflow run does on exit code 1)

@@ -268,6 +268,7 @@ def test_distill_help_lists_the_methods():
     out = _cli("distill", "student", "--help")
     assert out.returncode == 0, out.stderr
     assert "--method {" + ",".join(list_methods()) + "}" in " ".join(out.stdout.split())
+    assert "Distillation methods: " + ", ".join(list_methods()) in _cli("distill", "--help").stdout
     teacher_help = " ".join(_cli("distill", "teacher", "--help").stdout.split())
     assert "default: the embedded generated data" in teacher_help and "--hub" in teacher_help
 

@@ -2,14 +2,15 @@
 
 ``teacher`` fine-tunes and registers a teacher; ``student --method compressor`` distils
 and registers a student from a teacher model URI. Both print the result as JSON.
-
-Data: without ``--data-dir`` both train on the embedded generated data
-(:func:`mlflow_metacompress.data.generators.make_splits`: Juliet-style C functions or C
-clone pairs, generated, not real, no download); ``--data-dir`` reads a CodeXGLUE folder;
-``--hub`` reads CodeXGLUE from the Hugging Face hub (needs the ``datasets`` extra).
 ``methods`` lists the distillation methods (one module each in ``distill/methods/``)
 with their options and defaults. ``--option KEY=VALUE`` values are Python literals when
 they parse (numbers, booleans, lists, dicts), else strings; unknown keys are refused.
+
+Data: without ``--data-dir`` both train on the embedded generated data
+(:func:`mlflow_metacompress.data.generators.make_splits`, as the pipeline does:
+Juliet-style C functions or C clone pairs, generated, not real, no download);
+``--data-dir`` reads a CodeXGLUE folder; ``--hub`` reads CodeXGLUE from the Hugging Face
+hub (needs the ``datasets`` extra). Training needs the ``distill`` extra.
 """
 
 from __future__ import annotations
@@ -47,8 +48,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def add_distill(subparsers: argparse._SubParsersAction) -> None:
+    methods = _method_names()
+    description = f"{__doc__}\nDistillation methods: {', '.join(methods)}\n" if methods else __doc__
     parser = subparsers.add_parser("distill", help="fine-tune a teacher or distil a student, and register it",
-                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.set_defaults(func=run)
     sub = parser.add_subparsers(dest="distill_command", required=True, metavar="{teacher,student,methods}")
     t = sub.add_parser("teacher", help="fine-tune and register a teacher")
@@ -65,7 +68,6 @@ def add_distill(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--vocab-size", type=int, default=8000)
     s = sub.add_parser("student", help="distil and register a student")
     _common(s)
-    methods = _method_names()
     s.add_argument("--method", default="compressor", metavar="{" + ",".join(methods) + "}" if methods else "METHOD",
                    help="the distillation method (default: compressor); `metacompress distill methods` "
                         "lists their options")

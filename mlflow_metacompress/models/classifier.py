@@ -23,6 +23,7 @@ import numpy as np
 from .._optional import require
 
 require("torch", "model mode (code classifiers)")
+require("transformers", "model mode (code classifiers)")
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402

@@ -9,8 +9,8 @@ Subcommands: ``evaluate``, ``attack``, ``distill``, ``gate``, ``policies``, ``re
 ``webhooks`` (``serve``, ``install``, ``uninstall``).
 
 Exit codes: 0 success (for ``gate``: the version passed), 1 the gate failed or refused,
-2 usage or input error (a missing or malformed file, bad JSON, an unknown name), reported
-in one line.
+2 usage or input error (a missing or malformed file, bad JSON, an unknown name, an
+optional dependency that is not installed, named with its extra), reported in one line.
 """
 
 from __future__ import annotations
@@ -69,7 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # report input problems in one line, not a traceback
         from mlflow.exceptions import MlflowException
 
-        if isinstance(exc, (ValueError, KeyError, OSError, TypeError, MlflowException)):
+        from ._optional import MissingExtraError
+
+        if isinstance(exc, (ValueError, KeyError, OSError, TypeError, MlflowException, MissingExtraError)):
             message = exc.message if isinstance(exc, MlflowException) else exc
             if isinstance(exc, KeyError) and exc.args:
                 message = exc.args[0]  # str(KeyError) would quote the message

@@ -1,13 +1,37 @@
 """Shared fixtures: an isolated sqlite tracking store, tiny locally built models, and the
-path of the shared real data (tests that need it skip when it is absent)."""
+path of the shared real data (tests that need it skip when it is absent).
+
+Before anything else is imported, the home directory and every per-user folder the
+libraries write to (caches, configs: matplotlib, Hugging Face, Lightning, MLflow, the
+metacompress cache) are pointed at one temporary folder for the session, removed at
+exit. Subprocesses inherit it, so the suite never touches the real home directory
+(``.ci/run`` checks that nothing in ``$HOME`` changed).
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
-from pathlib import Path
+import shutil
+import tempfile
 
-import numpy as np
-import pytest
+HOME = tempfile.mkdtemp(prefix="metacompress-tests-home-")
+atexit.register(shutil.rmtree, HOME, ignore_errors=True)
+os.environ.update(
+    HOME=HOME,
+    XDG_CACHE_HOME=os.path.join(HOME, ".cache"),
+    XDG_CONFIG_HOME=os.path.join(HOME, ".config"),
+    XDG_DATA_HOME=os.path.join(HOME, ".local", "share"),
+    MPLCONFIGDIR=os.path.join(HOME, ".config", "matplotlib"),
+    HF_HOME=os.path.join(HOME, ".cache", "huggingface"),
+    MLFLOW_METACOMPRESS_CACHE=os.path.join(HOME, ".cache", "mlflow-metacompress"),
+    METACOMPRESS_CACHE_DIR=os.path.join(HOME, ".cache", "mlflow-metacompress"),
+)
+
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -50,6 +74,7 @@ def tracking(tmp_path, monkeypatch, _migrated_db):
     import mlflow
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_METACOMPRESS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("METACOMPRESS_CACHE_DIR", str(tmp_path / "cache"))
     shutil.copy(_migrated_db, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path}/mlflow.db"

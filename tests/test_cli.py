@@ -232,3 +232,77 @@ def test_evaluate_data_file_errors_name_the_file(pair, capsys, tmp_path):
                      "--data", path]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+
+
+# --------------------------------------------------------------------- quick policy
+QUICK_OK = {"accuracy_drop": 0.0, "mr1_violation_rate": 0.1, "mr1_violation_rate/metamorphic": 0.1,
+            "attack_mhm_zhang_2020/student_accuracy_drop": 0.1}
+
+
+def test_quick_is_a_policy_in_every_cli(store, capsys):
+    """``quick`` (the pipeline's default policy) works in ``policies``, ``gate --policy``
+    and the pipeline/MLproject resolution, like the presets."""
+    from mlflow_metacompress.gates.policy import load_policy
+    from mlflow_metacompress.pipeline.profiles import get_profile, resolve_policy
+
+    uri, client, eval_run = store
+    assert main(["policies", "quick"]) == 0
+    assert "accuracy_drop <= 0.05" in capsys.readouterr().out
+    base = ["--tracking-uri", uri, "gate", "--model-name", "vuln-student", "--policy", "quick"]
+    assert main([*base, "--version", "1", "--evaluation-run-id", eval_run(QUICK_OK, 1_700_000_900_000)]) == 0
+    assert "passed" in capsys.readouterr().out.lower() and _alias(client) == "1"
+    bad = eval_run(dict(QUICK_OK, **{"attack_mhm_zhang_2020/student_accuracy_drop": 0.3}), 1_700_001_000_000)
+    assert main([*base, "--version", "2", "--evaluation-run-id", bad]) == 1
+    assert "attack_mhm_zhang_2020/student_accuracy_drop = 0.3 violates <= 0.25" in capsys.readouterr().out
+    assert _alias(client) == "1"
+    quick = load_policy("quick")
+    for profile in ("quick", "paper"):  # -P policy=quick with any profile; auto with the quick profile
+        assert load_policy(resolve_policy("quick", get_profile(profile))) == quick
+    assert load_policy(resolve_policy("auto", get_profile("quick"))) == quick
+
+
+# --------------------------------------------------------------------- distill
+def test_distill_help_lists_the_methods():
+    from mlflow_metacompress.distill.registry import list_methods
+
+    out = _cli("distill", "student", "--help")
+    assert out.returncode == 0, out.stderr
+    assert "--method {" + ",".join(list_methods()) + "}" in " ".join(out.stdout.split())
+    assert "Distillation methods: " + ", ".join(list_methods()) in _cli("distill", "--help").stdout
+    teacher_help = " ".join(_cli("distill", "teacher", "--help").stdout.split())
+    assert "default: the embedded generated data" in teacher_help and "--hub" in teacher_help
+
+
+def test_distill_hub_without_datasets_names_the_extra(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed
+    assert main(["distill", "teacher", "--hub", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and 'needs datasets: pip install "mlflow-metacompress[datasets]"' in err, err
+    with pytest.raises(SystemExit) as exit_:  # one data source at most
+        main(["distill", "teacher", "--hub", "--data-dir", "x"])
+    assert exit_.value.code == 2
+    assert main(["distill", "teacher", "--generated-rows", "10"]) == 2
+    assert "--generated-rows must be at least 30" in capsys.readouterr().err
+
+
+def test_distill_teacher_trains_on_the_embedded_data_without_data_dir(tracking, capsys):
+    """No ``--data-dir``: the pipeline's generator makes the splits; the registered teacher,
+    re-queried on the generated test split, reproduces the logged test accuracy."""
+    from mlflow_metacompress.data.generators import make_splits
+    from mlflow_metacompress.distill.datasets import split_halves
+
+    rows, seed = 60, 3
+    code = main(["--tracking-uri", tracking, "distill", "teacher", "--generated-rows", str(rows), "--seed", str(seed),
+                 "--layers", "1", "--hidden", "16", "--heads", "1", "--intermediate", "32", "--vocab-size", "300",
+                 "--epochs", "1", "--max-steps", "2", "--batch-size", "8", "--max-length", "64", "--no-progress",
+                 "--registered-name", "generated-teacher"])
+    assert code == 0, capsys.readouterr().err
+    result = json.loads(capsys.readouterr().out)
+    assert result["model_uri"] == "models:/generated-teacher/1"
+    splits = make_splits("vulnerability", rows, seed)
+    labelled, _ = split_halves(splits["train"], seed)
+    run = mlflow.get_run(result["run_id"])
+    assert run.data.params["train_rows"] == str(len(labelled))
+    probs = mlflow.pyfunc.load_model(result["model_uri"]).predict(splits["test"][["func"]])
+    accuracy = float((np.asarray(probs).argmax(axis=1) == splits["test"]["target"].to_numpy()).mean())
+    assert run.data.metrics["test_acc"] == pytest.approx(accuracy)

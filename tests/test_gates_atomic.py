@@ -209,7 +209,7 @@ def test_malformed_versions_are_rejected(store, bad):
 
 
 def test_lock_file_placement(tmp_path, monkeypatch):
-    monkeypatch.setenv("METACOMPRESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MLFLOW_METACOMPRESS_CACHE", str(tmp_path / "cache"))
     db = tmp_path / "store" / "mlflow.db"
     beside = lock_path(f"sqlite:///{db}", "m")
     assert beside.parent == db.parent and beside.name.startswith("mlflow.db.metacompress-")

@@ -127,6 +127,10 @@ class MLMSubstitutes:
     @classmethod
     def from_pretrained(cls, path: str | Path, max_length: int = 512) -> MLMSubstitutes:
         """Load a local fill-mask model directory (``AutoModelForMaskedLM``)."""
+        from .._optional import require
+
+        require("torch", "masked-language-model substitutes")
+        require("transformers", "masked-language-model substitutes")
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
         if not Path(path).exists():

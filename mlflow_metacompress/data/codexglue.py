@@ -154,13 +154,20 @@ def load_bigclonebench(data_dir: str | Path, split: str, functions: dict[str, st
 
 
 # ---------------------------------------------------------------------- Hugging Face hub
+def _hub_loader() -> Callable[..., Any]:
+    """``datasets.load_dataset``, or an error naming the ``datasets`` extra."""
+    from .._optional import require
+
+    return require("datasets", "CodeXGLUE data from the Hugging Face hub").load_dataset
+
+
 def _hub_split(split: str) -> str:
     return "validation" if split == "valid" else split
 
 
 def load_devign_hub(split: str, name: str = HUB_DEVIGN) -> pd.DataFrame:
     """Devign from the Hugging Face hub (online only; needs ``datasets``)."""
-    from datasets import load_dataset
+    load_dataset = _hub_loader()
 
     ds = load_dataset(name, split=_hub_split(split)).to_pandas()
     df = pd.DataFrame({"func": ds["func"].astype(str), "target": ds["target"].astype("int64")})
@@ -173,7 +180,7 @@ def load_devign_hub(split: str, name: str = HUB_DEVIGN) -> pd.DataFrame:
 
 def load_bigclonebench_hub(split: str, name: str = HUB_BIGCLONEBENCH) -> pd.DataFrame:
     """BigCloneBench pairs from the Hugging Face hub (online only; needs ``datasets``)."""
-    from datasets import load_dataset
+    load_dataset = _hub_loader()
 
     ds = load_dataset(name, split=_hub_split(split)).to_pandas()
     return pd.DataFrame({

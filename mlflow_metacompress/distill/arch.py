@@ -79,6 +79,9 @@ class ArchSpec:
             )
         if self.hidden_act != "gelu":
             raise ValueError(f"rotary (ESM) students only support hidden_act='gelu', got {self.hidden_act!r}")
+        from .._optional import require
+
+        require("transformers", "building a rotary student", "distill")
         from transformers import EsmConfig, EsmModel
 
         config = EsmConfig(
@@ -152,6 +155,10 @@ def _measure(spec: ArchSpec) -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=4096)
 def _measure_shape(spec: ArchSpec) -> tuple[int, int]:
+    from .._optional import require
+
+    require("torch", "measuring a model's size and FLOPs", "distill")
+    require("transformers", "measuring a model's size and FLOPs", "distill")
     import torch
     from torch.utils.flop_counter import FlopCounterMode
     from transformers.utils import logging as hf_logging

@@ -5,6 +5,12 @@ and registers a student from a teacher model URI. Both print the result as JSON.
 ``methods`` lists the distillation methods (one module each in ``distill/methods/``)
 with their options and defaults. ``--option KEY=VALUE`` values are Python literals when
 they parse (numbers, booleans, lists, dicts), else strings; unknown keys are refused.
+
+Data: without ``--data-dir`` both train on the embedded generated data
+(:func:`mlflow_metacompress.data.generators.make_splits`, as the pipeline does:
+Juliet-style C functions or C clone pairs, generated, not real, no download);
+``--data-dir`` reads a CodeXGLUE folder; ``--hub`` reads CodeXGLUE from the Hugging Face
+hub (needs the ``datasets`` extra). Training needs the ``distill`` extra.
 """
 
 from __future__ import annotations
@@ -14,11 +20,22 @@ import json
 import logging
 import sys
 from dataclasses import asdict
+from typing import Any
+
+logger = logging.getLogger(__name__)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", default=None, help="CodeXGLUE folder (task folder or its parent); omit to read the hub")
-    p.add_argument("--task", default="devign", choices=["devign", "bigclonebench"])
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--data-dir", default=None,
+                        help="CodeXGLUE folder (task folder or its parent); default: the embedded generated data")
+    source.add_argument("--hub", action="store_true",
+                        help='read CodeXGLUE from the Hugging Face hub (pip install "mlflow-metacompress[datasets]")')
+    p.add_argument("--generated-rows", type=int, default=None,
+                   help="samples generated when neither --data-dir nor --hub is given "
+                        "(80/10/10 split; default: the quick profile's)")
+    p.add_argument("--task", default="devign", choices=["devign", "bigclonebench"],
+                   help="devign (vulnerability) or bigclonebench (clone pairs); default: devign")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=16)
@@ -31,8 +48,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def add_distill(subparsers: argparse._SubParsersAction) -> None:
+    methods = _method_names()
+    description = f"{__doc__}\nDistillation methods: {', '.join(methods)}\n" if methods else __doc__
     parser = subparsers.add_parser("distill", help="fine-tune a teacher or distil a student, and register it",
-                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.set_defaults(func=run)
     sub = parser.add_subparsers(dest="distill_command", required=True, metavar="{teacher,student,methods}")
     t = sub.add_parser("teacher", help="fine-tune and register a teacher")
@@ -49,8 +68,9 @@ def add_distill(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--vocab-size", type=int, default=8000)
     s = sub.add_parser("student", help="distil and register a student")
     _common(s)
-    s.add_argument("--method", default="compressor",
-                   help="a distillation method (`metacompress distill methods` lists them)")
+    s.add_argument("--method", default="compressor", metavar="{" + ",".join(methods) + "}" if methods else "METHOD",
+                   help="the distillation method (default: compressor); `metacompress distill methods` "
+                        "lists their options")
     s.add_argument("--teacher", required=True, help="teacher model URI, e.g. models:/metacompress-teacher/1")
     s.add_argument("--size-mb", type=float, default=3.0)
     # shortcuts for options; None = the method's default (its Options dataclass)
@@ -62,6 +82,18 @@ def add_distill(subparsers: argparse._SubParsersAction) -> None:
                    help="method option, repeatable (e.g. probes=6 for avatar/morph/fidelity; pair_mode for clones)")
     s.add_argument("--cache-dir", default=None, help="where teacher soft labels are cached")
     sub.add_parser("methods", help="list the distillation methods and their options (JSON)")
+
+
+def _method_names() -> list[str]:
+    """The discovered methods for ``--method``'s help (method modules import no torch);
+    empty when discovery fails, so a broken method module never breaks the parser
+    (running the command then names the module)."""
+    from .registry import list_methods
+
+    try:
+        return list_methods()
+    except Exception:  # reported by get_method when the command runs
+        return []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +110,20 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     logging.getLogger().setLevel(logging.INFO)
+    extra: dict[str, Any] = {}
+    if args.distill_command == "student":
+        from .registry import get_method
+
+        shortcuts = {"population": args.population, "generations": args.generations, "temperature": args.temperature,
+                     "lr": args.lr}
+        extra = {k: v for k, v in shortcuts.items() if v is not None}
+        extra.update(parse_option(item) for item in args.option)
+        get_method(args.method).parse(extra)  # unknown methods and options fail before any data is read or made
+    from .._optional import require
+
+    require("torch", "distillation", "distill")
+    require("lightning", "distillation", "distill")
+    data = load_data(args)
     import mlflow
 
     if args.experiment:
@@ -90,23 +136,43 @@ def run(args: argparse.Namespace) -> int:
 
         arch = ArchSpec(vocab_size=args.vocab_size, num_hidden_layers=args.layers, hidden_size=args.hidden,
                         num_attention_heads=args.heads, intermediate_size=args.intermediate, max_length=args.max_length)
-        result = train_teacher(args.data_dir, init=args.init, arch=arch, pair_mode=args.pair_mode, lr=args.lr,
+        result = train_teacher(data, init=args.init, arch=arch, pair_mode=args.pair_mode, lr=args.lr,
                                monitor=args.monitor, registered_name=args.registered_name or "metacompress-teacher", **common)
     else:
         from .runner import distill_student
 
-        shortcuts = {"population": args.population, "generations": args.generations, "temperature": args.temperature,
-                     "lr": args.lr}
-        extra = {k: v for k, v in shortcuts.items() if v is not None}
-        extra.update(parse_option(item) for item in args.option)
         result = distill_student(
-            args.data_dir, args.teacher, method=args.method, size_mb=args.size_mb, max_length=args.max_length,
+            data, args.teacher, method=args.method, size_mb=args.size_mb, max_length=args.max_length,
             registered_name=args.registered_name or f"metacompress-{args.method}", cache_dir=args.cache_dir, **extra,
             **common,
         )
     json.dump(asdict(result), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return 0
+
+
+def load_data(args: argparse.Namespace) -> Any:
+    """What ``train_teacher``/``distill_student`` read: the embedded generated splits (a
+    dict of frames, the pipeline's generator), a CodeXGLUE folder, or ``None`` for the hub
+    (checked here, so a missing ``datasets`` package is named before anything runs)."""
+    if args.hub:
+        from .._optional import require
+
+        require("datasets", "CodeXGLUE data from the Hugging Face hub (--hub)")
+        return None
+    if args.data_dir:
+        return args.data_dir
+    from ..data.generators import make_splits
+
+    rows = args.generated_rows
+    if rows is None:
+        from ..pipeline.profiles import get_profile
+
+        rows = get_profile("quick").generated_rows
+    if rows < 30:
+        raise ValueError(f"--generated-rows must be at least 30 (every split needs both labels); got {rows}")
+    logger.info("generated %s-shaped data (%d samples, seed %d): embedded, not real", args.task, rows, args.seed)
+    return make_splits(args.task, rows, args.seed)
 
 
 def describe_methods() -> dict[str, dict[str, object]]:

@@ -40,10 +40,13 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
-import torch
-import torch.nn.functional as F
-
+from .._optional import require
 from ..relations import KL_EPS, RelationConfig
+
+require("torch", "distillation losses", "distill")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 def kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:

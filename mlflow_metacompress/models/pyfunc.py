@@ -30,6 +30,10 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
     """
 
     def load_context(self, context: Any) -> None:
+        from .._optional import require
+
+        require("torch", "model mode (loading a metacompress code classifier)")
+        require("transformers", "model mode (loading a metacompress code classifier)")
         from .classifier import META_FILE, CodeClassifier
 
         directory = Path(context.artifacts[HF_ARTIFACT])

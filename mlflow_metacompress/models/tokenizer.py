@@ -31,6 +31,10 @@ def train_tokenizer(
     ``bpe`` is byte-level BPE (RoBERTa/CodeBERT's scheme). Every kind gets the same
     special tokens and a ``<s> X </s>`` / ``<s> A </s></s> B </s>`` post-processor.
     """
+    from .._optional import require
+
+    require("tokenizers", "training a tokenizer")
+    require("transformers", "training a tokenizer")
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 

@@ -34,16 +34,13 @@ class TransformError(ValueError):
 
 @functools.lru_cache(maxsize=None)
 def _parser(language: str):  # -> tree_sitter.Parser
-    import tree_sitter as ts
+    from .._optional import require
 
-    if language == "c":
-        import tree_sitter_c as grammar
-    elif language == "java":
-        import tree_sitter_java as grammar
-    elif language == "python":
-        import tree_sitter_python as grammar
-    else:
+    if language not in LANGUAGES:
         raise ValueError(f"unsupported language {language!r}; expected one of {LANGUAGES}")
+    purpose = "parsing code for transformations and attacks (the evaluator needs no parser with transforms=[])"
+    ts = require("tree_sitter", purpose)
+    grammar = require(f"tree_sitter_{language}", purpose)
     return ts.Parser(ts.Language(grammar.language()))
 
 

@@ -50,9 +50,16 @@ def split_frame(df: "pd.DataFrame", fractions: Sequence[float] = (0.8, 0.1, 0.1)
     return out
 
 
+# the CodeXGLUE task each generator mimics, so callers may use either name
+CODEXGLUE_ALIASES = {"devign": "vulnerability", "bigclonebench": "clone"}
+
+
 def make_splits(task: str, n: int = 1000, seed: int = 0,
                 fractions: Sequence[float] = (0.8, 0.1, 0.1)) -> dict[str, "pd.DataFrame"]:
-    """Generate ``n`` samples of ``task`` (``vulnerability`` or ``clone``) and split them."""
+    """Generate ``n`` samples of ``task`` and split them. ``task`` is ``vulnerability``
+    (Devign-shaped) or ``clone`` (BigCloneBench-shaped); the CodeXGLUE names ``devign``
+    and ``bigclonebench`` name the same generators."""
+    task = CODEXGLUE_ALIASES.get(task, task)
     if task == "vulnerability":
         from .vulnerability import generate_vulnerability
 
@@ -61,4 +68,4 @@ def make_splits(task: str, n: int = 1000, seed: int = 0,
         from .clones import generate_clones
 
         return split_frame(generate_clones(n, seed), fractions, seed, stratify="label")
-    raise ValueError(f"unknown task {task!r}; use 'vulnerability' or 'clone'")
+    raise ValueError(f"unknown task {task!r}; use 'vulnerability' or 'clone' ('devign' or 'bigclonebench')")

@@ -88,6 +88,9 @@ def decode(x: np.ndarray, pruned: PrunedSpace) -> ArchSpec:
 
 def non_dominated(F: np.ndarray) -> np.ndarray:
     """Boolean mask of the rows of ``F`` (minimised) no other row dominates."""
+    from ..._optional import require
+
+    require("pymoo", "multi-objective search (MORPH)")
     from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
     F = np.asarray(F, dtype=np.float64)
@@ -130,6 +133,9 @@ def moo_search(
     """Minimise ``objectives(configs) -> (n, n_obj)`` over the pruned space with
     NSGA-II (``"nsga2"``) or AGE-MOEA (``"agemoea"``), subject to the size band.
     Returns the feasible non-dominated configurations of everything evaluated."""
+    from ..._optional import require
+
+    require("pymoo", "multi-objective search (MORPH)")
     from pymoo.core.problem import Problem
     from pymoo.operators.crossover.sbx import SBX
     from pymoo.operators.mutation.pm import PM
@@ -163,6 +169,7 @@ def moo_search(
 
         algo: Any = NSGA2(**kw)
     elif algorithm == "agemoea":
+        require("numba", "AGE-MOEA search (MORPH)")
         from pymoo.algorithms.moo.age import AGEMOEA
 
         algo = AGEMOEA(**kw)

@@ -115,7 +115,9 @@ class _Encoding:
 
     def __init__(self, space: AvatarSpace, target_mb: float, lower: float, upper: float, num_labels: int,
                  pair_mode: str | None) -> None:
-        import z3
+        from ..._optional import require
+
+        z3 = require("z3", "the constrained architecture search (AVATAR)")
 
         self.space = space
         self.v = {n: z3.Int(n) for n in NUMERIC}

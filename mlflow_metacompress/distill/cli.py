@@ -129,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
     if args.experiment:
         mlflow.set_experiment(args.experiment)
     common = dict(task=args.task, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
-                  max_steps=args.max_steps, limit=args.limit, progress=not args.no_progress)
+                  max_steps=args.max_steps, limit=args.limit, progress=not args.no_progress,
+                  dataset=dataset_name(args))
     if args.distill_command == "teacher":
         from .arch import ArchSpec
         from .teacher import train_teacher
@@ -149,6 +150,15 @@ def run(args: argparse.Namespace) -> int:
     json.dump(asdict(result), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return 0
+
+
+def dataset_name(args: argparse.Namespace) -> str:
+    """The name runs and the ``metacompress.task`` tag carry, as in the pipeline's registered
+    names: ``generated-vulnerability``/``generated-clone`` for the embedded data, else the
+    CodeXGLUE task (``devign``, ``bigclonebench``)."""
+    if args.hub or args.data_dir:
+        return args.task
+    return "generated-vulnerability" if args.task == "devign" else "generated-clone"
 
 
 def load_data(args: argparse.Namespace) -> Any:

@@ -83,6 +83,7 @@ def train_teacher(
     monitor: str = "val_acc",
     registered_name: str | None = "metacompress-teacher",
     progress: bool = True,
+    dataset: str | None = None,
 ) -> TrainingResult:
     """Fine-tune a teacher on the labelled half of ``task``'s train split, log the run
     (params, per-epoch metrics, architecture JSON), register it and return the result.
@@ -103,7 +104,8 @@ def train_teacher(
     labels = ["0", "1"]
     texts = [str(t) for c in cols for t in labelled[c]]
     started = time.perf_counter()
-    with mlflow.start_run(run_name=f"teacher-{task}", nested=mlflow.active_run() is not None) as run:
+    dataset = dataset or task  # the run name and metacompress.task tag (e.g. generated-vulnerability)
+    with mlflow.start_run(run_name=f"teacher-{dataset}", nested=mlflow.active_run() is not None) as run:
         model, tokenizer = build_teacher(init, texts, labels, pair_mode if spec.is_pair else None, arch)
         config = {"task": task, "init": init, "arch": arch.to_dict(), "pair_mode": model.meta.pair_mode,
                   "max_length": model.meta.max_length, "vocab_size": len(tokenizer)}
@@ -122,7 +124,7 @@ def train_teacher(
         metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
                    **monitored_metrics(result), "train_seconds": train_s}
         uri, version, sizes = register(model, tokenizer, method="teacher", registered_name=registered_name,
-                                       code_columns=cols, teacher="", extra_tags={"init": init, "task": task})
+                                       code_columns=cols, teacher="", extra_tags={"init": init, "task": dataset})
         metrics.update(sizes)
         mlflow.log_metrics(metrics)
     logger.info("teacher %s: %s", uri, metrics)

@@ -27,8 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import lightning as L
-import torch
+from .._optional import require
+
+require("torch", "distillation", "distill")
+require("lightning", "distillation", "distill")
+
+import lightning as L  # noqa: E402
+import torch  # noqa: E402
 from lightning.pytorch.loggers import MLFlowLogger
 
 from ..heartbeat import format_seconds, note, on_terminal

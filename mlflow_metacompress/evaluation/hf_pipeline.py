@@ -66,6 +66,10 @@ def load_scorer(model: Any, uri: str | None, who: str) -> PipelineScorer:
     if pipeline is None:
         import mlflow
 
+        from .._optional import require
+
+        require("transformers", "Hugging Face pipelines", "models")
+
         source = uri or _model_uri(model)
         if source is None:
             raise MetaCompressInputError(f"{who} is a transformers pipeline, but its location is unknown: pass its models:/ or runs:/ URI")

@@ -99,11 +99,7 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
     arch = ArchSpec(**profile.teacher_arch, max_length=profile.max_length)
     result = train_teacher(data.frames, data.codexglue_task, arch=arch, epochs=profile.teacher_epochs,
                            lr=profile.teacher_lr, batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
-                           registered_name=data.model_name("teacher"), progress=progress)
-    from mlflow import MlflowClient
-
-    # train_teacher names its run after the loader's task (devign): rename it after the data
-    MlflowClient().update_run(result.run_id, name=f"teacher-{data.dataset}")
+                           registered_name=data.model_name("teacher"), progress=progress, dataset=data.dataset)
     tag_version(data.model_name("teacher"), result.version, version_tags(data, profile))
     return result
 

@@ -70,11 +70,11 @@ def lock_path(registry_uri: str, model_name: str) -> Path:
 
 
 @contextlib.contextmanager
-def promotion_lock(registry_uri: str, model_name: str, timeout: float = DEFAULT_TIMEOUT_S) -> Iterator[Path | None]:
+def promotion_lock(registry_uri: str, model_name: str, timeout: float | None = None) -> Iterator[Path | None]:
     """Hold the exclusive promotion lock of ``model_name`` for the ``with`` block.
 
-    Raises :class:`PromotionLockError` naming the lock file after ``timeout`` seconds.
-    Yields the lock file path (None when locking is unavailable on this platform).
+    Raises :class:`PromotionLockError` naming the lock file after ``timeout`` seconds
+    (default :data:`DEFAULT_TIMEOUT_S`, read at call time). Yields the lock file path (None when locking is unavailable on this platform).
     """
     try:
         import fcntl
@@ -84,6 +84,8 @@ def promotion_lock(registry_uri: str, model_name: str, timeout: float = DEFAULT_
         return
     path = lock_path(registry_uri, model_name)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if timeout is None:
+        timeout = DEFAULT_TIMEOUT_S
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         deadline = time.monotonic() + timeout

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .lock import DEFAULT_TIMEOUT_S, promotion_lock
+from .lock import DEFAULT_TIMEOUT_S, promotion_lock  # noqa: F401  (re-exported)
 from .policy import CheckResult, GatePolicy, load_policy
 from .registry import (TAG_EVALUATED_AT, TAG_FAILED, TAG_POLICY, TAG_RUN, TAG_TEACHER, TAG_VERDICT,
                        TAG_VERDICT_TIME, evaluated_at, freshness, hand_off, has_passed, holder, mark_pending,
@@ -164,7 +164,7 @@ def _failed_tag(checks: list[CheckResult]) -> str:
 def promote(model_name: str, version: str | int, evaluation: "EvaluationResult | str",
             policy: "str | Path | GatePolicy", alias: str | None = "champion", force: bool = False,
             stage: str | None = None, client: "MlflowClient | None" = None,
-            lock_timeout: float = DEFAULT_TIMEOUT_S) -> GateDecision:
+            lock_timeout: float | None = None) -> GateDecision:
     """Judge ``evaluation`` with ``policy``, tag ``model_name``/``version``, move ``alias`` if passed.
 
     ``evaluation`` is an ``EvaluationResult`` or the id of a FINISHED run holding
@@ -176,7 +176,8 @@ def promote(model_name: str, version: str | int, evaluation: "EvaluationResult |
     of the alias's holder hands the alias back (``decision.alias_handed_to``). ``stage``
     (e.g. ``"Production"``) also performs the legacy stage transition after the alias
     moves. Raises :class:`~.lock.PromotionLockError` if another promotion of the model
-    holds the lock for ``lock_timeout`` seconds.
+    holds the lock for ``lock_timeout`` seconds (default: the lock module's
+    ``DEFAULT_TIMEOUT_S``, 120 s).
     """
     client = _client(client)
     policy = load_policy(policy)

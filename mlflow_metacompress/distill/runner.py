@@ -91,9 +91,13 @@ def distill_student(
         metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
                    **monitored_metrics(outcome.fit),
                    "train_agreement": teacher_agree, "train_seconds": time.perf_counter() - started}
+        fallback = {"search_fallback": "true"} if outcome.config.get("search_fallback") else {}
         uri, version, sizes = register(model, tokenizer, method=method, registered_name=registered_name,
-                                       code_columns=cols, teacher=pinned, extra_tags={"task": task})
+                                       code_columns=cols, teacher=pinned, extra_tags={"task": task, **fallback})
         metrics.update(sizes)
+        from .speed import tag_student  # side-by-side speed (and energy) tags on the version
+
+        metrics.update(tag_student(uri, pinned, frames["test"], cols, registered_name, version))
         mlflow.log_metrics(metrics)
     logger.info("student %s: %s", uri, metrics)
     return TrainingResult(uri, run.info.run_id, registered_name, version, metrics, outcome.config)

@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..arch import ArchSpec
-from .space import size_mb
+from .space import MAX_FFN_RATIO, MIN_HEAD_DIM, size_mb, structurally_sound
 
 if TYPE_CHECKING:
     from ..latency import LatencyModel
@@ -39,21 +39,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 OBJECTIVES = ("latency", "paper")
-MIN_HEAD_DIM = 16
-MAX_FFN_RATIO = 4
 FALLBACK_KEY = "search_fallback"  # key of a method's config → tag metacompress.search_fallback
+__all__ = ["FALLBACK_KEY", "OBJECTIVES", "check_objective", "fallback", "latency_budget", "reference", "repair",
+           "structurally_sound"]
 
 
 def check_objective(objective: str) -> str:
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     return objective
-
-
-def structurally_sound(c: Any) -> bool:
-    """Head dimension ≥ 16, hidden a multiple of the heads, FFN ≤ 4 × hidden."""
-    h, a, f = c.hidden_size, c.num_attention_heads, c.intermediate_size
-    return h % a == 0 and h // a >= MIN_HEAD_DIM and f <= MAX_FFN_RATIO * h
 
 
 def repair(values: dict[str, Any], heads: Sequence[int], ffn: Sequence[int]) -> dict[str, Any]:

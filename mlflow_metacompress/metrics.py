@@ -47,6 +47,9 @@ _SPECS = [
     MetricSpec("accuracy_under_attack", True, "Accuracy after replacing each successfully attacked sample by its adversarial version"),
     MetricSpec("excess_drop", False, "Student accuracy drop − teacher accuracy drop under attack (always defined)"),
     MetricSpec("excess_drop_pct", False, "100·(student drop − teacher drop)/teacher drop under attack (the paper's 285% figure)"),
+    MetricSpec("student_speedup", True, "measure_speed: teacher time / student time on the same 32 rows, alternating, best of 5 (local pyfuncs)"),
+    MetricSpec("student_latency_ms", False, "measure_speed: student milliseconds per sample (batch of 32)"),
+    MetricSpec("teacher_latency_ms", False, "measure_speed: teacher milliseconds per sample (batch of 32)"),
 ]
 CATALOGUE: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
 

@@ -62,6 +62,7 @@ class EvaluatorConfig:
     attack_mlm: str | None = None
     attack_max_samples: int | None = None
     max_examples: int = 25
+    measure_speed: bool = False  # student_speedup (evaluation/speed.py): both models local pyfuncs
     sources: tuple[tuple[str, Source], ...] = field(default=(), repr=False, compare=False, metadata={"internal": True})
 
     @property

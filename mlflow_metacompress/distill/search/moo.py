@@ -138,12 +138,10 @@ def moo_search(
     seed: int = 0,
     constraints: Callable[[list[ArchSpec]], np.ndarray] | None = None,
     n_constraints: int = 0,
-    seeds: Sequence[ArchSpec] = (),
 ) -> MooResult:
     """Minimise ``objectives(configs) -> (n, n_obj)`` over the pruned space with
     NSGA-II (``"nsga2"``) or AGE-MOEA (``"agemoea"``), subject to the size band and
-    ``constraints(configs) -> (n, n_constraints)`` (feasible where ≤ 0). ``seeds`` join
-    the random initial population. Returns the feasible non-dominated configurations of
+    ``constraints(configs) -> (n, n_constraints)`` (feasible where ≤ 0). Returns the feasible non-dominated configurations of
     everything evaluated (none when nothing was feasible: see :func:`.objective.fallback`)."""
     from pymoo.core.problem import Problem
     from pymoo.operators.crossover.sbx import SBX
@@ -178,13 +176,7 @@ def moo_search(
                 G = np.concatenate([G, np.stack([extra[c] for c in configs])], axis=1)
             out["G"] = G
 
-    sampling: Any = IntegerRandomSampling()
-    if seeds:
-        rng = np.random.default_rng(seed)
-        rows = [[float(_nearest_index(pruned.grid(g), getattr(c, g))) for g in GENES] for c in seeds]
-        rows += [list(rng.integers(0, xu + 1).astype(float)) for _ in range(max(0, population - len(rows)))]
-        sampling = np.asarray(rows[:population])
-    kw = dict(pop_size=population, sampling=sampling,
+    kw = dict(pop_size=population, sampling=IntegerRandomSampling(),
               crossover=SBX(prob=0.9, eta=15, vtype=float, repair=RoundingRepair()),
               mutation=PM(eta=20, vtype=float, repair=RoundingRepair()), eliminate_duplicates=True)
     if algorithm == "nsga2":
@@ -208,9 +200,3 @@ def moo_search(
     logger.info("%s: %d evaluated, %d feasible, %d non-dominated", algorithm, len(seen), len(feasible), int(mask.sum()))
     return MooResult([c for c, keep in zip(feasible, mask) if keep], F[mask], len(seen), feasible, F, list(seen))
 
-
-def _nearest_index(grid: list[Any], value: Any) -> int:
-    """Index of ``value`` in ``grid`` (categorical), else of the nearest number."""
-    if value in grid:
-        return grid.index(value)
-    return int(np.argmin([abs(float(v) - float(value)) for v in grid]))

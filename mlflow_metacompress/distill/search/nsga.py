@@ -15,8 +15,8 @@ Models of Code", ICSE-SEIS 2024), shared by the ``avatar`` method and ``fidelity
 ``objective="paper"`` is the published search above. ``objective="latency"``
 (:mod:`.objective`) prunes to structurally sound shapes, replaces GFLOPs by the
 per-sample latency the machine's :class:`~..latency.LatencyModel` predicts, bounds it by
-``latency_slack`` × that of the teacher-shaped student of the same size (a constraint)
-and seeds NSGA-II with that student. When nothing is feasible, the search falls back to
+``latency_slack`` × that of the teacher-shaped student of the same size (a constraint).
+When nothing is feasible, the search falls back to
 the teacher-shaped student (else the evaluated configuration nearest the target size)
 and records ``fallback`` (the student is tagged ``metacompress.search_fallback=true``).
 """
@@ -53,17 +53,16 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
     surrogate = fit_surrogate([p.config for p in probes], [p.val_acc for p in probes], pruned, "bayesian_ridge")
     k, pm = len(ctx.labels), ctx.pair_mode
     top_vocab = pruned.space.vocab_size[1]
-    cost, budget, seeds, constraints = (lambda c: gflops(c, k, pm)), None, (), None
+    cost, budget, constraints = (lambda c: gflops(c, k, pm)), None, None
     if latency_mode:
         from ..latency import latency_model
         from .objective import latency_budget
 
         model = latency_model(ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir,
                               progress=ctx.fit_config.progress)
-        budget, ref = latency_budget(model, ctx.size_mb, latency_slack, num_labels=k, pair_mode=pm,
+        budget, _ = latency_budget(model, ctx.size_mb, latency_slack, num_labels=k, pair_mode=pm,
                                      max_length=ctx.max_length, max_vocab=top_vocab)
         cost = model.predict_ms
-        seeds = (ref,) if ref is not None and pruned.feasible(ref) else ()
         if np.isfinite(budget):
             constraints = lambda cs: np.array([[model.predict_ms(c) - budget] for c in cs])  # noqa: E731
 
@@ -73,7 +72,7 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
 
     result = moo_search(pruned, objectives, 3, algorithm="nsga2", population=opts.population,
                         generations=opts.generations, seed=ctx.seed, constraints=constraints,
-                        n_constraints=0 if constraints is None else 1, seeds=seeds)
+                        n_constraints=0 if constraints is None else 1)
     record: dict[str, Any] = {
         "objective": objective, "bounds": pruned.bounds, "choices": pruned.choices, "z3_checks": pruned.checks,
         "probes": [{**p.config.to_dict(), "val_acc": p.val_acc} for p in probes],

@@ -178,7 +178,7 @@ def calibrate(seq_len: int, batch_size: int, *, device: str = "cpu", repeats: in
     rows, ms, samples = [], [], []
     with timing_threads(device) as threads:
         for L, h, A, f, frac in tqdm(shapes, desc="latency calibration", disable=not progress, leave=False):
-            s = max(2, int(round(seq_len * frac)))
+            s = max(2, round(seq_len * frac))
             spec = ArchSpec(vocab_size=1000, num_hidden_layers=L, hidden_size=h, num_attention_heads=A,
                             intermediate_size=f, max_length=s)
             t = float(clock(spec, s, batch_size))

@@ -58,6 +58,7 @@ def distill_student(
 
     from ..data.codexglue import get_task
     from .soft_labels import DEFAULT_CACHE, resolve_model_uri, teacher_logits
+    from .speed import tag_student
     from .training import FitConfig, monitored_metrics
 
     chosen = get_method(method)
@@ -95,8 +96,7 @@ def distill_student(
         uri, version, sizes = register(model, tokenizer, method=method, registered_name=registered_name,
                                        code_columns=cols, teacher=pinned, extra_tags={"task": task, **fallback})
         metrics.update(sizes)
-        from .speed import tag_student  # side-by-side speed (and energy) tags on the version
-
+        # side-by-side speed (and energy) tags on the version (distill/speed.py)
         metrics.update(tag_student(uri, pinned, frames["test"], cols, registered_name, version))
         mlflow.log_metrics(metrics)
     logger.info("student %s: %s", uri, metrics)

@@ -165,7 +165,7 @@ def tag_student(student_uri: str, teacher_uri: str, frame: pd.DataFrame, columns
 
     try:
         report = measure(student_uri, teacher_uri, frame, columns, **kw)
-    except Exception as exc:  # speed is reported, not required: never lose a trained student over it
+    except Exception as exc:  # noqa: BLE001 - speed is reported, not required: never lose a trained student
         logger.warning("could not measure the student's speed against %s: %s", teacher_uri, exc)
         return {}
     if registered_name and version:

@@ -52,6 +52,9 @@ _SPECS = [
     MetricSpec("excess_drop_pct", False, "100·(student drop − teacher drop)/teacher drop under attack (the paper's 285% figure)"),
     MetricSpec("accuracy_drop_pvalue", True, "McNemar's exact test of teacher vs student correctness on the same rows: two-sided binomial p-value of the discordant pairs (teacher right/student wrong vs the reverse) at p = 1/2; small = the accuracies differ"),
     MetricSpec("gate_passed", True, "Gate verdict on the gate run: 1 when every check of the policy passed, 0 when one failed (the run still ends FINISHED)"),
+    MetricSpec("student_speedup", True, "measure_speed: teacher time / student time on the same 32 rows, alternating, best of 5 (local pyfuncs)"),
+    MetricSpec("student_latency_ms", False, "measure_speed: student milliseconds per sample (batch of 32)"),
+    MetricSpec("teacher_latency_ms", False, "measure_speed: teacher milliseconds per sample (batch of 32)"),
 ]
 
 

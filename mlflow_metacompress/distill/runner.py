@@ -59,6 +59,7 @@ def distill_student(
 
     from ..data.codexglue import get_task
     from .soft_labels import DEFAULT_CACHE, resolve_model_uri, teacher_logits
+    from .speed import tag_student
     from .training import FitConfig, monitored_metrics
 
     chosen = get_method(method)
@@ -93,9 +94,12 @@ def distill_student(
         metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
                    **monitored_metrics(outcome.fit),
                    "train_agreement": teacher_agree, "train_seconds": time.perf_counter() - started}
+        fallback = {"search_fallback": "true"} if outcome.config.get("search_fallback") else {}
         uri, version, sizes = register(model, tokenizer, method=method, registered_name=registered_name,
-                                       code_columns=cols, teacher=pinned, extra_tags={"task": dataset})
+                                       code_columns=cols, teacher=pinned, extra_tags={"task": dataset, **fallback})
         metrics.update(sizes)
+        # side-by-side speed (and energy) tags on the version (distill/speed.py)
+        metrics.update(tag_student(uri, pinned, frames["test"], cols, registered_name, version))
         mlflow.log_metrics(metrics)
     logger.info("student %s: %s", uri, metrics)
     return TrainingResult(uri, run.info.run_id, registered_name, version, metrics, outcome.config)

@@ -86,6 +86,9 @@ def check_values(cfg: EvaluatorConfig) -> None:
     _text("language", cfg.language, optional=True)
     _flag("use_cache", cfg.use_cache)
     _flag("progress", cfg.progress)
+    _flag("measure_speed", cfg.measure_speed)
+    if cfg.measure_speed and cfg.static:
+        raise MetaCompressInputError("evaluator_config['measure_speed'] needs models; static mode has only probabilities")
     for key in COLUMN_KEYS:
         _names(key, getattr(cfg, key))
     _names("attacks", cfg.attacks)

@@ -110,6 +110,10 @@ def run_evaluation(
             m, _ = judge(produced.pooled, PairPredictions.concat(judged), labels, classes, cfg.relation_config, base)
             metrics.update(m)
             pooled[produced.pooled.name] = [v.name for v in produced.variants]
+    if models is not None and cfg.measure_speed:
+        from .speed import speed_metrics
+
+        metrics.update(speed_metrics(df, cfg, models.teacher, models.student))
     if models is not None:
         notes["teacher_rows_run"] = models.teacher.rows_run
         notes["student_rows_run"] = models.student.rows_run

@@ -6,8 +6,14 @@ ICSE-SEIS 2024).
    intermediate size, activation, dropout, maximum sequence length, position-embedding
    type), ``probes`` briefly distilled configurations, a ``BayesianRidge`` accuracy
    surrogate and NSGA-II over ``|size − target|``, ``−predicted accuracy`` and GFLOPs.
+   ``objective="paper"`` is that published search; ``objective="latency"`` (default,
+   :mod:`..search.objective`) keeps structurally sound shapes only and replaces GFLOPs
+   by the latency measured on this machine (:mod:`..latency`), bounded by
+   ``latency_slack`` × that of the teacher-shaped student of the same size.
 2. **Choice and distillation.** The Pareto configuration nearest the size target is
    distilled with Compressor's loss (soft-label KD at T = 1 on cached teacher logits).
+   When nothing fits the size band (small budgets), the teacher-shaped student is
+   distilled instead and the version tagged ``metacompress.search_fallback=true``.
 3. **Energy.** With ``codecarbon`` installed, inference energy per 1,000 samples of
    teacher and student is logged (:mod:`..energy`).
 """
@@ -15,6 +21,7 @@ ICSE-SEIS 2024).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..context import DistillContext, StudentOutcome
 from ..search.probes import ProbeOptions
@@ -26,10 +33,14 @@ NAME = "avatar"
 @dataclass(frozen=True)
 class Options(ProbeOptions):
     """The search budget (:class:`~..search.probes.ProbeOptions`), the KD
-    ``temperature`` (Compressor's 1.0) and the validation rows timed for energy."""
+    ``temperature`` (Compressor's 1.0), the validation rows timed for energy, the search
+    ``objective`` (``latency`` or the published ``paper`` one) and the ``latency_slack``
+    of the latency budget."""
 
     temperature: float = 1.0
     energy_samples: int = 200
+    objective: Literal["latency", "paper"] = "latency"
+    latency_slack: float = 1.0
 
 
 def run(ctx: DistillContext, options: Options) -> StudentOutcome:
@@ -38,10 +49,12 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     from ..modules import soft_label_loss
     from ..search.build import gflops, materialise
     from ..search.nsga import avatar_search
+    from ..search.objective import FALLBACK_KEY
     from ..search.space import size_mb
 
     tokenizers: dict = {}
-    choice, record = avatar_search(ctx, options, tokenizers)
+    choice, record = avatar_search(ctx, options, tokenizers, objective=options.objective,
+                                   latency_slack=options.latency_slack)
     model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers)
     fit = train_student(model, tokenizer, [ctx.unlabeled], ctx.valid, soft_label_loss(options.temperature),
                         fit_config=ctx.fit_config, lr=options.lr)
@@ -51,6 +64,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     k, pm = len(ctx.labels), ctx.pair_mode
     out = {"method": NAME, "student": config.to_dict(), "target_size_mb": ctx.size_mb,
            "size_mb": size_mb(config, k, pm), "gflops": gflops(config, k, pm), "temperature": options.temperature,
+           "objective": options.objective, FALLBACK_KEY: record.get("fallback") is not None,
            "search": record, "energy": energy}
     params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
     return StudentOutcome(model, tokenizer, out, fit, params)

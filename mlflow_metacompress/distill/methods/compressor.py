@@ -1,9 +1,15 @@
 """Compressor (Shi, Yang, Xu, Zhou, Lo, "Compressing Pre-trained Models of Code into
 3 MB", ASE 2022).
 
-1. **Search.** Compressor's genetic algorithm (:mod:`..search.ga`) at the size target:
-   fitness ``GFLOPs − |size_MB − target|``, no candidate trained. The vocabulary genes
-   are capped at what BPE can learn from the unlabeled task code.
+1. **Search.** Compressor's genetic algorithm (:mod:`..search.ga`, pymoo's GA) at the
+   size target: fitness ``GFLOPs − |size_MB − target|``, no candidate trained. The
+   vocabulary genes are capped at what BPE can learn from the unlabeled task code.
+   ``objective="paper"`` is the published search; ``objective="latency"`` (default,
+   :mod:`..search.objective`) searches structurally sound shapes only and bounds the
+   latency measured on this machine (:mod:`..latency`) by ``latency_slack`` × that of
+   the teacher-shaped student of the same size. With nothing in the size band the
+   candidate nearest the target is taken and the student tagged
+   ``metacompress.search_fallback=true``.
 2. **Tokenizer.** Byte-level BPE trained on the unlabeled task code with the searched
    vocabulary size.
 3. **Distillation.** Soft-label KD at T = 1 on the unlabeled half of the training data
@@ -13,7 +19,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from ..context import DistillContext, StudentOutcome
 from ..options import SearchOptions
@@ -25,10 +31,14 @@ NAME = "compressor"
 @dataclass(frozen=True)
 class Options(SearchOptions):
     """``population``/``generations`` of the GA, ``max_vocab`` of the BPE tokenizer,
-    the KD ``temperature``, the ``tolerance`` (relative) around the size target and ``lr``."""
+    the KD ``temperature``, the ``tolerance`` (relative) around the size target, ``lr``,
+    the search ``objective`` (``latency`` or the published ``paper`` one) and the
+    ``latency_slack`` of the latency budget."""
 
     temperature: float = 1.0
     tolerance: float = 0.1
+    objective: Literal["latency", "paper"] = "latency"
+    latency_slack: float = 1.0
 
 
 def run(ctx: DistillContext, options: Options) -> StudentOutcome:
@@ -39,14 +49,17 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     from ..arch import ArchSpec
     from ..modules import soft_label_loss
     from ..search.ga import SearchSpace, search_architecture
+    from ..search.objective import FALLBACK_KEY
 
     texts = ctx.corpus()
     # the corpus bounds the vocabulary BPE can learn; search only sizes it can reach
     reachable = len(train_tokenizer(texts, vocab_size=options.max_vocab, kind="bpe"))
     base = ArchSpec(max_length=ctx.max_length, num_labels=len(ctx.labels), pair_mode=ctx.pair_mode)
+    latency: dict[str, Any] = _latency_setup(ctx, options, reachable)
     result = search_architecture(
         ctx.size_mb, population=options.population, generations=options.generations, seed=ctx.seed, base=base,
         space=SearchSpace().cap_vocab(reachable), tolerance=options.tolerance, progress=ctx.fit_config.progress,
+        objective=options.objective, **latency,
     )
     if mlflow.active_run() is not None:
         for row in result.history:
@@ -61,7 +74,25 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
         "method": NAME, "arch": spec.to_dict(), "tokenizer": {"kind": "bpe", "vocab_size": len(tokenizer)},
         "target_size_mb": ctx.size_mb, "size_mb": spec.size_mb(), "gflops": spec.gflops(), "fitness": result.fitness,
         "feasible": result.feasible, "temperature": options.temperature, "reachable_vocab": reachable,
-        "search": {"evaluated": result.evaluated, "history": result.history},
+        "objective": options.objective, FALLBACK_KEY: result.fallback is not None,
+        "search": {"evaluated": result.evaluated, "history": result.history, "fallback": result.fallback,
+                   "predicted_latency_ms": result.latency_ms, "latency_budget_ms": result.latency_budget_ms},
     }
     params = {f"arch.{k}": v for k, v in spec.to_dict().items()}
     return StudentOutcome(model, tokenizer, config, fit, params)
+
+
+def _latency_setup(ctx: DistillContext, options: Options, max_vocab: int) -> dict[str, Any]:
+    """Keyword arguments of the latency objective: the machine's latency model at the
+    task's length and batch size, the budget and the teacher-shaped seed (none for
+    ``objective="paper"``)."""
+    if options.objective == "paper":
+        return {}
+    from ..latency import latency_model
+    from ..search.objective import latency_budget
+
+    model = latency_model(ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir,
+                          progress=ctx.fit_config.progress)
+    budget, ref = latency_budget(model, ctx.size_mb, options.latency_slack, num_labels=len(ctx.labels),
+                                 pair_mode=ctx.pair_mode, max_length=ctx.max_length, max_vocab=max_vocab)
+    return {"latency": model, "latency_budget_ms": budget, "seeds": (ref,) if ref is not None else ()}

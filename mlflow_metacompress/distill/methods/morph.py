@@ -11,7 +11,9 @@ Code-related Tasks", ICSE 2025).
    come from gradient-boosting surrogates fitted on briefly distilled probes; the space
    is AVATAR's z3-pruned space at the size budget (:mod:`..search`).
 4. **Choice.** Among the non-dominated configurations, the highest predicted
-   ``accuracy − flips`` (ties: nearest the size target).
+   ``accuracy − flips`` (ties: nearest the size target). When nothing fits the size
+   band (small budgets), the teacher-shaped student (:mod:`..search.objective`) and the
+   version is tagged ``metacompress.search_fallback=true``.
 5. **Checkpoints.** The validation set is the clean validation split followed by its
    metamorphic variants (same rows, same labels), so the monitored ``val_acc`` is the
    mean of clean and metamorphic validation accuracy.
@@ -61,6 +63,7 @@ def morph_search(ctx: DistillContext, options: Options, train: list[Any], valid_
     """Probes, flip and accuracy surrogates, AGE-MOEA and MORPH's choice."""
     from ..search.build import gflops
     from ..search.moo import fit_surrogate, moo_search
+    from ..search.objective import fallback
     from ..search.probes import pruned_space, run_probes, subset
     from ..search.space import size_mb
 
@@ -79,15 +82,22 @@ def morph_search(ctx: DistillContext, options: Options, train: list[Any], valid_
 
     result = moo_search(pruned, objectives, 4, algorithm="agemoea", population=options.population,
                         generations=options.generations, seed=ctx.seed)
+    record: dict[str, Any] = {
+        "bounds": pruned.bounds, "choices": pruned.choices,
+        "probes": [{**p.config.to_dict(), "val_acc": p.val_acc, "flip_rate": p.flip_rate,
+                    "metamorphic_acc": p.metamorphic_acc} for p in probes],
+        "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F)],
+        "evaluated": result.evaluated, "fallback": None}
+    if not result.configs:
+        choice, kind = fallback(ctx.size_mb, result.evaluated_configs, num_labels=k, pair_mode=pm,
+                                max_length=ctx.max_length, max_vocab=pruned.space.vocab_size[1], lower=pruned.lower)
+        f = objectives([choice])[0]
+        record.update(fallback=kind, predicted_val_acc=float(-f[3]), predicted_flip_rate=float(f[1]))
+        return choice, record
     score = -result.F[:, 3] - result.F[:, 1]
     dist = np.abs(result.F[:, 0] - ctx.size_mb)
     best = int(np.lexsort((dist, -np.round(score, 9)))[0])
-    record = {"bounds": pruned.bounds, "choices": pruned.choices,
-              "probes": [{**p.config.to_dict(), "val_acc": p.val_acc, "flip_rate": p.flip_rate,
-                          "metamorphic_acc": p.metamorphic_acc} for p in probes],
-              "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F)],
-              "evaluated": result.evaluated, "predicted_val_acc": float(-result.F[best, 3]),
-              "predicted_flip_rate": float(result.F[best, 1])}
+    record.update(predicted_val_acc=float(-result.F[best, 3]), predicted_flip_rate=float(result.F[best, 1]))
     return result.configs[best], record
 
 
@@ -96,6 +106,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     from ..augment import MORPH_TRANSFORMS, concat, language_of, metamorphic
     from ..modules import morph_soft_label_loss
     from ..search.build import gflops, materialise
+    from ..search.objective import FALLBACK_KEY
     from ..search.space import size_mb
 
     language = language_of(ctx.task, options.language)
@@ -113,6 +124,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     out = {"method": NAME, "student": config.to_dict(), "target_size_mb": ctx.size_mb,
            "size_mb": size_mb(config, k, pm), "gflops": gflops(config, k, pm), "temperature": options.temperature,
            "augmented_rows": 0 if augmented is None else len(augmented), "language": language,
-           "checkpoint_selection": "mean of clean and metamorphic validation accuracy", "search": record}
+           "checkpoint_selection": "mean of clean and metamorphic validation accuracy",
+           FALLBACK_KEY: record.get("fallback") is not None, "search": record}
     params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
     return StudentOutcome(model, tokenizer, out, fit, params)

@@ -1,6 +1,8 @@
 """Search machinery shared by the distillation methods (never one method's own):
 
-- :mod:`.ga`: Compressor's genetic search over RoBERTa shapes (Shi et al., ASE 2022);
+- :mod:`.ga`: Compressor's genetic search over RoBERTa shapes (Shi et al., ASE 2022), on pymoo's GA;
+- :mod:`.objective`: the ``latency`` (default) and ``paper`` objectives, structural
+  constraints, the latency budget and the fallback of an empty size band;
 - :mod:`.space`: AVATAR's configuration space and its z3 pruning (Shi et al., ICSE-SEIS 2024);
 - :mod:`.moo`: multi-objective search with pymoo (NSGA-II, AGE-MOEA) and surrogates;
 - :mod:`.probes`: briefly distilled probes, the surrogates' training data;

@@ -7,17 +7,30 @@ hidden size, attention heads and intermediate size. Fitness is
 proxy for capacity) at the target size. Size is parameters × 4 bytes / 10^6; GFLOPs are
 counted by ``torch.utils.flop_counter`` (see :mod:`..arch`). No candidate is trained
 during the search.
+
+The genetic algorithm is pymoo's ``GA`` (tournament selection, uniform crossover,
+polynomial mutation rounded to gene indices, elitist survival of the fittest of parents
+and offspring). ``objective="latency"`` (see :mod:`.objective`) repairs every genome
+to a structurally sound shape and adds the constraint ``predicted latency ≤ budget``
+from the machine's measured :class:`~..latency.LatencyModel`; ``objective="paper"`` is
+the published search.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..arch import ArchSpec
 from ..options import SearchOptions
+from .objective import check_objective, repair
+
+if TYPE_CHECKING:
+    from ..latency import LatencyModel
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +58,8 @@ class SearchSpace:
 
 @dataclass
 class SearchResult:
-    """The chosen architecture and the search trace."""
+    """The chosen architecture and the search trace; ``fallback`` says how the choice was
+    made when no candidate was within the size band (``"nearest"``), else None."""
 
     best: ArchSpec
     fitness: float
@@ -54,6 +68,10 @@ class SearchResult:
     feasible: bool
     history: list[dict[str, float]] = field(default_factory=list)
     evaluated: int = 0
+    objective: str = "paper"
+    latency_ms: float | None = None  # predicted, ``objective="latency"`` only
+    latency_budget_ms: float | None = None
+    fallback: str | None = None
 
 
 def fitness(spec: ArchSpec, target_mb: float) -> float:
@@ -61,8 +79,10 @@ def fitness(spec: ArchSpec, target_mb: float) -> float:
     return spec.gflops() - abs(spec.size_mb() - target_mb)
 
 
-def _decode(genome: np.ndarray, space: SearchSpace, base: ArchSpec) -> ArchSpec:
+def _decode(genome: np.ndarray, space: SearchSpace, base: ArchSpec, sound: bool = False) -> ArchSpec:
     values = {g: getattr(space, g)[int(i)] for g, i in zip(space.genes, genome)}
+    if sound:
+        values = repair(values, space.num_attention_heads, space.intermediate_size)
     while values["hidden_size"] % values["num_attention_heads"]:  # repair: heads must divide hidden
         values["num_attention_heads"] //= 2
     return replace(base, **values)
@@ -78,52 +98,115 @@ def search_architecture(
     space: SearchSpace | None = None,
     tolerance: float = 0.1,
     mutation_rate: float = 0.2,
-    elite: int = 2,
     progress: bool = True,
+    objective: str = "paper",
+    latency: LatencyModel | None = None,
+    latency_budget_ms: float = math.inf,
+    seeds: tuple[ArchSpec, ...] = (),
 ) -> SearchResult:
     """Run the GA and return the fittest architecture within ``tolerance`` (relative)
-    of ``target_mb``; if none was found, the fittest overall (``feasible=False``).
+    of ``target_mb`` (and, for ``objective="latency"``, within ``latency_budget_ms`` as
+    ``latency`` predicts it; the fastest in the band when none is). When no candidate is
+    within the band, the one nearest the target size (``feasible=False``,
+    ``fallback="nearest"``).
 
-    ``base`` fixes the non-searched fields (max length, labels, pair mode).
+    ``base`` fixes the non-searched fields (max length, labels, pair mode); ``seeds``
+    join the random initial population (each gene at the nearest choice), e.g. the
+    teacher-shaped reference of the latency budget, so the GA starts from a shape that
+    meets it.
     """
+    from ..._optional import require
+
+    require("pymoo", "Compressor's genetic search")
+    from pymoo.algorithms.soo.nonconvex.ga import GA
+    from pymoo.core.callback import Callback
+    from pymoo.core.problem import Problem
+    from pymoo.operators.crossover.ux import UX
+    from pymoo.operators.mutation.pm import PM
+    from pymoo.operators.repair.rounding import RoundingRepair
+    from pymoo.operators.sampling.rnd import IntegerRandomSampling
+    from pymoo.optimize import minimize
     from tqdm.auto import tqdm
 
     if population < 2 or generations < 1:
         raise ValueError(f"need population ≥ 2 and generations ≥ 1, got {population}, {generations}")
+    sound = check_objective(objective) == "latency"
+    if sound and latency is None:
+        raise ValueError("objective='latency' needs a latency model (distill.latency.latency_model)")
     base, space = base or ArchSpec(), space or SearchSpace()
-    rng = np.random.default_rng(seed)
-    sizes = np.array([len(getattr(space, g)) for g in space.genes])
-    scores: dict[ArchSpec, float] = {}
+    xu = np.array([len(getattr(space, g)) - 1 for g in space.genes], dtype=float)
+    scores: dict[ArchSpec, tuple[float, float]] = {}  # spec -> (fitness, predicted latency)
 
-    def score(genome: np.ndarray) -> float:
-        spec = _decode(genome, space, base)
+    def score(genome: np.ndarray) -> tuple[float, float]:
+        spec = _decode(genome, space, base, sound)
         if spec not in scores:
-            scores[spec] = fitness(spec, target_mb)
+            scores[spec] = (fitness(spec, target_mb), latency.predict_ms(spec) if sound and latency else 0.0)
         return scores[spec]
 
-    pop = rng.integers(0, sizes, size=(population, len(sizes)))
-    history = []
-    for gen in tqdm(range(generations), desc="compressor GA", disable=not progress, leave=False):
-        fit = np.array([score(g) for g in pop])
-        order = np.argsort(-fit)
-        history.append({"generation": gen, "best_fitness": float(fit[order[0]]), "mean_fitness": float(fit.mean())})
-        children = [pop[i].copy() for i in order[:elite]]
-        while len(children) < population:
-            a, b = (pop[max(rng.choice(population, 3, replace=False), key=lambda i: fit[i])] for _ in range(2))
-            child = np.where(rng.random(len(sizes)) < 0.5, a, b)  # uniform crossover
-            # mutation: half the time a random reset, half the time a step to a neighbour
-            mutate = rng.random(len(sizes)) < mutation_rate
-            reset = mutate & (rng.random(len(sizes)) < 0.5)
-            child[reset] = rng.integers(0, sizes[reset])
-            step = mutate & ~reset
-            child[step] = np.clip(child[step] + rng.choice([-2, -1, 1, 2], size=int(step.sum())), 0, sizes[step] - 1)
-            children.append(child)
-        pop = np.stack(children)
-    for g in pop:
-        score(g)
-    feasible = {s: f for s, f in scores.items() if abs(s.size_mb() - target_mb) <= tolerance * target_mb}
-    pool = feasible or scores
-    best = max(pool, key=pool.__getitem__)
-    if not feasible:
-        logger.warning("no architecture within %.0f%% of %.2f MB; best is %.3f MB", 100 * tolerance, target_mb, best.size_mb())
-    return SearchResult(best, pool[best], best.size_mb(), best.gflops(), bool(feasible), history, len(scores))
+    constrained = sound and math.isfinite(latency_budget_ms)
+
+    class _Problem(Problem):
+        def __init__(self) -> None:
+            super().__init__(n_var=len(xu), n_obj=1, n_ieq_constr=1 if constrained else 0, xl=np.zeros(len(xu)),
+                             xu=xu, vtype=int)
+
+        def _evaluate(self, X: np.ndarray, out: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+            rows = [score(np.rint(x).astype(int)) for x in X]
+            out["F"] = np.array([[-f] for f, _ in rows])
+            if constrained:
+                out["G"] = np.array([[ms - latency_budget_ms] for _, ms in rows])
+
+    history: list[dict[str, float]] = []
+    bar = tqdm(total=generations, desc="compressor GA", disable=not progress, leave=False)
+
+    class _Trace(Callback):
+        def notify(self, algorithm: Any) -> None:
+            fit = -algorithm.pop.get("F")[:, 0]
+            history.append({"generation": len(history), "best_fitness": float(-algorithm.opt.get("F")[0, 0]),
+                            "mean_fitness": float(fit.mean())})
+            bar.update(1)
+
+    algorithm = GA(pop_size=population, sampling=_initial(space, seeds, population, seed, IntegerRandomSampling()), crossover=UX(repair=RoundingRepair()),
+                   mutation=PM(prob=1.0, prob_var=mutation_rate, eta=3.0, vtype=float, repair=RoundingRepair()),
+                   eliminate_duplicates=True)
+    try:
+        minimize(_Problem(), algorithm, ("n_gen", generations), seed=seed, callback=_Trace(), verbose=False)
+    finally:
+        bar.close()
+    return _choose(scores, target_mb, tolerance, objective, latency_budget_ms, history)
+
+
+def _initial(space: SearchSpace, seeds: tuple[ArchSpec, ...], population: int, seed: int, random: Any) -> Any:
+    """pymoo's random integer sampling, or an initial population holding ``seeds``."""
+    if not seeds:
+        return random
+    rng = np.random.default_rng(seed)
+    rows = [[int(np.argmin([abs(v - getattr(c, g)) for v in getattr(space, g)])) for g in space.genes] for c in seeds]
+    sizes = [len(getattr(space, g)) for g in space.genes]
+    rows += [list(rng.integers(0, sizes)) for _ in range(max(0, population - len(rows)))]
+    return np.asarray(rows[:population], dtype=float)
+
+
+def _choose(scores: dict[ArchSpec, tuple[float, float]], target_mb: float, tolerance: float, objective: str,
+            budget: float, history: list[dict[str, float]]) -> SearchResult:
+    """The fittest in the band (and budget); else the fastest in the band; else the nearest."""
+    in_band = [s for s in scores if abs(s.size_mb() - target_mb) <= tolerance * target_mb]
+    latency_mode = objective == "latency"
+    fallback = None
+    if in_band:
+        within = [s for s in in_band if not latency_mode or scores[s][1] <= budget]
+        if within:
+            best = max(within, key=lambda s: scores[s][0])
+        else:
+            best = min(in_band, key=lambda s: scores[s][1])
+            logger.warning("no architecture at %.2f MB meets the latency budget of %.3f ms/sample; taking the fastest "
+                           "(%.3f ms)", target_mb, budget, scores[best][1])
+    else:
+        best = min(scores, key=lambda s: (abs(s.size_mb() - target_mb), -scores[s][0]))
+        fallback = "nearest"
+        logger.warning("no architecture within %.0f%% of %.2f MB; falling back to the nearest, %.3f MB",
+                       100 * tolerance, target_mb, best.size_mb())
+    fit, ms = scores[best]
+    return SearchResult(best, fit, best.size_mb(), best.gflops(), bool(in_band), history, len(scores), objective,
+                        ms if latency_mode else None, budget if latency_mode and math.isfinite(budget) else None,
+                        fallback)

@@ -9,8 +9,11 @@ surrogates, a pymoo problem over a pruned space, and Pareto selection.
   with gradient-boosting surrogates.
 
 Genes are real numbers rounded to indices of each gene's feasible grid
-(:meth:`.space.PrunedSpace.grid`); heads are repaired to divide the hidden size and
-the size band is a pymoo inequality constraint.
+(:meth:`.space.PrunedSpace.grid`); heads are repaired to divide the hidden size (and,
+in a structurally sound space, to a head dimension ≥ 16 with FFN ≤ 4 × hidden) and
+the size band is a pymoo inequality constraint, as are any extra constraints (the
+latency budget). A search that finds nothing feasible returns an empty front with
+every configuration it evaluated, for the caller's fallback (:mod:`.objective`).
 """
 
 from __future__ import annotations
@@ -79,8 +82,14 @@ def decode(x: np.ndarray, pruned: PrunedSpace) -> ArchSpec:
     for gene, value in zip(GENES, x):
         grid = pruned.grid(gene)
         vals[gene] = grid[int(np.clip(np.rint(value), 0, len(grid) - 1))]
-    heads = [h for h in pruned.grid("num_attention_heads") if vals["hidden_size"] % h == 0 and h <= vals["num_attention_heads"]]
-    vals["num_attention_heads"] = max(heads) if heads else 1
+    if pruned.sound:
+        from .objective import repair
+
+        vals = repair(vals, pruned.grid("num_attention_heads"), pruned.grid("intermediate_size"))
+    else:
+        heads = [h for h in pruned.grid("num_attention_heads")
+                 if vals["hidden_size"] % h == 0 and h <= vals["num_attention_heads"]]
+        vals["num_attention_heads"] = max(heads) if heads else 1
     if vals["position_embedding_type"] == "rotary" and "gelu" in pruned.grid("hidden_act"):
         vals["hidden_act"] = "gelu"
     return ArchSpec(**vals, num_labels=pruned.num_labels, pair_mode=pruned.pair_mode)
@@ -118,6 +127,7 @@ class MooResult:
     evaluated: int
     feasible: list[ArchSpec] = field(default_factory=list)  # every feasible configuration evaluated
     feasible_F: np.ndarray | None = None
+    evaluated_configs: list[ArchSpec] = field(default_factory=list)  # feasible or not
 
 
 def moo_search(
@@ -129,10 +139,13 @@ def moo_search(
     population: int = 24,
     generations: int = 20,
     seed: int = 0,
+    constraints: Callable[[list[ArchSpec]], np.ndarray] | None = None,
+    n_constraints: int = 0,
 ) -> MooResult:
     """Minimise ``objectives(configs) -> (n, n_obj)`` over the pruned space with
-    NSGA-II (``"nsga2"``) or AGE-MOEA (``"agemoea"``), subject to the size band.
-    Returns the feasible non-dominated configurations of everything evaluated."""
+    NSGA-II (``"nsga2"``) or AGE-MOEA (``"agemoea"``), subject to the size band and
+    ``constraints(configs) -> (n, n_constraints)`` (feasible where ≤ 0). Returns the feasible non-dominated configurations of
+    everything evaluated (none when nothing was feasible: see :func:`.objective.fallback`)."""
     from ..._optional import require
 
     require("pymoo", "multi-objective search (MORPH)")
@@ -145,11 +158,13 @@ def moo_search(
 
     xu = np.array([len(pruned.grid(g)) - 1 for g in GENES], dtype=float)
     seen: dict[ArchSpec, np.ndarray] = {}
+    extra: dict[ArchSpec, np.ndarray] = {}
     upper_mb, lower_mb = pruned.upper * pruned.target_mb, pruned.lower * pruned.target_mb
 
     class _Problem(Problem):
         def __init__(self) -> None:
-            super().__init__(n_var=len(GENES), n_obj=n_obj, n_ieq_constr=2, xl=np.zeros(len(GENES)), xu=xu, vtype=int)
+            super().__init__(n_var=len(GENES), n_obj=n_obj, n_ieq_constr=2 + n_constraints, xl=np.zeros(len(GENES)),
+                             xu=xu, vtype=int)
 
         def _evaluate(self, X: np.ndarray, out: dict[str, Any], *args: Any, **kwargs: Any) -> None:
             configs = [decode(x, pruned) for x in X]
@@ -157,9 +172,15 @@ def moo_search(
             if new:
                 for c, f in zip(new, np.atleast_2d(objectives(new))):
                     seen[c] = np.asarray(f, dtype=np.float64)
+                if constraints is not None:
+                    for c, g in zip(new, np.atleast_2d(constraints(new))):
+                        extra[c] = np.asarray(g, dtype=np.float64)
             out["F"] = np.stack([seen[c] for c in configs])
             sizes = np.array([size_mb(c, pruned.num_labels, pruned.pair_mode) for c in configs])
-            out["G"] = np.stack([sizes - upper_mb, lower_mb - sizes], axis=1)
+            G = np.stack([sizes - upper_mb, lower_mb - sizes], axis=1)
+            if constraints is not None:
+                G = np.concatenate([G, np.stack([extra[c] for c in configs])], axis=1)
+            out["G"] = G
 
     kw = dict(pop_size=population, sampling=IntegerRandomSampling(),
               crossover=SBX(prob=0.9, eta=15, vtype=float, repair=RoundingRepair()),
@@ -176,10 +197,13 @@ def moo_search(
     else:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected 'nsga2' or 'agemoea'")
     minimize(_Problem(), algo, ("n_gen", generations), seed=seed, verbose=False)
-    feasible = [c for c in seen if pruned.feasible(c)]
+    feasible = [c for c in seen if pruned.feasible(c) and (constraints is None or bool(np.all(extra[c] <= 0)))]
     if not feasible:
-        raise RuntimeError(f"{algorithm} found no configuration within the size band of {pruned.target_mb} MB")
+        logger.warning("%s found no configuration within the size band of %s MB (%d evaluated)", algorithm,
+                       pruned.target_mb, len(seen))
+        return MooResult([], np.zeros((0, n_obj)), len(seen), [], np.zeros((0, n_obj)), list(seen))
     F = np.stack([seen[c] for c in feasible])
     mask = non_dominated(F)
     logger.info("%s: %d evaluated, %d feasible, %d non-dominated", algorithm, len(seen), len(feasible), int(mask.sum()))
-    return MooResult([c for c, keep in zip(feasible, mask) if keep], F[mask], len(seen), feasible, F)
+    return MooResult([c for c, keep in zip(feasible, mask) if keep], F[mask], len(seen), feasible, F, list(seen))
+

@@ -11,6 +11,14 @@ Models of Code", ICSE-SEIS 2024), shared by the ``avatar`` method and ``fidelity
    accuracy`` and GFLOPs (:mod:`.moo`).
 4. **Choice.** The Pareto configuration nearest the size target (ties: the higher
    predicted accuracy).
+
+``objective="paper"`` is the published search above. ``objective="latency"``
+(:mod:`.objective`) prunes to structurally sound shapes, replaces GFLOPs by the
+per-sample latency the machine's :class:`~..latency.LatencyModel` predicts, bounds it by
+``latency_slack`` × that of the teacher-shaped student of the same size (a constraint).
+When nothing is feasible, the search falls back to
+the teacher-shaped student (else the evaluated configuration nearest the target size)
+and records ``fallback`` (the student is tagged ``metacompress.search_fallback=true``).
 """
 
 from __future__ import annotations
@@ -30,28 +38,57 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def avatar_search(ctx: DistillContext, opts: ProbeOptions,
-                  tokenizers: dict | None = None) -> tuple[ArchSpec, dict[str, Any]]:
+def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | None = None, *,
+                  objective: str = "paper", latency_slack: float = 1.0) -> tuple[ArchSpec, dict[str, Any]]:
     """Steps 1–4: the chosen configuration and a JSON-able search record (probes are
     distilled with Compressor's loss, KD at T = 1)."""
     from ..modules import soft_label_loss
     from .build import gflops
     from .moo import fit_surrogate, moo_search, nearest_to_target
+    from .objective import check_objective, fallback
 
-    pruned = pruned_space(ctx, opts)
+    latency_mode = check_objective(objective) == "latency"
+    pruned = pruned_space(ctx, opts, sound=latency_mode)
     probes = run_probes(ctx, pruned, opts, soft_label_loss(1.0), tokenizers=tokenizers)
     surrogate = fit_surrogate([p.config for p in probes], [p.val_acc for p in probes], pruned, "bayesian_ridge")
     k, pm = len(ctx.labels), ctx.pair_mode
+    top_vocab = pruned.space.vocab_size[1]
+    cost, budget, constraints = (lambda c: gflops(c, k, pm)), None, None
+    if latency_mode:
+        from ..latency import latency_model
+        from .objective import latency_budget
+
+        model = latency_model(ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir,
+                              progress=ctx.fit_config.progress)
+        budget, _ = latency_budget(model, ctx.size_mb, latency_slack, num_labels=k, pair_mode=pm,
+                                     max_length=ctx.max_length, max_vocab=top_vocab)
+        cost = model.predict_ms
+        if np.isfinite(budget):
+            constraints = lambda cs: np.array([[model.predict_ms(c) - budget] for c in cs])  # noqa: E731
 
     def objectives(configs: list[ArchSpec]) -> np.ndarray:
         acc = surrogate.predict(configs)
-        return np.array([[abs(size_mb(c, k, pm) - ctx.size_mb), -a, gflops(c, k, pm)] for c, a in zip(configs, acc)])
+        return np.array([[abs(size_mb(c, k, pm) - ctx.size_mb), -a, cost(c)] for c, a in zip(configs, acc)])
 
     result = moo_search(pruned, objectives, 3, algorithm="nsga2", population=opts.population,
-                        generations=opts.generations, seed=ctx.seed)
-    best = nearest_to_target(result.configs, ctx.size_mb, pruned, tie_break=result.F[:, 1])
-    record = {"bounds": pruned.bounds, "choices": pruned.choices, "z3_checks": pruned.checks,
-              "probes": [{**p.config.to_dict(), "val_acc": p.val_acc} for p in probes],
-              "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F)],
-              "evaluated": result.evaluated, "predicted_val_acc": float(-result.F[best, 1])}
-    return result.configs[best], record
+                        generations=opts.generations, seed=ctx.seed, constraints=constraints,
+                        n_constraints=0 if constraints is None else 1)
+    record: dict[str, Any] = {
+        "objective": objective, "bounds": pruned.bounds, "choices": pruned.choices, "z3_checks": pruned.checks,
+        "probes": [{**p.config.to_dict(), "val_acc": p.val_acc} for p in probes],
+        "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F)],
+        "evaluated": result.evaluated, "fallback": None,
+    }
+    if latency_mode:
+        record["latency_budget_ms"] = budget if budget is not None and np.isfinite(budget) else None
+    if not result.configs:
+        choice, kind = fallback(ctx.size_mb, result.evaluated_configs, num_labels=k, pair_mode=pm,
+                                max_length=ctx.max_length, max_vocab=top_vocab, lower=pruned.lower)
+        record.update(fallback=kind, predicted_val_acc=float(surrogate.predict([choice])[0]))
+    else:
+        best = nearest_to_target(result.configs, ctx.size_mb, pruned, tie_break=result.F[:, 1])
+        choice = result.configs[best]
+        record["predicted_val_acc"] = float(-result.F[best, 1])
+    if latency_mode:
+        record["predicted_latency_ms"] = float(cost(choice))
+    return choice, record

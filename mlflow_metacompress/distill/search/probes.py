@@ -124,9 +124,10 @@ def probe(
     return result
 
 
-def pruned_space(ctx: DistillContext, opts: ProbeOptions) -> PrunedSpace:
+def pruned_space(ctx: DistillContext, opts: ProbeOptions, sound: bool = False) -> PrunedSpace:
     """AVATAR's space capped by what the corpus (``opts.max_vocab``) and
-    ``ctx.max_length`` allow, pruned by z3 at the size band ``[size_lower, 1] × target``."""
+    ``ctx.max_length`` allow, pruned by z3 at the size band ``[size_lower, 1] × target``
+    (structurally sound shapes only with ``sound``, see :mod:`.objective`)."""
     from ...models.tokenizer import train_tokenizer
 
     reachable = len(train_tokenizer(ctx.corpus(), vocab_size=opts.max_vocab, kind="bpe"))
@@ -135,7 +136,7 @@ def pruned_space(ctx: DistillContext, opts: ProbeOptions) -> PrunedSpace:
     lengths = tuple(opts.max_lengths or sorted({v for v in space.max_length if v <= ctx.max_length} | {ctx.max_length}))
     space = replace(space, vocab_size=(1000, top), max_length=lengths)
     return prune(space, ctx.size_mb, lower=opts.size_lower, upper=1.0, num_labels=len(ctx.labels),
-                 pair_mode=ctx.pair_mode)
+                 pair_mode=ctx.pair_mode, sound=sound)
 
 
 def run_probes(ctx: DistillContext, pruned: PrunedSpace, opts: ProbeOptions, loss_fn: Any, *,

@@ -12,7 +12,9 @@ issue 6):
   the target: ``lower × target ≤ size ≤ upper × target``;
 - rotary position embeddings (an ESM-style encoder, the only Hugging Face encoder
   that offers them besides absolute ones) come with GELU only, because ESM's
-  feed-forward hard-codes GELU.
+  feed-forward hard-codes GELU;
+- with ``sound=True`` (the ``latency`` objective, :mod:`.objective`), shapes are also
+  structurally sound: head dimension ≥ 16 and FFN ≤ 4 × hidden.
 
 A configuration is an :class:`~..arch.ArchSpec`. The parameter count is a closed form
 (:func:`..arch.param_count`) written with plain arithmetic, so the same function
@@ -33,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 NUMERIC = ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
 CATEGORICAL = ("tokenizer", "hidden_act", "dropout", "max_length", "position_embedding_type")
+MIN_HEAD_DIM = 16
+MAX_FFN_RATIO = 4
 STEPS = {"vocab_size": 1000, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 1}
 
 
@@ -73,13 +77,20 @@ def size_mb(c: ArchSpec, num_labels: int = 2, pair_mode: str | None = None) -> f
     return param_count(c, num_labels, pair_mode) * 4 / 1e6
 
 
+def structurally_sound(c: Any) -> bool:
+    """Head dimension ≥ 16, hidden a multiple of the heads, FFN ≤ 4 × hidden."""
+    h, a, f = c.hidden_size, c.num_attention_heads, c.intermediate_size
+    return h % a == 0 and h // a >= MIN_HEAD_DIM and f <= MAX_FFN_RATIO * h
+
+
 def satisfies(c: ArchSpec, target_mb: float, lower: float = 0.0, upper: float = 1.0,
-              num_labels: int = 2, pair_mode: str | None = None) -> bool:
+              num_labels: int = 2, pair_mode: str | None = None, sound: bool = False) -> bool:
     """The constraints checked directly in Python (the oracle for the z3 encoding)."""
     s = size_mb(c, num_labels, pair_mode)
     return (c.hidden_size % 16 == 0 and c.hidden_size % c.num_attention_heads == 0 and c.vocab_size % 1000 == 0
             and c.intermediate_size % 32 == 0 and lower * target_mb <= s <= upper * target_mb
-            and (c.position_embedding_type != "rotary" or c.hidden_act == "gelu"))
+            and (c.position_embedding_type != "rotary" or c.hidden_act == "gelu")
+            and (not sound or structurally_sound(c)))
 
 
 @dataclass
@@ -95,6 +106,7 @@ class PrunedSpace:
     num_labels: int = 2
     pair_mode: str | None = None
     checks: int = field(default=0)
+    sound: bool = False  # structurally sound shapes only (the latency objective)
 
     def grid(self, name: str) -> list[Any]:
         if name in self.choices:
@@ -107,14 +119,14 @@ class PrunedSpace:
         return replace(self.space, **self.bounds, **self.choices)
 
     def feasible(self, c: ArchSpec) -> bool:
-        return satisfies(c, self.target_mb, self.lower, self.upper, self.num_labels, self.pair_mode)
+        return satisfies(c, self.target_mb, self.lower, self.upper, self.num_labels, self.pair_mode, self.sound)
 
 
 class _Encoding:
     """z3 variables and constraints of an :class:`AvatarSpace` at a size target."""
 
     def __init__(self, space: AvatarSpace, target_mb: float, lower: float, upper: float, num_labels: int,
-                 pair_mode: str | None) -> None:
+                 pair_mode: str | None, sound: bool = False) -> None:
         from ..._optional import require
 
         z3 = require("z3", "the constrained architecture search (AVATAR)")
@@ -131,6 +143,9 @@ class _Encoding:
         v = self.v
         s.add(v["hidden_size"] % 16 == 0, v["hidden_size"] % v["num_attention_heads"] == 0,
               v["vocab_size"] % 1000 == 0, v["intermediate_size"] % 32 == 0)
+        if sound:
+            s.add(v["hidden_size"] >= MIN_HEAD_DIM * v["num_attention_heads"],
+                  v["intermediate_size"] <= MAX_FFN_RATIO * v["hidden_size"])
         self.max_len = z3.Int("max_length")
         s.add(z3.Or([z3.And(self.idx["max_length"] == k, self.max_len == val)
                      for k, val in enumerate(space.max_length)]))
@@ -166,13 +181,13 @@ class _Encoding:
 
 
 def prune(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: float = 1.0, num_labels: int = 2,
-          pair_mode: str | None = None) -> PrunedSpace:
+          pair_mode: str | None = None, sound: bool = False) -> PrunedSpace:
     """Feasible bounds of every numeric gene (binary search on z3 satisfiability of
     ``gene ≥ x`` and ``gene ≤ x``) and the categorical choices that remain feasible.
 
     Raises ``ValueError`` when no configuration of ``space`` meets the constraints.
     """
-    enc = _Encoding(space, target_mb, lower, upper, num_labels, pair_mode)
+    enc = _Encoding(space, target_mb, lower, upper, num_labels, pair_mode, sound)
     if not enc.sat():
         raise ValueError(f"no configuration of the space fits {target_mb} MB (size in [{lower}, {upper}] × target)")
     bounds = {}
@@ -192,15 +207,16 @@ def prune(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: fl
         bounds[n] = (grid[first], grid[lo_i])
     choices = {n: tuple(val for k, val in enumerate(getattr(space, n)) if enc.sat(enc.idx[n] == k)) for n in CATEGORICAL}
     logger.info("z3 pruning at %.2f MB: %s, %s (%d solver checks)", target_mb, bounds, choices, enc.checks)
-    return PrunedSpace(space, bounds, choices, target_mb, lower, upper, num_labels, pair_mode, enc.checks)
+    return PrunedSpace(space, bounds, choices, target_mb, lower, upper, num_labels, pair_mode, enc.checks, sound)
 
 
 def enumerate_feasible(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: float = 1.0,
-                       num_labels: int = 2, pair_mode: str | None = None, limit: int = 10_000) -> list[ArchSpec]:
+                       num_labels: int = 2, pair_mode: str | None = None, limit: int = 10_000,
+                       sound: bool = False) -> list[ArchSpec]:
     """Every feasible configuration (up to ``limit``), by blocking each z3 model found."""
     import z3
 
-    enc = _Encoding(space, target_mb, lower, upper, num_labels, pair_mode)
+    enc = _Encoding(space, target_mb, lower, upper, num_labels, pair_mode, sound)
     found = []
     keys = [*enc.v.values(), *enc.idx.values()]
     while len(found) < limit and enc.sat():

@@ -172,6 +172,7 @@ def env(tmp, server):
 
     previous_secret = os.environ.get("METACOMPRESS_WEBHOOK_SECRET")
     mlflow.set_tracking_uri(server)
+    mlflow.set_registry_uri(server)  # an earlier test's registry URI must not win over the server
     os.environ["METACOMPRESS_WEBHOOK_SECRET"] = SECRET
     (tmp / "model.py").write_text(MODEL_CODE)
     rows = [{"func": f"int f{i}(int a) {{ return a + {i}; }}", "target": i % 2} for i in range(40)]
@@ -199,6 +200,7 @@ def env(tmp, server):
     finally:
         service.stop()
         mlflow.set_tracking_uri(None)  # back to MLFLOW_TRACKING_URI / the next test's fixture
+        mlflow.set_registry_uri(None)
         if previous_secret is None:
             os.environ.pop("METACOMPRESS_WEBHOOK_SECRET", None)
         else:

@@ -59,7 +59,7 @@ class PolicyError(ValueError):
     """A gate policy file or mapping is malformed."""
 
 
-def _unique_key_loader() -> type:
+def unique_key_loader() -> type:
     """A ``yaml.SafeLoader`` that rejects a key repeated in one mapping (plain PyYAML keeps
     the last one silently, so a typo'd duplicate would quietly loosen a gate)."""
     import yaml
@@ -169,7 +169,7 @@ class GatePolicy:
         except OSError as exc:
             raise PolicyError(f"policy file {path} cannot be read: {exc.strerror or exc}") from None
         try:
-            data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader subclass
+            data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader subclass
         except yaml.YAMLError as exc:
             raise PolicyError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
         return cls.from_mapping(data, source=str(path))

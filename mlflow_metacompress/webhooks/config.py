@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..gates.policy import GatePolicy, PolicyError, load_policy
+from ..gates.policy import GatePolicy, PolicyError, load_policy, unique_key_loader
 
 DEFAULT_SECRET_ENV = "METACOMPRESS_WEBHOOK_SECRET"
 DEFAULT_ALIAS = "champion"
@@ -88,25 +88,6 @@ class WebhookConfig:
             raise WebhookConfigError(f"{self.path}: secret_env: the environment variable {self.secret_env} "
                                      "is unset or empty; export the webhook secret there")
         return value
-
-
-def _unique_key_loader() -> type:
-    """A ``yaml.SafeLoader`` that rejects a key repeated in one mapping."""
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark,
-                        f"found duplicate key {key!r}", key_node.start_mark)
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
 
 
 def _text(raw: Mapping[str, Any], key: str, where: str, default: str | None = None) -> str | None:
@@ -210,7 +191,7 @@ def load_config(path: str | Path) -> WebhookConfig:
     except UnicodeDecodeError as exc:
         raise WebhookConfigError(f"config file {source} is not UTF-8 text (offset {exc.start})") from None
     try:
-        data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise WebhookConfigError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
     return parse_config(data, source)

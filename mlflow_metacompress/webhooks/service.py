@@ -94,11 +94,26 @@ def build_service(config: WebhookConfig, queue_only: bool = False) -> Service:
     return Service(config, queue, MlflowClient(tracking_uri=uri, registry_uri=uri), uri, queue_only)
 
 
+def _preload() -> None:
+    """Import what the request threads and the workers import lazily, before any thread
+    starts. MLflow's post-import hooks take their own lock around imports: a worker's first
+    ``mlflow.models.evaluate`` (which registers evaluator hooks and then imports sklearn)
+    and a request thread's first import of anyio's asyncio backend deadlocked on that lock
+    and Python's module lock, seen in the full test suite."""
+    import importlib
+
+    for name in ("anyio._backends._asyncio", "sklearn", "sklearn.metrics", "mlflow.models.evaluation.evaluator_registry",
+                 "mlflow.models.evaluation.base", "mlflow.pyfunc", "mlflow_metacompress.evaluation.evaluator",
+                 "mlflow_metacompress.gates.gate"):
+        importlib.import_module(name)
+
+
 def serve(config: WebhookConfig, host: str = "127.0.0.1", port: int = 8765, queue_only: bool = False) -> None:
     """Run the service until SIGINT/SIGTERM."""
     import uvicorn
 
     service = build_service(config, queue_only)
+    _preload()
     service.start_workers()
     logger.warning("metacompress gates listening on http://%s:%d/webhook (tracking %s, alias %r, queue %s)",
                    host, port, service.tracking_uri, config.alias, config.queue_path)

@@ -76,6 +76,9 @@ def signals_as_interrupts() -> Iterator[_Guard]:
             signal.signal(sig, handler)
 
 
+LOCKED_RETRIES = 8  # a sqlite store locked by another writer: retry the cleanup this many times
+
+
 def status_for(exc: BaseException) -> str:
     """KILLED for an interrupt (Ctrl-C, SIGTERM), FAILED for anything else."""
     return KILLED if isinstance(exc, KeyboardInterrupt) else FAILED
@@ -169,16 +172,25 @@ class CleanExit:
         import mlflow
         from mlflow import MlflowClient
 
+        import time
+
         client = MlflowClient()
         root_id = str(self.root)
-        try:
-            end_nested_runs(root_id, self.since_ms, status, client, self.keep)
-            current = client.get_run(root_id).info.status
-            if current == "RUNNING" or (status == KILLED and current == FAILED):
-                active = mlflow.active_run()
-                if active is not None and active.info.run_id == root_id:
-                    mlflow.end_run(status)
-                else:
-                    client.set_terminated(root_id, status)
-        except Exception:  # the original error matters more than a failed cleanup
-            logger.exception("could not end the runs below %s as %s", root_id, status)
+        for attempt in range(1, LOCKED_RETRIES + 1):
+            try:
+                end_nested_runs(root_id, self.since_ms, status, client, self.keep)
+                current = client.get_run(root_id).info.status
+                if current == "RUNNING" or (status == KILLED and current == FAILED):
+                    active = mlflow.active_run()
+                    if active is not None and active.info.run_id == root_id:
+                        mlflow.end_run(status)
+                    else:
+                        client.set_terminated(root_id, status)
+                return
+            except Exception as exc:  # the original error matters more than a failed cleanup
+                # after Ctrl-C, `mlflow run` writes to the same sqlite store at the same moment
+                if "database is locked" in str(exc) and attempt < LOCKED_RETRIES:
+                    time.sleep(0.2 * attempt)
+                    continue
+                logger.exception("could not end the runs below %s as %s", root_id, status)
+                return

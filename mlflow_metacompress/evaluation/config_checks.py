@@ -89,6 +89,8 @@ def check_values(cfg: EvaluatorConfig) -> None:
     _flag("measure_speed", cfg.measure_speed)
     if cfg.measure_speed and cfg.static:
         raise MetaCompressInputError("evaluator_config['measure_speed'] needs models; static mode has only probabilities")
+    if cfg.engine not in ("local", "spark"):
+        raise MetaCompressInputError(f"evaluator_config['engine'] must be 'local' or 'spark'; got {cfg.engine!r}")
     for key in COLUMN_KEYS:
         _names(key, getattr(cfg, key))
     _names("attacks", cfg.attacks)

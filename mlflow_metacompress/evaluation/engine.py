@@ -21,7 +21,7 @@ import pandas as pd
 from ..relations import RelationConfig, evaluate_relations, predict
 from .pair import ModelPair, PairPredictions, static_predictions
 from .validation import MetaCompressInputError, encode_labels
-from .variants import SOURCES, SourceInputs, Variant, VariantSet, original_variant
+from .variants import SOURCES, SourceInputs, Variant, VariantSet, VariantSource, original_variant, transformed
 
 if TYPE_CHECKING:
     from .config import EvaluatorConfig
@@ -71,11 +71,30 @@ def judge(
 
 
 def run_evaluation(
-    df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: Predictor | None, student: Predictor | None
+    df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: Predictor | None, student: Predictor | None,
+    model_uris: tuple[str, str] | None = None,
 ) -> Outcome:
     """Compute every metric and table of one metacompress evaluation (``cfg`` from
-    :func:`~.config.parse_config`; ``teacher``/``student`` None in static mode)."""
+    :func:`~.config.parse_config`; ``teacher``/``student`` None in static mode).
+
+    With ``cfg.engine == "spark"`` (``model_uris``: teacher's and student's URIs), the
+    transformations and both models' inference run on a SparkSession first
+    (:mod:`.spark_engine`); the loop below then judges the collected predictions."""
     df = df.reset_index(drop=True)
+    if cfg.engine == "spark" and teacher is not None and student is not None and model_uris is not None:
+        from .spark_engine import prepare
+        from .spark_session import session
+
+        with session():
+            produced = prepare(df, cfg, teacher, student, model_uris,
+                               lambda: transformed(SourceInputs(df, cfg, None, None)))  # type: ignore[arg-type]
+            sources = tuple((lambda inputs, models: produced) if s is transformed else s for s in SOURCES)
+            return _run(df, y, cfg, teacher, student, sources)
+    return _run(df, y, cfg, teacher, student, SOURCES)
+
+
+def _run(df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: Predictor | None,
+         student: Predictor | None, sources: tuple[VariantSource, ...]) -> Outcome:
     models = None if cfg.static else ModelPair(teacher, student, tuple(cfg.code_columns or ()))
     original = original_variant(df, cfg.code_columns)
     if models is None:
@@ -92,7 +111,7 @@ def run_evaluation(
     notes: dict[str, Any] = {}
     rows: list[pd.DataFrame] = []
     pooled: dict[str, list[str]] = {}
-    for produced in _variant_sets(original, inputs, models):
+    for produced in _variant_sets(original, inputs, models, sources):
         metrics.update(produced.metrics)
         tables.update(produced.tables)
         notes.update(produced.notes)
@@ -140,8 +159,9 @@ def _add_statistics(per_sample: pd.DataFrame, n: int, metrics: dict[str, float],
     notes["statistics"] = section
 
 
-def _variant_sets(original: Variant, inputs: SourceInputs, models: ModelPair | None) -> Iterator[VariantSet]:
+def _variant_sets(original: Variant, inputs: SourceInputs, models: ModelPair | None,
+                  sources: tuple[VariantSource, ...] = SOURCES) -> Iterator[VariantSet]:
     """The original first, then each producer's set (produced lazily, in order)."""
     yield VariantSet((original,))
-    for source in SOURCES:
+    for source in sources:
         yield source(inputs, models)

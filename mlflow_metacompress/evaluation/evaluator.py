@@ -49,6 +49,11 @@ class MetaCompressEvaluator(ModelEvaluator):
         y = dataset.labels_data
         check_nonempty(df)
         cfg = parse_config(evaluator_config, df, model_given=model is not None, labels_given=y is not None)
+        uris = None
+        if cfg.engine == "spark" and not cfg.static:  # spark_udf ships models by URI (evaluation/spark_engine.py)
+            from .spark_engine import student_uri, teacher_uri
+
+            uris = (teacher_uri(cfg.teacher), student_uri(model, kwargs.get("model_id")))
         teacher = student = None
         if not cfg.static:
             kw = dict(cache_dir=cfg.cache_path, batch_size=cfg.batch_size, progress=cfg.progress)
@@ -56,7 +61,7 @@ class MetaCompressEvaluator(ModelEvaluator):
             student = resolve_model(model, "student", **kw)
             if y is not None and teacher.classes is not None:  # labels checked before any model runs
                 encode_labels(y, teacher.classes, len(teacher.classes), index_labels=teacher.index_labels)
-        outcome = run_evaluation(df, y, cfg, teacher, student)
+        outcome = run_evaluation(df, y, cfg, teacher, student, uris)
         prefix = cfg.metric_prefix or ""
         metrics = {f"{prefix}{k}": float(v) for k, v in outcome.metrics.items() if not math.isnan(float(v))}
         from ..report.provenance import at_evaluation

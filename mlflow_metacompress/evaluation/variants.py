@@ -107,29 +107,54 @@ class TransformOutcome:
     over_limit: dict[int, str] = field(default_factory=dict)  # row -> too_large / too_deep
 
 
+@dataclass(frozen=True, eq=False)
+class ColumnTransforms:
+    """One code column's transformation results as plain arrays, whichever engine computed
+    them (:func:`column_transforms` here, or on Spark executors by :mod:`.spark_transforms`)."""
+
+    failed: np.ndarray  # bool per row: the sample does not parse
+    over: list[str | None]  # per row: "too_large"/"too_deep" when over the limits, else None
+    changed: dict[str, np.ndarray]  # per transformation: bool per row
+    codes: dict[str, list[str | None]]  # per transformation: the new code where changed, else None
+
+
+def column_transforms(codes: list[str], names: list[str], language: str, seed: int = 0,
+                      progress: bool = False) -> ColumnTransforms:
+    """Every named transformation of ``codes`` (each sample parsed once, results per sample
+    independent of its neighbours, so any partitioning of the rows gives the same arrays)."""
+    from ..transforms import TransformStatus, transform_many
+
+    results = transform_many(codes, names, language, seed=seed, progress=progress)
+    first = results[names[0]]  # parse status and limits are the same for every transformation of a sample
+    failed = np.array([r.status == TransformStatus.PARSE_ERROR for r in first], dtype=bool)
+    over = [str(r.reason.value if hasattr(r.reason, "value") else r.reason) if r.over_limit else None for r in first]
+    changed = {n: np.array([r.status == TransformStatus.CHANGED for r in results[n]], dtype=bool) for n in names}
+    new = {n: [r.code if c else None for r, c in zip(results[n], changed[n])] for n in names}
+    return ColumnTransforms(failed, over, changed, new)
+
+
 def transform_variants(
     df: pd.DataFrame, code_columns: list[str], transform_columns: list[str], names: list[str], language: str,
-    seed: int = 0, progress: bool = True,
+    seed: int = 0, progress: bool = True, computed: dict[str, ColumnTransforms] | None = None,
 ) -> TransformOutcome:
     """Apply each named transformation to ``transform_columns`` (each sample parsed once).
 
     A row enters variant ``t`` only when ``t`` changed it; rows that do not parse are
     skipped for every transformation and reported in ``parse_failures``, and rows over the
     transformation library's size or nesting limits likewise in ``over_limit``.
+    ``computed``: the per-column results already computed elsewhere (the spark engine).
     """
-    from ..transforms import TransformStatus, transform_many
-
     base = df[list(code_columns)].reset_index(drop=True)
-    results = {col: transform_many(base[col].tolist(), names, language, seed=seed, progress=progress) for col in transform_columns}
+    results = computed or {col: column_transforms(base[col].tolist(), names, language, seed, progress)
+                           for col in transform_columns}
     failed = np.zeros(len(base), dtype=bool)
-    for col in transform_columns:  # parse status is the same for every transformation of a sample
-        first = results[col][names[0]]
-        failed |= np.array([r.status == TransformStatus.PARSE_ERROR for r in first])
+    for col in transform_columns:
+        failed |= results[col].failed
     over: dict[int, str] = {}
-    for col in transform_columns:  # so is a size or depth limit
-        for i, r in enumerate(results[col][names[0]]):
-            if r.over_limit and not failed[i]:
-                over.setdefault(i, str(r.reason.value if hasattr(r.reason, "value") else r.reason))
+    for col in transform_columns:
+        for i, reason in enumerate(results[col].over):
+            if reason is not None and not failed[i]:
+                over.setdefault(i, reason)
     skipped = failed.copy()
     skipped[list(over)] = True
     variants, rates = [], {}
@@ -137,9 +162,8 @@ def transform_variants(
         changed = np.zeros(len(base), dtype=bool)
         frame = base.copy()
         for col in transform_columns:
-            res = results[col][name]
-            col_changed = np.array([r.status == TransformStatus.CHANGED for r in res])
-            frame.loc[col_changed, col] = [r.code for r, c in zip(res, col_changed) if c]
+            col_changed = results[col].changed[name]
+            frame.loc[col_changed, col] = [c for c, k in zip(results[col].codes[name], col_changed) if k]
             changed |= col_changed
         changed &= ~skipped
         rates[name] = float(changed.sum() / max(1, (~skipped).sum()))
@@ -171,7 +195,13 @@ def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> Varian
     if not names:
         return VariantSet()
     code_columns, transform_columns = list(cfg.code_columns or ()), list(cfg.transform_columns or ())
-    result = transform_variants(inputs.df, code_columns, transform_columns, names, cfg.language, cfg.seed, cfg.progress)
+    computed = None
+    if cfg.engine == "spark":  # transformations on the Spark executors (mapInPandas)
+        from .spark_transforms import spark_column_transforms
+
+        computed = spark_column_transforms(inputs.df, transform_columns, names, cfg.language, cfg.seed)
+    result = transform_variants(inputs.df, code_columns, transform_columns, names, cfg.language, cfg.seed, cfg.progress,
+                                computed)
     metrics = {"transform_parse_failures": float(len(result.parse_failures)),
                "transform_over_limit": float(len(result.over_limit))}
     metrics.update({f"transform_applicable_rate/{name}": rate for name, rate in result.applicable_rate.items()})

@@ -1,0 +1,143 @@
+"""The spark engine (``evaluator_config={"engine": "spark"}``): inference and transformations
+on a SparkSession, relations and artifacts shared with the local engine.
+
+What runs where:
+
+- **executors**: the semantics-preserving transformations (``mapInPandas``,
+  :mod:`.spark_transforms`) and every model's inference through
+  ``mlflow.pyfunc.spark_udf(spark, model_uri, result_type="array<double>")``, one pass per
+  model over the originals and every transformed variant together;
+- **driver**: the relations of MetaCompress (arXiv 2511.05476) on the collected per-sample
+  probabilities, the statistics, the artifacts, and the attacks (their searches query the
+  victim interactively, so they stay on the driver's local pyfunc, as in the local engine).
+
+The collect limit: the driver receives ``rows × (1 + transforms) × classes`` doubles per
+model plus the rewritten code of the changed samples (the per-sample table logs it), which
+is a few hundred MB for millions of rows; past that, raise ``spark.driver.maxResultSize``
+and the driver's memory, or split the data.
+
+Predictions pass through the same cache as the local engine (:mod:`.predictors`), keyed
+by model identity and a digest of the rows, so a second student against the same teacher
+reads the teacher's predictions instead of running it again; the engine's loop then finds
+every prediction in memory and judges exactly as the local engine does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .. import cache
+from ..cache import rows_digest
+from .predictors import KIND
+from .validation import MetaCompressInputError, check_probabilities
+
+if TYPE_CHECKING:
+    from .config import EvaluatorConfig
+    from .predictors import Predictor
+    from .variants import VariantSet
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED = "a models:/ or runs:/ model URI (or the student MLflow loaded from one)"
+PART, POS = "_mc_part", "_mc_pos"
+
+
+def teacher_uri(teacher: Any) -> str:
+    """The teacher's URI for ``spark_udf``; a loaded model or a callable has none to ship."""
+    if isinstance(teacher, str) and teacher.startswith(("models:/", "runs:/")):
+        return teacher
+    kind = "a loaded PyFuncModel" if hasattr(teacher, "metadata") else f"a {type(teacher).__name__}"
+    raise MetaCompressInputError(
+        f"the spark engine runs models through mlflow.pyfunc.spark_udf, which needs a model URI; the teacher is {kind}. "
+        "Supported kinds: models:/<name>/<version>, models:/<name>@<alias>, models:/<model_id>, runs:/<run_id>/<path>"
+    )
+
+
+def student_uri(model: Any, model_id: str | None = None) -> str:
+    """The student's URI: MLflow hands the evaluator a loaded model, so it is rebuilt from the
+    model id (``models:/<model_id>``) or the run and artifact path its MLmodel records."""
+    if isinstance(model, str) and model.startswith(("models:/", "runs:/")):
+        return model
+    meta = getattr(model, "metadata", None)
+    model_id = model_id or getattr(meta, "model_id", None)
+    if model_id:
+        return f"models:/{model_id}"
+    run_id, path = getattr(meta, "run_id", None), getattr(meta, "artifact_path", None)
+    if run_id and path:
+        return f"runs:/{run_id}/{path}"
+    kind = "a callable" if meta is None else "a PyFuncModel without a run or model id"
+    raise MetaCompressInputError(
+        f"the spark engine runs models through mlflow.pyfunc.spark_udf, which needs a model URI; the student is {kind}. "
+        "Supported kinds: models:/<name>/<version>, models:/<name>@<alias>, models:/<model_id>, runs:/<run_id>/<path>"
+    )
+
+
+def _missing(predictor: Predictor, frame: pd.DataFrame, columns: list[str]) -> tuple[str, str] | None:
+    """``(key, rows)`` when ``frame``'s predictions are neither in memory nor in the cache."""
+    if predictor.identity is None:
+        return "", rows_digest(frame, columns)
+    rows = rows_digest(frame, columns)
+    key = cache.entry_key(KIND, predictor.identity, rows)
+    if key in predictor._memory:
+        return None
+    cached = predictor._load(key, rows, len(frame))
+    if cached is not None:
+        logger.info("%s: %d predictions read from the cache", predictor.name, len(frame))
+        predictor._memory[key] = cached
+        return None
+    return key, rows
+
+
+def predict_frames(spark: Any, predictor: Predictor, uri: str, frames: list[pd.DataFrame], columns: list[str]) -> None:
+    """Predict every frame not yet cached in one ``spark_udf`` pass and remember the results
+    (memory and disk cache) under the keys :meth:`Predictor.predict` looks up."""
+    import mlflow
+    from pyspark.sql import functions as F
+
+    todo = [(i, frame, found) for i, frame in enumerate(frames) if (found := _missing(predictor, frame, columns))]
+    if not todo:
+        return
+    if predictor.identity is None:  # no cache key: Predictor.predict would run it again locally
+        raise MetaCompressInputError(f"the spark engine cannot identify the {predictor.name} model {uri!r} for caching")
+    classes = _probe_classes(predictor, todo[0][1], columns)
+    parts = [f[columns].astype(str).assign(**{PART: i, POS: np.arange(len(f), dtype=np.int64)}) for i, f, _ in todo]
+    sdf = spark.createDataFrame(pd.concat(parts, ignore_index=True))
+    udf = mlflow.pyfunc.spark_udf(spark, uri, result_type="array<double>", env_manager="local")
+    got = sdf.select(PART, POS, udf(F.struct(*[F.col(c) for c in columns])).alias("p")).toPandas()
+    for i, frame, (key, rows) in todo:
+        mine = got[got[PART] == i].sort_values(POS)
+        if len(mine) != len(frame):
+            raise RuntimeError(f"spark_udf returned {len(mine)} rows for {len(frame)} inputs of {predictor.name}")
+        probs = check_probabilities(np.array(mine["p"].tolist(), dtype=np.float64), predictor.name, len(frame))
+        result = (probs, classes)
+        predictor._memory[key] = result
+        predictor._store(key, rows, result)
+        predictor.rows_run += len(frame)
+
+
+def _probe_classes(predictor: Predictor, frame: pd.DataFrame, columns: list[str]) -> list[str] | None:
+    """The class names the local engine would record: those the model's output names on one
+    row (a DataFrame's columns, in the order spark_udf flattens them), else the declared ones."""
+    _, names = predictor.uncached()._run(frame.head(1), columns)
+    return names
+
+
+def prepare(df: pd.DataFrame, cfg: EvaluatorConfig, teacher: Predictor, student: Predictor,
+            uris: tuple[str, str], make_transformed: Callable[[], VariantSet]) -> VariantSet:
+    """The transformed variants (on the executors), then both models on the originals and
+    every variant, one ``spark_udf`` pass per model; returns the transformed set."""
+    from .spark_session import active_session
+    from .variants import original_variant
+
+    spark = active_session()
+    columns = list(cfg.code_columns or ())
+    produced = make_transformed()
+    frames = [original_variant(df, cfg.code_columns).frame] + [v.frame for v in produced.variants]
+    for predictor, uri in ((teacher, uris[0]), (student, uris[1])):
+        predict_frames(spark, predictor, uri, frames, columns)
+    return produced

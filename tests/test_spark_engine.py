@@ -154,3 +154,11 @@ def test_second_student_reuses_cached_teacher_predictions(tracking, spark, tmp_p
     teacher_cols = [c for c in per1 if c.startswith("teacher_prob_")]
     a, b = (p.sort_values(["variant", "row"]).reset_index(drop=True) for p in (per1, per2))
     pd.testing.assert_frame_equal(a[teacher_cols], b[teacher_cols], check_exact=True)
+
+
+def test_engine_uses_the_active_session_and_leaves_it_running(spark):
+    from mlflow_metacompress.evaluation.spark_session import active_session, session
+
+    with session() as used:
+        assert used is spark and active_session() is spark
+    assert spark.range(3).count() == 3  # not stopped: it belongs to the caller

@@ -162,3 +162,23 @@ def test_engine_uses_the_active_session_and_leaves_it_running(spark):
     with session() as used:
         assert used is spark and active_session() is spark
     assert spark.range(3).count() == 3  # not stopped: it belongs to the caller
+
+
+def test_without_active_session_a_local_session_is_started_and_stopped(monkeypatch):
+    from pyspark.sql import SparkSession
+
+    from mlflow_metacompress.evaluation.spark_session import session
+
+    class Fake:
+        stopped = False
+
+        def stop(self):
+            self.stopped = True
+
+    fake, masters = Fake(), []
+    monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: None))
+    monkeypatch.setattr(SparkSession.Builder, "master", lambda self, m: masters.append(m) or self)
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", lambda self: fake)
+    with session() as used:
+        assert used is fake and not fake.stopped
+    assert masters == ["local[*]"] and fake.stopped

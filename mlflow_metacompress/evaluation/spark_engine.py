@@ -11,10 +11,13 @@ What runs where:
   probabilities, the statistics, the artifacts, and the attacks (their searches query the
   victim interactively, so they stay on the driver's local pyfunc, as in the local engine).
 
-The collect limit: the driver receives ``rows × (1 + transforms) × classes`` doubles per
-model plus the rewritten code of the changed samples (the per-sample table logs it), which
-is a few hundred MB for millions of rows; past that, raise ``spark.driver.maxResultSize``
-and the driver's memory, or split the data.
+The collect limit: per model the driver collects ``rows × (1 + transforms) × classes``
+doubles (BigCloneBench's 415,416 test pairs × 11 × 2 classes ≈ 73 MB), which is fine up to
+tens of millions of rows. What binds first is the rewritten code: the per-sample table logs
+it, so every changed sample's code comes back from ``mapInPandas`` and goes out again to
+``spark_udf`` (≈ 2 KB per Devign function, so 1M functions × 10 transformations ≈ 12 GB).
+Spark's default ``spark.driver.maxResultSize`` (1 GB) stops that at roughly 50,000 samples
+with all ten transformations; raise it with the driver's memory, or evaluate in chunks.
 
 Predictions pass through the same cache as the local engine (:mod:`.predictors`), keyed
 by model identity and a digest of the rows, so a second student against the same teacher

@@ -122,3 +122,48 @@ def test_ddp_runs_spawned_never_relaunching_the_command_line():
         placed = resolve("cpu", 2, name)
         assert isinstance(placed.strategy, DDPStrategy) and placed.strategy._start_method == "spawn"
         assert placed.devices == 2 and placed.accelerator == "cpu"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--devices", "0"], "devices must be a positive integer or 'auto', got '0'"),
+    (["--strategy", "horovod"], "strategy must be one of"),
+    (["--accelerator", "cpu", "--precision", "16-mixed"], "not supported on a CPU"),
+    (["--devices", "100000"], "devices=100000 but only"),
+])
+def test_cli_refuses_bad_device_settings_before_any_data_or_run(argv, message, tmp_path, monkeypatch, capsys):
+    from mlflow_metacompress.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/t.db")
+    assert main(["distill", "teacher", "--generated-rows", "40", *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # no store, no run, no artifact
+
+
+def test_mlproject_and_recipes_pass_device_settings(tmp_path, monkeypatch):
+    import runpy
+    import sys
+    from pathlib import Path
+
+    from mlflow.projects._project_spec import load_project
+
+    repo = Path(__file__).resolve().parents[1]
+    project = load_project(str(repo))
+    for name in ("main", "teacher", "distill"):
+        entry = project.get_entry_point(name)
+        params = entry.parameters
+        assert params["devices"].default == "1" and params["strategy"].default == "auto"
+        assert params["precision"].default == ""
+        assert "--devices {devices} --strategy {strategy} --precision {precision}" in entry.command
+        command = entry.compute_command({**{k: "x" for k in params}, "devices": "2", "strategy": "ddp",
+                                         "precision": ""}, str(tmp_path))
+        assert "--devices 2 --strategy ddp --precision ''" in command
+    # the recipes check the values before any data is made or a run starts
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    monkeypatch.syspath_prepend(str(repo / "recipes"))
+    monkeypatch.setattr(sys, "argv", ["recipes/teacher.py", "--profile", "tiny", "--strategy", "ddp",
+                                      "--devices", "0"])
+    with pytest.raises(ValueError, match="devices must be a positive integer or 'auto', got '0'"):
+        runpy.run_path(str(repo / "recipes" / "teacher.py"), run_name="__main__")
+    assert not (tmp_path / "mlruns").exists()

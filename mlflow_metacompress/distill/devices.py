@@ -44,6 +44,27 @@ class Placement:
     world_size: int
 
 
+@dataclass(frozen=True)
+class TrainerSettings:
+    """The Lightning settings a command passes to every fit it runs (``--accelerator``,
+    ``--devices``, ``--strategy``, ``--precision``; the pipeline's ``PipelineConfig``).
+    Architecture-search probes always train on one device in the launching process."""
+
+    accelerator: str = "auto"
+    devices: int | str = 1
+    strategy: str = "auto"
+    precision: str | None = None
+
+    def check(self) -> Placement:
+        """:func:`resolve` these settings, so a bad value fails before data or runs."""
+        return resolve(self.accelerator, self.devices, self.strategy, self.precision)
+
+    def params(self) -> dict[str, Any]:
+        """MLflow params of a run that uses them."""
+        return {"accelerator": self.accelerator, "devices": self.devices, "strategy": self.strategy,
+                "precision": self.precision or "32-true"}
+
+
 def parse_devices(value: Any) -> int:
     """``devices`` as a positive process count: an int, a digit string, or ``"auto"``/-1
     (every visible GPU, else 1 CPU process). Raises ``ValueError`` naming the value."""

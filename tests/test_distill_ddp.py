@@ -22,6 +22,7 @@ from mlflow_metacompress.distill.student import train_student
 from mlflow_metacompress.distill.training import FitConfig
 from mlflow_metacompress.models.tokenizer import train_tokenizer
 from tests.conftest import TOY_CODE, toy_frame
+from tests.test_cache_distill import CODES, expected_probs, teacher  # noqa: F401 (the registered-teacher fixture)
 
 
 class RankProbe:
@@ -167,3 +168,24 @@ def test_mlproject_and_recipes_pass_device_settings(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="devices must be a positive integer or 'auto', got '0'"):
         runpy.run_path(str(repo / "recipes" / "teacher.py"), run_name="__main__")
     assert not (tmp_path / "mlruns").exists()
+
+
+def test_a_nonzero_rank_reads_soft_labels_from_the_cache_and_never_runs_the_teacher(teacher, monkeypatch):
+    import mlflow
+    import pandas as pd
+
+    from mlflow_metacompress.distill import soft_labels
+
+    df = pd.DataFrame({"func": CODES})
+    assert soft_labels.distributed_rank() == 0  # no process group in this process
+    computed = soft_labels.teacher_logits("models:/teacher/1", df, ["func"])  # rank zero / the launching process
+    np.testing.assert_allclose(np.exp(computed), expected_probs(df), rtol=1e-6)
+
+    def no_teacher(uri):
+        raise AssertionError("a rank loaded the teacher")
+
+    monkeypatch.setattr(mlflow.pyfunc, "load_model", no_teacher)
+    monkeypatch.setattr(soft_labels, "distributed_rank", lambda: 1)
+    np.testing.assert_array_equal(soft_labels.teacher_logits("models:/teacher@champion", df, ["func"]), computed)
+    with pytest.raises(RuntimeError, match=r"not in the cache, and rank 1 does not run the teacher"):
+        soft_labels.teacher_logits("models:/teacher/1", df.iloc[:4], ["func"])

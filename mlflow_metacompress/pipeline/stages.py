@@ -93,7 +93,8 @@ def version_tags(data: TaskData, profile: Profile) -> dict[str, str]:
 def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: bool = True,
                   trainer: Any = None) -> Any:
     """Train and register the teacher (``metacompress-<dataset>-teacher``) in a run
-    named ``teacher-<dataset>``; returns the :class:`~.distill.results.TrainingResult`."""
+    named ``teacher-<dataset>``; returns the :class:`~.distill.results.TrainingResult`.
+    ``trainer``: Lightning's devices/strategy/precision (:class:`~.distill.devices.TrainerSettings`)."""
     from ..distill.arch import ArchSpec
     from ..distill.teacher import train_teacher
 

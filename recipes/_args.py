@@ -21,6 +21,24 @@ def add_data_args(parser: argparse.ArgumentParser) -> None:
                         help="show progress bars (only when output is a terminal; stage lines are logged anyway)")
 
 
+def add_device_args(parser: argparse.ArgumentParser) -> None:
+    """``--devices``, ``--strategy``, ``--precision``: Lightning's Trainer settings for the fits
+    (``mlflow_metacompress/distill/devices.py``)."""
+    parser.add_argument("--devices", default="1", help="processes/GPUs per fit (1; auto = every visible GPU)")
+    parser.add_argument("--strategy", default="auto", help="auto, ddp (ranks are spawned), ddp_spawn or ddp_fork")
+    parser.add_argument("--precision", default="", help="empty: full precision; e.g. bf16-mixed on a GPU")
+
+
+def trainer(args: argparse.Namespace) -> Any:
+    """The device arguments as a checked ``TrainerSettings`` (a bad value fails here)."""
+    from mlflow_metacompress.distill.devices import TrainerSettings, parse_devices
+
+    devices = "auto" if args.devices.strip().lower() == "auto" else parse_devices(args.devices)
+    settings = TrainerSettings(devices=devices, strategy=args.strategy, precision=args.precision or None)
+    settings.check()
+    return settings
+
+
 def bars(args: argparse.Namespace) -> bool:
     """Progress bars: asked for and output is a terminal (in a file they are noise)."""
     from mlflow_metacompress.heartbeat import on_terminal

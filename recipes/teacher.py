@@ -6,14 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _args import add_data_args, bars, job_run, run_main, setup
+from _args import add_data_args, add_device_args, bars, job_run, run_main, setup, trainer
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     add_data_args(parser)
+    add_device_args(parser)
     args = parser.parse_args(argv)
     setup()
+    devices = trainer(args)
 
     from mlflow_metacompress.pipeline.data import load_task_data
     from mlflow_metacompress.pipeline.stages import teacher_stage
@@ -22,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     profile = get_profile(args.profile)
     data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
     with job_run(f"teacher-{data.dataset}"):
-        result = teacher_stage(data, profile, args.seed, bars(args))
+        result = teacher_stage(data, profile, args.seed, bars(args), trainer=devices)
     print(f"teacher {result.model_uri}: test_acc={result.metrics.get('test_acc', float('nan')):.4f} "
           f"size_mb={result.metrics.get('size_mb', float('nan')):.3f}")
     return 0

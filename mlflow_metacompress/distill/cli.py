@@ -45,6 +45,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registered-name", default=None)
     p.add_argument("--experiment", default=None, help="MLflow experiment name")
     p.add_argument("--no-progress", action="store_true")
+    hw = p.add_argument_group("devices (Lightning's Trainer settings; see distill/devices.py)")
+    hw.add_argument("--accelerator", default="auto", help="auto (a GPU when one is visible), cpu or gpu")
+    hw.add_argument("--devices", default="1",
+                    help="processes/GPUs that train (default 1; auto = every visible GPU); >1 runs DDP in spawned ranks")
+    hw.add_argument("--strategy", default="auto", help="auto, ddp (run spawned), ddp_spawn or ddp_fork")
+    hw.add_argument("--precision", default=None,
+                    help="e.g. bf16-mixed on a GPU, 16-mixed on an older GPU; default full precision (32-true)")
 
 
 def add_distill(subparsers: argparse._SubParsersAction) -> None:
@@ -123,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
 
     require("torch", "distillation", "distill")
     require("lightning", "distillation", "distill")
+    trainer = trainer_settings(args)
+    trainer.check()  # a bad --devices/--strategy/--precision fails before any data is read or made
     data = load_data(args)
     import mlflow
 
@@ -130,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         mlflow.set_experiment(args.experiment)
     common = dict(task=args.task, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
                   max_steps=args.max_steps, limit=args.limit, progress=not args.no_progress,
-                  dataset=dataset_name(args))
+                  dataset=dataset_name(args), trainer=trainer)
     if args.distill_command == "teacher":
         from .arch import ArchSpec
         from .teacher import train_teacher
@@ -150,6 +159,15 @@ def run(args: argparse.Namespace) -> int:
     json.dump(asdict(result), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return 0
+
+
+def trainer_settings(args: argparse.Namespace) -> Any:
+    """``--accelerator/--devices/--strategy/--precision`` as a :class:`.devices.TrainerSettings`."""
+    from .devices import TrainerSettings, parse_devices
+
+    devices = args.devices if str(args.devices).strip().lower() == "auto" else parse_devices(args.devices)
+    return TrainerSettings(accelerator=args.accelerator, devices=devices, strategy=args.strategy,
+                           precision=args.precision or None)
 
 
 def dataset_name(args: argparse.Namespace) -> str:

@@ -109,21 +109,21 @@ class ClassifierModule(L.LightningModule):
         loss = loss_fn(out, batch)
         if extra is not None:
             loss = loss + extra(out, batch)
-        self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(out.logits))
+        self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(out.logits), sync_dist=True)
         return loss
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         logits = self.model(**model_inputs(batch))[0]
         n = len(logits)
         if "labels" in batch:
-            self.log("val_loss", hard_label_loss(logits, batch["labels"]), on_epoch=True, batch_size=n)
+            self.log("val_loss", hard_label_loss(logits, batch["labels"]), on_epoch=True, batch_size=n, sync_dist=True)
             acc = (logits.argmax(dim=-1) == batch["labels"]).float().mean()
-            self.log("val_acc", acc, on_epoch=True, prog_bar=True, batch_size=n)
+            self.log("val_acc", acc, on_epoch=True, prog_bar=True, batch_size=n, sync_dist=True)
         if "teacher_logits" in batch:
             agree = (logits.argmax(dim=-1) == batch["teacher_logits"].argmax(dim=-1)).float().mean()
-            self.log("val_agreement", agree, on_epoch=True, batch_size=n)
+            self.log("val_agreement", agree, on_epoch=True, batch_size=n, sync_dist=True)
             kept = relation_agreement(logits, batch["teacher_logits"]).float().mean()
-            self.log("val_relations_kept", kept, on_epoch=True, batch_size=n)
+            self.log("val_relations_kept", kept, on_epoch=True, batch_size=n, sync_dist=True)
 
     def configure_optimizers(self) -> Any:
         decay, no_decay = [], []
@@ -204,9 +204,9 @@ class FidelityModule(ClassifierModule):
                       parent=torch.as_tensor(parents, device=logits.device))
         loss, parts = fidelity_loss(logits, t_o, self.projection(states[-1][:, 0, :]), z_o, w=self.weights, **kw)
         n = len(logits)
-        self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=n)
+        self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=n, sync_dist=True)
         for name, value in parts.items():
-            self.log(f"train_{name}", value, on_step=False, on_epoch=True, batch_size=n)
+            self.log(f"train_{name}", value, on_step=False, on_epoch=True, batch_size=n, sync_dist=True)
         return loss
 
     def configure_optimizers(self) -> Any:

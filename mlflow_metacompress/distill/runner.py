@@ -19,6 +19,7 @@ import pandas as pd
 
 from .context import DistillContext
 from .datasets import CodeExamples, load_splits, split_halves
+from .devices import TrainerSettings
 from .registry import get_method
 from .results import TrainingResult, accuracy_on, log_json, register
 
@@ -43,6 +44,7 @@ def distill_student(
     cache_dir: str | Path | None = None,
     progress: bool = True,
     dataset: str | None = None,
+    trainer: TrainerSettings | None = None,
     **options: Any,
 ) -> TrainingResult:
     """Distil a student from ``teacher_uri`` with ``method`` and register it.
@@ -54,6 +56,11 @@ def distill_student(
     ``best_<monitor>`` (e.g. ``best_val_acc``, ``best_val_agreement``),
     ``student_config.json`` (the searched configuration) and a registered version tagged
     with method, size, params, GFLOPs and the teacher URI.
+
+    ``trainer`` (:class:`.devices.TrainerSettings`) sets Lightning's accelerator, devices,
+    strategy and precision of the student's training; it is checked first. With several
+    devices only the fit runs in the spawned ranks: the soft labels are computed (or read
+    from the cache) here, once, and logging and registration happen here, once.
     """
     import mlflow
 
@@ -64,6 +71,8 @@ def distill_student(
 
     chosen = get_method(method)
     opts = chosen.parse(options)
+    trainer = trainer or TrainerSettings()
+    trainer.check()
     spec = get_task(task)
     frames = load_splits(data, task, limit, seed)
     _, unlabeled = split_halves(frames["train"], seed)
@@ -79,11 +88,13 @@ def distill_student(
             pair_mode=pair_mode if spec.is_pair else None, size_mb=size_mb,
             max_length=max_length, seed=seed, teacher_uri=pinned,
             cache_dir=Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE,
-            fit_config=FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress),
+            fit_config=FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress,
+                                 accelerator=trainer.accelerator, devices=trainer.devices, strategy=trainer.strategy,
+                                 precision=trainer.precision),
         )
         mlflow.log_params({"method": method, "task": task, "teacher": pinned, "size_mb_target": size_mb,
                            "max_length": max_length, "epochs": epochs, "batch_size": batch_size, "seed": seed,
-                           "limit": limit, "unlabeled_rows": len(unlabeled),
+                           "limit": limit, "unlabeled_rows": len(unlabeled), **trainer.params(),
                            **{f"opt.{k}": v for k, v in asdict(opts).items()}})
         outcome = chosen.run(ctx, opts)
         if outcome.params:

@@ -12,11 +12,17 @@ for every temperature ``T``, so the KD loss is unchanged.
 Entries are keyed on the teacher's :func:`~mlflow_metacompress.cache.model_identity` and
 the code of every row, and validated on load (shape, finite, ``exp`` rows summing to 1,
 checksum); a bad entry is recomputed.
+
+With several devices (:mod:`.devices`) the launching process computes them before the
+``Trainer`` starts and only the fit runs in the ranks; a rank other than zero that asks
+anyway reads the cache and never runs the teacher (a miss is an error, not N copies of
+the teacher's inference).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +40,15 @@ KIND = "soft_labels"
 DEFAULT_CACHE: Path | None = None
 
 __all__ = ["DEFAULT_CACHE", "cache_key", "model_identity", "resolve_model_uri", "teacher_logits"]
+
+
+def distributed_rank() -> int:
+    """This process's rank in an initialised ``torch.distributed`` group, else 0 (torch
+    is not imported for the question)."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return 0
+    return int(dist.get_rank())
 
 
 def model_identity(teacher_uri: str) -> str:
@@ -80,6 +95,10 @@ def teacher_logits(
         if hit is not None:
             logger.info("teacher soft labels: cache hit %s", hit.path)
             return hit.arrays["logits"]
+    rank = distributed_rank()
+    if rank != 0:
+        raise RuntimeError(f"teacher soft labels for {pinned} ({len(df)} rows) are not in the cache, and rank {rank} "
+                           "does not run the teacher: compute them in the launching process before the Trainer starts")
     logger.info("teacher soft labels: running %s on %d rows", pinned, len(df))
     teacher = mlflow.pyfunc.load_model(pinned)
     probs = np.asarray(teacher.predict(df[columns]), dtype=np.float64)

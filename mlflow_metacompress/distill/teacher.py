@@ -29,6 +29,7 @@ import pandas as pd
 from .._optional import require
 from .arch import ArchSpec
 from .datasets import CodeExamples, load_splits, split_halves
+from .devices import TrainerSettings
 from .results import TrainingResult, accuracy_on, log_json, register
 
 require("torch", "teacher training", "distill")
@@ -84,6 +85,7 @@ def train_teacher(
     registered_name: str | None = "metacompress-teacher",
     progress: bool = True,
     dataset: str | None = None,
+    trainer: TrainerSettings | None = None,
 ) -> TrainingResult:
     """Fine-tune a teacher on the labelled half of ``task``'s train split, log the run
     (params, per-epoch metrics, architecture JSON), register it and return the result.
@@ -97,6 +99,8 @@ def train_teacher(
 
     from ..data.codexglue import get_task
 
+    trainer = trainer or TrainerSettings()
+    trainer.check()  # Lightning's accelerator/devices/strategy/precision (:mod:`.devices`), before any data
     spec = get_task(task)
     frames = load_splits(data, task, limit, seed)
     labelled, _ = split_halves(frames["train"], seed)
@@ -111,7 +115,8 @@ def train_teacher(
                   "max_length": model.meta.max_length, "vocab_size": len(tokenizer)}
         mlflow.log_params({"method": "teacher", "task": task, "init": init, "epochs": epochs, "batch_size": batch_size,
                            "lr": lr, "seed": seed, "monitor": monitor, "max_length": model.meta.max_length, "vocab_size": len(tokenizer),
-                           "pair_mode": model.meta.pair_mode, "train_rows": len(labelled), "limit": limit})
+                           "pair_mode": model.meta.pair_mode, "train_rows": len(labelled), "limit": limit,
+                           **trainer.params()})
         log_json(config, "teacher_config.json")
         from .modules import ClassifierModule
 
@@ -119,7 +124,8 @@ def train_teacher(
         result = fit(module, tokenizer, CodeExamples.from_frame(labelled, cols, label_col),
                      CodeExamples.from_frame(frames["valid"], cols, label_col),
                      FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress,
-                               monitor=monitor))
+                               monitor=monitor, accelerator=trainer.accelerator, devices=trainer.devices,
+                               strategy=trainer.strategy, precision=trainer.precision))
         train_s = time.perf_counter() - started
         metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
                    **monitored_metrics(result), "train_seconds": train_s}

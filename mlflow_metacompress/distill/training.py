@@ -13,12 +13,18 @@ start-up notices are quieted and every epoch of a multi-epoch fit logs one line
 pipeline's heartbeat (:func:`~mlflow_metacompress.heartbeat.note`). Ctrl-C during a fit
 raises ``KeyboardInterrupt`` to the caller (Lightning would exit the process), so the
 caller's runs and temporary folders are closed.
+
+``FitConfig.devices``/``strategy``/``precision`` are Lightning's, checked and resolved by
+:mod:`.devices`: with more than one device the ranks are spawned processes (DDP, gloo
+on a CPU); rank zero writes the history and best score next to the checkpoint, and the
+best checkpoint's weights are loaded here, in the launching process, as with one device.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import tempfile
 import time
@@ -38,6 +44,7 @@ from lightning.pytorch.loggers import MLFlowLogger
 
 from ..heartbeat import format_seconds, note, on_terminal
 from .datasets import CodeExamples, Collator
+from .devices import file_system_sharing, resolve, ship_by_value
 from .modules import ClassifierModule
 
 logger = logging.getLogger(__name__)
@@ -72,6 +79,10 @@ class FitConfig:
     progress: bool = True
     accelerator: str = "auto"  # "auto" takes a GPU when one is visible (the ``paper`` profile), else the CPU
     precision: str | None = None  # e.g. "bf16-mixed" on a GPU; None = full precision
+    # Lightning's devices and strategy (:mod:`.devices`): devices=2, strategy="ddp" trains in two
+    # processes (spawned; gloo on a CPU, NCCL on GPUs); 1 = this process only
+    devices: int | str = 1
+    strategy: str = "auto"
     # the validation metric whose best epoch is kept: "val_acc" (labels), "val_agreement"
     # (the teacher's argmax) or "val_relations_kept" (rows keeping MR1-MR4 with the teacher,
     # :func:`.losses.relation_agreement`), both when the validation set carries teacher
@@ -104,13 +115,26 @@ def monitored_metrics(result: FitResult | None) -> dict[str, float]:
 
 
 class _History(L.Callback):
-    def __init__(self) -> None:
+    """Per-epoch metrics; rank zero also writes them, the epochs run and the best score to
+    ``path`` at the end, which is how they reach the launching process from spawned ranks."""
+
+    def __init__(self, path: Path | None = None) -> None:
         self.rows: list[dict[str, float]] = []
+        self.path = path
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         row = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
         row["epoch"] = float(trainer.current_epoch)
         self.rows.append(row)
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        if self.path is None or not trainer.is_global_zero:
+            return
+        ckpt = trainer.checkpoint_callback
+        score = getattr(ckpt, "best_model_score", None)
+        summary = {"rows": self.rows, "epochs_run": trainer.current_epoch,
+                   "best_score": float(score) if score is not None else None}
+        self.path.write_text(json.dumps(summary))
 
 
 class _EpochLines(L.Callback):
@@ -205,6 +229,9 @@ def fit(
     from torch.utils.data import DataLoader
 
     config = config or FitConfig()
+    placement = resolve(config.accelerator, config.devices, config.strategy, config.precision)
+    if placement.world_size > 1:
+        ship_by_value(type(module))
     L.seed_everything(config.seed, workers=True, verbose=False)
     collate = Collator(functools.partial(module.model.encode, tokenizer))
     train_dl = DataLoader(train, batch_size=config.batch_size, shuffle=True, collate_fn=collate,
@@ -220,12 +247,14 @@ def fit(
         monitor = _monitor(config.monitor, val)
         ckpt = ModelCheckpoint(dirpath=str(checkpoint_dir), monitor=monitor, mode="max", save_top_k=1,
                                save_weights_only=True, filename="best")
-        history = _History()
+        history = _History(Path(checkpoint_dir) / "fit_summary.json" if placement.world_size > 1 else None)
         bar = config.progress and on_terminal()
         lines = _EpochLines(config.epochs, logging.INFO if config.epochs > 1 else logging.DEBUG)
-        with _quiet_lightning(not bar), _keeping_sigint():
+        sharing = file_system_sharing() if placement.world_size > 1 else contextlib.nullcontext()
+        with _quiet_lightning(not bar), _keeping_sigint(), sharing:
             trainer = L.Trainer(
-                accelerator=config.accelerator, devices=1, precision=config.precision, max_epochs=config.epochs,
+                accelerator=placement.accelerator, devices=placement.devices, strategy=placement.strategy,
+                precision=placement.precision, max_epochs=config.epochs, default_root_dir=str(checkpoint_dir),
                 max_steps=config.max_steps, logger=mlflow_logger or False, callbacks=[ckpt, history, lines],
                 enable_progress_bar=bar, enable_model_summary=False, num_sanity_val_steps=0, log_every_n_steps=1,
                 deterministic=False,
@@ -238,13 +267,17 @@ def fit(
                 raise
         best = ckpt.best_model_path or None
         best_score = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
+        epochs_run = trainer.current_epoch
+        if history.path is not None and history.path.exists():  # the ranks ran in other processes
+            summary = json.loads(history.path.read_text())
+            history.rows, epochs_run, best_score = summary["rows"], summary["epochs_run"], summary["best_score"]
         if best:
             state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
             module.load_state_dict(state)
             logger.info("reloaded the checkpoint kept by %s (%s) from %s", monitor or "last epoch", best_score, best)
         if tmp is not None:
             best = None  # deleted with the temporary directory
-        return FitResult(best_score, best, trainer.current_epoch, history.rows, monitor if best_score is not None else None)
+        return FitResult(best_score, best, epochs_run, history.rows, monitor if best_score is not None else None)
     finally:
         if tmp is not None:
             tmp.cleanup()

@@ -75,6 +75,11 @@ class PipelineConfig:
     methods: str | Sequence[str] = ALL  # every discovered method, or a comma-separated list
     alias: str = "champion"
     progress: bool = True  # progress bars, shown only when output is a terminal
+    # Lightning's Trainer settings for the teacher's and students' fits (distill/devices.py):
+    # devices=2, strategy="ddp" trains in two spawned processes; precision="bf16-mixed" on a GPU
+    devices: int | str = 1
+    strategy: str = "auto"
+    precision: str | None = None
 
 
 @dataclass
@@ -111,8 +116,12 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     from .stages import gate_stage, resolve_methods, student_stage, teacher_stage
     from .profiles import get_profile, resolve_policy
 
+    from ..distill.devices import TrainerSettings
+
     profile = get_profile(config.profile)
     methods = resolve_methods(config.methods)  # fail before any training
+    trainer = TrainerSettings(devices=config.devices, strategy=config.strategy, precision=config.precision or None)
+    trainer.check()
     policy = load_policy(resolve_policy(config.policy, profile))
     data = load_task_data(config.task, config.data_dir, profile, config.seed)
     size_mb = float(config.size_mb) if config.size_mb else profile.size_mb
@@ -135,12 +144,12 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
         mlflow.log_dict({"profile": profile.to_dict(), "config": asdict(config) | {"methods": methods},
                          "policy": policy.describe()}, "pipeline/config.json")
         with clock.stage("teacher"):
-            teacher = teacher_stage(data, profile, config.seed, bars)
+            teacher = teacher_stage(data, profile, config.seed, bars, trainer=trainer)
         for method in methods:
             try:
                 with clock.stage(f"distill {method}"):
                     student = student_stage(data, profile, teacher.model_uri, method, size_mb, config.seed,
-                                            Path(cache) / "soft_labels", bars)
+                                            Path(cache) / "soft_labels", bars, trainer=trainer)
                 with clock.stage(f"gate {method}"):
                     outcomes.append(gate_stage(method, data.model_name(method), str(student.version), data,
                                                profile, policy, config.alias, config.seed,

@@ -90,22 +90,26 @@ def version_tags(data: TaskData, profile: Profile) -> dict[str, str]:
     return {"data": data.source, "profile": profile.name, "task": data.dataset}
 
 
-def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: bool = True) -> Any:
+def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: bool = True,
+                  trainer: Any = None) -> Any:
     """Train and register the teacher (``metacompress-<dataset>-teacher``) in a run
-    named ``teacher-<dataset>``; returns the :class:`~.distill.results.TrainingResult`."""
+    named ``teacher-<dataset>``; returns the :class:`~.distill.results.TrainingResult`.
+    ``trainer``: Lightning's devices/strategy/precision (:class:`~.distill.devices.TrainerSettings`)."""
     from ..distill.arch import ArchSpec
     from ..distill.teacher import train_teacher
 
     arch = ArchSpec(**profile.teacher_arch, max_length=profile.max_length)
     result = train_teacher(data.frames, data.codexglue_task, arch=arch, epochs=profile.teacher_epochs,
                            lr=profile.teacher_lr, batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
-                           registered_name=data.model_name("teacher"), progress=progress, dataset=data.dataset)
+                           registered_name=data.model_name("teacher"), progress=progress, dataset=data.dataset,
+                           trainer=trainer)
     tag_version(data.model_name("teacher"), result.version, version_tags(data, profile))
     return result
 
 
 def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: str, size_mb: float | None = None,
-                  seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True) -> Any:
+                  seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True,
+                  trainer: Any = None) -> Any:
     """Distil and register one student with ``method`` (``metacompress-<dataset>-<method>``)
     in a run named ``<method>-<dataset>``."""
     from ..distill.runner import distill_student
@@ -115,6 +119,7 @@ def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: st
         data.frames, teacher_uri, data.codexglue_task, method=method, size_mb=target, max_length=profile.max_length,
         epochs=profile.epochs_for(method), batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
         registered_name=data.model_name(method), cache_dir=cache_dir, progress=progress, dataset=data.dataset,
+        trainer=trainer,
         **profile.options_for(method),
     )
     tag_version(data.model_name(method), result.version, version_tags(data, profile))

@@ -197,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     for seed in seeds:
         logger.info("seed %d (%d of %d)", seed, seeds.index(seed) + 1, len(seeds))
         runs[seed] = run_seed(args, frames, seed)
+        if args.out and len(seeds) > 1:  # each seed's own --out file, for --aggregate if the run is cut short
+            rows, timings, teacher_uri = runs[seed]
+            seed_out = args.out.with_name(f"{args.out.stem}.seed{seed}{args.out.suffix}")
+            seed_out.write_text(json.dumps({"rows": rows, "timings": timings, "teacher": teacher_uri,
+                                            "total_s": sum(timings.values()),
+                                            "args": {**{k: str(v) for k, v in vars(args).items()}, "seed": str(seed)}},
+                                           indent=2))
     total = time.perf_counter() - started
     if len(seeds) == 1:
         rows, timings, teacher_uri = runs[seeds[0]]

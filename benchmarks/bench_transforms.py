@@ -10,7 +10,9 @@ Usage::
 ``--compare REF`` exports the package at git ``REF`` (``git archive``) into a temporary
 folder and times ``transform_many`` with all C transformations over the same Devign
 functions, alternating old and new in fresh subprocesses (``--rounds`` each, best time
-kept), then prints both throughputs, their ratio and how many outputs differ.
+kept), then prints both throughputs, their ratio and how many outputs differ. Times are
+CPU seconds of the worker process (``time.process_time``), so other load on a shared
+machine disturbs the ratio less than wall-clock time would.
 
 ``--stress`` times one sample at a time with the per-sample limits raised: rename_variables
 on a ~1 MB C function, and every transformation on ``if (a) {`` nested 4,000 deep (C, Java)
@@ -145,9 +147,9 @@ from mlflow_metacompress.transforms import list_transforms, transform_many
 codes = pickle.load(open(sys.argv[1], "rb"))
 names = list_transforms("c")
 transform_many(codes[:5], names, "c", seed=0)  # imports and parser creation are not timed
-start = time.perf_counter()
+start = time.process_time()
 res = transform_many(codes, names, "c", seed=0)
-elapsed = time.perf_counter() - start
+elapsed = time.process_time() - start
 out = {n: [(r.code, r.status.value, getattr(r.reason, "value", None)) for r in rs] for n, rs in res.items()}
 pickle.dump((elapsed, out), open(sys.argv[2], "wb"))
 """
@@ -183,7 +185,7 @@ def compare(ref: str, codes: list[str], rounds: int) -> None:
             for label, root in (("old", old_root), ("new", here)):
                 elapsed, outs[label] = _timed_run(root, codes_file, Path(tmp) / f"{label}.pkl")
                 best[label] = min(best[label], elapsed)
-                print(f"round {k + 1} {label}: {elapsed:.2f} s = {len(codes) / elapsed:.0f} samples/s", flush=True)
+                print(f"round {k + 1} {label}: {elapsed:.2f} CPU s = {len(codes) / elapsed:.0f} samples/s", flush=True)
     old, new = outs["old"], outs["new"]
     print(f"\n## transform_many, all {len(new)} C transformations, {len(codes)} Devign functions, "
           f"best of {rounds}")

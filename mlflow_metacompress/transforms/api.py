@@ -105,6 +105,8 @@ def transform_many(codes: list[str], names: list[str], language: str, seed: int 
                 out[name].append(TransformResult(code, status, name, reason))
             else:
                 out[name].append(run(src, name, seed))
+        if src is not None:
+            src.release()
     return out
 
 

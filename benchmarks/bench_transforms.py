@@ -12,7 +12,10 @@ folder and times ``transform_many`` with all C transformations over the same Dev
 functions, alternating old and new in fresh subprocesses (``--rounds`` each, best time
 kept), then prints both throughputs, their ratio and how many outputs differ. Times are
 CPU seconds of the worker process (``time.process_time``), so other load on a shared
-machine disturbs the ratio less than wall-clock time would.
+machine disturbs the ratio less than wall-clock time would. By default each worker first
+imports mlflow, torch and transformers, as the evaluation process that calls
+``transform_many`` has (about 500,000 Python objects, which the cyclic garbage collector
+scans); ``--heap bare`` times a bare interpreter instead.
 
 ``--stress`` times one sample at a time with the per-sample limits raised: rename_variables
 on a ~1 MB C function, and every transformation on ``if (a) {`` nested 4,000 deep (C, Java)
@@ -143,6 +146,10 @@ def stress() -> None:
 
 _WORKER = """
 import pickle, sys, time
+import mlflow_metacompress
+assert mlflow_metacompress.__file__.startswith(sys.argv[4]), mlflow_metacompress.__file__
+if sys.argv[3] == "evaluation":  # the modules an evaluation process holds when it transforms
+    import mlflow, pandas, torch, transformers, transformers.models.roberta.modeling_roberta  # noqa: F401
 from mlflow_metacompress.transforms import list_transforms, transform_many
 codes = pickle.load(open(sys.argv[1], "rb"))
 names = list_transforms("c")
@@ -165,14 +172,16 @@ def _export(ref: str, dest: Path) -> Path:
     return dest / "old"
 
 
-def _timed_run(root: Path, codes_file: Path, out_file: Path) -> tuple[float, dict]:
+def _timed_run(root: Path, codes_file: Path, out_file: Path, heap: str) -> tuple[float, dict]:
     env = dict(os.environ, PYTHONPATH=str(root))
-    subprocess.run([sys.executable, "-c", _WORKER, str(codes_file), str(out_file)], env=env, check=True)
+    # -P and cwd: neither the current folder nor the script's folder may shadow ``root``'s package
+    subprocess.run([sys.executable, "-P", "-c", _WORKER, str(codes_file), str(out_file), heap, str(root)],
+                   env=env, check=True, cwd=codes_file.parent)
     with open(out_file, "rb") as fh:
         return pickle.load(fh)
 
 
-def compare(ref: str, codes: list[str], rounds: int) -> None:
+def compare(ref: str, codes: list[str], rounds: int, heap: str = "evaluation") -> None:
     """Time ``transform_many`` (all C transformations) at ``ref`` and in this checkout, alternately."""
     here = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:
@@ -183,12 +192,12 @@ def compare(ref: str, codes: list[str], rounds: int) -> None:
         outs: dict[str, dict] = {}
         for k in range(rounds):
             for label, root in (("old", old_root), ("new", here)):
-                elapsed, outs[label] = _timed_run(root, codes_file, Path(tmp) / f"{label}.pkl")
+                elapsed, outs[label] = _timed_run(root, codes_file, Path(tmp) / f"{label}.pkl", heap)
                 best[label] = min(best[label], elapsed)
                 print(f"round {k + 1} {label}: {elapsed:.2f} CPU s = {len(codes) / elapsed:.0f} samples/s", flush=True)
     old, new = outs["old"], outs["new"]
     print(f"\n## transform_many, all {len(new)} C transformations, {len(codes)} Devign functions, "
-          f"best of {rounds}")
+          f"best of {rounds}, {heap} heap")
     print(f"{ref:>12s}: {best['old']:.2f} s = {len(codes) / best['old']:.0f} samples/s")
     print(f"{'this tree':>12s}: {best['new']:.2f} s = {len(codes) / best['new']:.0f} samples/s")
     print(f"ratio new/old throughput: {best['old'] / best['new']:.2f}x")
@@ -209,9 +218,12 @@ def main() -> None:
     parser.add_argument("--stress", action="store_true", help="time large and deeply nested samples instead")
     parser.add_argument("--compare", metavar="REF", help="time against the package at git REF, side by side")
     parser.add_argument("--rounds", type=int, default=3, help="--compare: timed runs of each version")
+    parser.add_argument("--heap", choices=("evaluation", "bare"), default="evaluation",
+                        help="--compare: import mlflow, torch and transformers first, as in an evaluation "
+                             "(default), or time in a bare interpreter")
     args = parser.parse_args()
     if args.compare:
-        compare(args.compare, load_jsonl(args.data / "devign" / "test.jsonl", args.n), args.rounds)
+        compare(args.compare, load_jsonl(args.data / "devign" / "test.jsonl", args.n), args.rounds, args.heap)
         return
     if args.stress:
         stress()

@@ -5,6 +5,17 @@ Usage::
 
     python benchmarks/bench_transforms.py [--n 1000] [--data ../shared/data]
     python benchmarks/bench_transforms.py --stress   # large and deep inputs (issue 12)
+    python benchmarks/bench_transforms.py --compare HEAD~3 [--n 1000] [--rounds 3]
+
+``--compare REF`` exports the package at git ``REF`` (``git archive``) into a temporary
+folder and times ``transform_many`` with all C transformations over the same Devign
+functions, alternating old and new in fresh subprocesses (``--rounds`` each, best time
+kept), then prints both throughputs, their ratio and how many outputs differ. Times are
+CPU seconds of the worker process (``time.process_time``), so other load on a shared
+machine disturbs the ratio less than wall-clock time would. By default each worker first
+imports mlflow, torch and transformers, as the evaluation process that calls
+``transform_many`` has (about 500,000 Python objects, which the cyclic garbage collector
+scans); ``--heap bare`` times a bare interpreter instead.
 
 ``--stress`` times one sample at a time with the per-sample limits raised: rename_variables
 on a ~1 MB C function, and every transformation on ``if (a) {`` nested 4,000 deep (C, Java)
@@ -20,7 +31,13 @@ import argparse
 import ast
 import importlib.util
 import json
+import os
+import pickle
 import random
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -127,12 +144,87 @@ def stress() -> None:
         print(f"  {name:30s} {timed(code, name, 'c')}")
 
 
+_WORKER = """
+import pickle, sys, time
+import mlflow_metacompress
+assert mlflow_metacompress.__file__.startswith(sys.argv[4]), mlflow_metacompress.__file__
+if sys.argv[3] == "evaluation":  # the modules an evaluation process holds when it transforms
+    import mlflow, pandas, torch, transformers, transformers.models.roberta.modeling_roberta  # noqa: F401
+from mlflow_metacompress.transforms import list_transforms, transform_many
+codes = pickle.load(open(sys.argv[1], "rb"))
+names = list_transforms("c")
+transform_many(codes[:5], names, "c", seed=0)  # imports and parser creation are not timed
+start = time.process_time()
+res = transform_many(codes, names, "c", seed=0)
+elapsed = time.process_time() - start
+out = {n: [(r.code, r.status.value, getattr(r.reason, "value", None)) for r in rs] for n, rs in res.items()}
+pickle.dump((elapsed, out), open(sys.argv[2], "wb"))
+"""
+
+
+def _export(ref: str, dest: Path) -> Path:
+    """The ``mlflow_metacompress`` package as of git ``ref``, unpacked under ``dest``."""
+    repo = Path(__file__).resolve().parents[1]
+    tar = dest / "pkg.tar"
+    subprocess.run(["git", "-C", str(repo), "archive", "-o", str(tar), ref, "mlflow_metacompress"], check=True)
+    with tarfile.open(tar) as fh:
+        fh.extractall(dest / "old")
+    return dest / "old"
+
+
+def _timed_run(root: Path, codes_file: Path, out_file: Path, heap: str) -> tuple[float, dict]:
+    env = dict(os.environ, PYTHONPATH=str(root))
+    # -P and cwd: neither the current folder nor the script's folder may shadow ``root``'s package
+    subprocess.run([sys.executable, "-P", "-c", _WORKER, str(codes_file), str(out_file), heap, str(root)],
+                   env=env, check=True, cwd=codes_file.parent)
+    with open(out_file, "rb") as fh:
+        return pickle.load(fh)
+
+
+def compare(ref: str, codes: list[str], rounds: int, heap: str = "evaluation") -> None:
+    """Time ``transform_many`` (all C transformations) at ``ref`` and in this checkout, alternately."""
+    here = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        old_root = _export(ref, Path(tmp))
+        codes_file = Path(tmp) / "codes.pkl"
+        codes_file.write_bytes(pickle.dumps(codes))
+        best = {"old": float("inf"), "new": float("inf")}
+        outs: dict[str, dict] = {}
+        for k in range(rounds):
+            for label, root in (("old", old_root), ("new", here)):
+                elapsed, outs[label] = _timed_run(root, codes_file, Path(tmp) / f"{label}.pkl", heap)
+                best[label] = min(best[label], elapsed)
+                print(f"round {k + 1} {label}: {elapsed:.2f} CPU s = {len(codes) / elapsed:.0f} samples/s", flush=True)
+    old, new = outs["old"], outs["new"]
+    print(f"\n## transform_many, all {len(new)} C transformations, {len(codes)} Devign functions, "
+          f"best of {rounds}, {heap} heap")
+    print(f"{ref:>12s}: {best['old']:.2f} s = {len(codes) / best['old']:.0f} samples/s")
+    print(f"{'this tree':>12s}: {best['new']:.2f} s = {len(codes) / best['new']:.0f} samples/s")
+    print(f"ratio new/old throughput: {best['old'] / best['new']:.2f}x")
+    total = differ = 0
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name, []), new.get(name, [])
+        d = sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
+        total += max(len(a), len(b))
+        differ += d
+        print(f"  {name:30s} {d:5d} outputs differ")
+    print(f"outputs differing: {differ} of {total} ({100 * differ / max(total, 1):.2f}%)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1000, help="samples per language (default 1000)")
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
     parser.add_argument("--stress", action="store_true", help="time large and deeply nested samples instead")
+    parser.add_argument("--compare", metavar="REF", help="time against the package at git REF, side by side")
+    parser.add_argument("--rounds", type=int, default=3, help="--compare: timed runs of each version")
+    parser.add_argument("--heap", choices=("evaluation", "bare"), default="evaluation",
+                        help="--compare: import mlflow, torch and transformers first, as in an evaluation "
+                             "(default), or time in a bare interpreter")
     args = parser.parse_args()
+    if args.compare:
+        compare(args.compare, load_jsonl(args.data / "devign" / "test.jsonl", args.n), args.rounds, args.heap)
+        return
     if args.stress:
         stress()
         return

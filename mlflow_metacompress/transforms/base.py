@@ -29,7 +29,8 @@ TransformFn = Callable[[Source, random.Random], "str | None"]
 _PACKAGE = "mlflow_metacompress.transforms"
 
 __all__ = ["TransformStatus", "TransformReason", "TransformResult", "Transformation", "REGISTRY",
-           "register", "load_all", "get", "run", "parses_cleanly", "count_reasons", "LIMIT_REASONS"]
+           "register", "load_all", "get", "run", "parses_cleanly", "parses_cleanly_memo", "count_reasons",
+           "LIMIT_REASONS"]
 
 
 class TransformStatus(enum.Enum):
@@ -169,6 +170,17 @@ def _input_compiles(src: Source) -> bool:
     return bool(src.cache["compiles"])
 
 
+def parses_cleanly_memo(src: Source, code: str) -> bool:
+    """:func:`parses_cleanly`, memoised per sample: ``compose`` records the steps it parsed,
+    so a standalone transformation with the same output (or compose's own final output)
+    is not parsed a second time."""
+    memo: dict[str, bool] = src.cache.setdefault("clean_outputs", {})  # type: ignore[assignment]
+    clean = memo.get(code)
+    if clean is None:
+        clean = memo[code] = parses_cleanly(code, src.language)
+    return clean
+
+
 def run(src: Source, name: str, seed: int = 0, verify: bool = True) -> TransformResult:
     """Apply one registered transformation to an already parsed, clean source.
 
@@ -189,7 +201,7 @@ def run(src: Source, name: str, seed: int = 0, verify: bool = True) -> Transform
         return TransformResult(src.code, TransformStatus.NOT_APPLICABLE, name, TransformReason.NO_SITE)
     if verify:
         problem = None
-        if not parses_cleanly(out, src.language):
+        if not parses_cleanly_memo(src, out):
             problem = "unparsable"
         elif src.language == "python" and _input_compiles(src) and not compiles(out):
             problem = "non-compiling"

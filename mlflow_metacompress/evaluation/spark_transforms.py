@@ -2,7 +2,7 @@
 
 The spark engine's half of :func:`~.variants.transformed`: each executor task imports the
 transformation library (tree-sitter) itself and runs
-:func:`~.variants.column_transforms` on its partition, so the driver never parses code.
+:func:`~.column_transforms.column_transforms` on its partition, so the driver never parses code.
 Results are per sample and independent of the partitioning (NatGen, Chakraborty et al.,
 FSE 2022; Rabin et al., IST 2021: every transformation rewrites one sample at a time), so
 the collected arrays equal the local engine's. What comes back to the driver is one row
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from .variants import ColumnTransforms
+from .column_transforms import ColumnTransforms
 
 ROW = "_mc_row"
 
@@ -31,7 +31,7 @@ def _schema(names: list[str]) -> str:
 def _transform_partition(batches: Iterator[pd.DataFrame], column: str, names: list[str], language: str,
                          seed: int) -> Iterator[pd.DataFrame]:
     """Runs on an executor: the transformations of one partition's samples of ``column``."""
-    from mlflow_metacompress.evaluation.variants import column_transforms  # imported on the executor
+    from mlflow_metacompress.evaluation.column_transforms import column_transforms  # imported on the executor
 
     for batch in batches:
         if not len(batch):
@@ -46,7 +46,7 @@ def _transform_partition(batches: Iterator[pd.DataFrame], column: str, names: li
 
 def spark_column_transforms(df: pd.DataFrame, columns: list[str], names: list[str], language: str,
                             seed: int = 0) -> dict[str, ColumnTransforms]:
-    """:func:`~.variants.column_transforms` of each column in ``columns``, computed with
+    """:func:`~.column_transforms.column_transforms` of each column in ``columns``, computed with
     ``mapInPandas`` on the active SparkSession (the spark engine opens one first)."""
     from .spark_session import active_session
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 import pandas as pd
 
+from .column_transforms import ColumnTransforms, column_transforms
 from .validation import MetaCompressInputError
 
 if TYPE_CHECKING:
@@ -105,32 +106,6 @@ class TransformOutcome:
     parse_failures: list[int] = field(default_factory=list)
     language: str | None = None
     over_limit: dict[int, str] = field(default_factory=dict)  # row -> too_large / too_deep
-
-
-@dataclass(frozen=True, eq=False)
-class ColumnTransforms:
-    """One code column's transformation results as plain arrays, whichever engine computed
-    them (:func:`column_transforms` here, or on Spark executors by :mod:`.spark_transforms`)."""
-
-    failed: np.ndarray  # bool per row: the sample does not parse
-    over: list[str | None]  # per row: "too_large"/"too_deep" when over the limits, else None
-    changed: dict[str, np.ndarray]  # per transformation: bool per row
-    codes: dict[str, list[str | None]]  # per transformation: the new code where changed, else None
-
-
-def column_transforms(codes: list[str], names: list[str], language: str, seed: int = 0,
-                      progress: bool = False) -> ColumnTransforms:
-    """Every named transformation of ``codes`` (each sample parsed once, results per sample
-    independent of its neighbours, so any partitioning of the rows gives the same arrays)."""
-    from ..transforms import TransformStatus, transform_many
-
-    results = transform_many(codes, names, language, seed=seed, progress=progress)
-    first = results[names[0]]  # parse status and limits are the same for every transformation of a sample
-    failed = np.array([r.status == TransformStatus.PARSE_ERROR for r in first], dtype=bool)
-    over = [str(r.reason.value if hasattr(r.reason, "value") else r.reason) if r.over_limit else None for r in first]
-    changed = {n: np.array([r.status == TransformStatus.CHANGED for r in results[n]], dtype=bool) for n in names}
-    new = {n: [r.code if c else None for r, c in zip(results[n], changed[n])] for n in names}
-    return ColumnTransforms(failed, over, changed, new)
 
 
 def transform_variants(

@@ -42,7 +42,11 @@ def test_avatar_cli_end_to_end(tracking, tmp_path, capsys):
     tags = mlflow.MlflowClient().get_model_version("metacompress-avatar", "1").tags
     assert tags["metacompress.method"] == "avatar" and tags["metacompress.teacher"] == teacher
     config = result["config"]
-    assert len(config["search"]["probes"]) == 2 and config["search"]["pareto"]
+    assert len(config["search"]["probes"]) == 2
+    # the default objective bounds measured latency, so on a busy machine the band can come up
+    # empty: then the fallback is recorded and tagged instead of a Pareto front
+    if not config["search"]["pareto"]:
+        assert config.get("search_fallback") is True and tags["metacompress.search_fallback"] == "true"
     student = ArchSpec(**config["student"])
     assert int(tags["metacompress.params"]) == param_count(student)  # the registered model is the searched one
     assert float(tags["metacompress.size_mb"]) <= 0.2

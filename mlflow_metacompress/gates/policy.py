@@ -79,6 +79,29 @@ def unique_key_loader() -> type:
     return UniqueKeyLoader
 
 
+def read_yaml_file(path: Path, what: str, error: type[Exception]) -> Any:
+    """The YAML document in ``path``, read with :func:`unique_key_loader`; every problem
+    (missing, a directory, unreadable, not UTF-8, invalid YAML, a duplicated key) raises
+    ``error`` naming ``what`` ("policy", "config") and the file."""
+    import yaml
+
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise error(f"{what} file {path} does not exist") from None
+    except IsADirectoryError:
+        raise error(f"{what} path {path} is a directory, not a YAML file") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                    f"at offset {exc.start})") from None
+    except OSError as exc:
+        raise error(f"{what} file {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        return yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise error(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+
+
 @dataclass(frozen=True)
 class Threshold:
     """``metric <direction> value [@upper|@lower]``; ``metric`` may contain ``*`` globs.
@@ -154,24 +177,8 @@ class GatePolicy:
     def from_yaml(cls, path: str | Path) -> "GatePolicy":
         """Parse a policy file; :class:`PolicyError` names the file for every problem
         (missing, a directory, unreadable, not UTF-8, invalid YAML, a duplicated key)."""
-        import yaml
-
         path = Path(path)
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            raise PolicyError(f"policy file {path} does not exist") from None
-        except IsADirectoryError:
-            raise PolicyError(f"policy path {path} is a directory, not a YAML file") from None
-        except UnicodeDecodeError as exc:
-            raise PolicyError(f"policy file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
-                              f"at offset {exc.start})") from None
-        except OSError as exc:
-            raise PolicyError(f"policy file {path} cannot be read: {exc.strerror or exc}") from None
-        try:
-            data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader subclass
-        except yaml.YAMLError as exc:
-            raise PolicyError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+        data = read_yaml_file(path, "policy", PolicyError)
         return cls.from_mapping(data, source=str(path))
 
     def check(self, metrics: Mapping[str, float]) -> list[CheckResult]:

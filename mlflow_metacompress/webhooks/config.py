@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..gates.policy import GatePolicy, PolicyError, load_policy, unique_key_loader
+from ..gates.policy import GatePolicy, PolicyError, load_policy, read_yaml_file
 
 DEFAULT_SECRET_ENV = "METACOMPRESS_WEBHOOK_SECRET"
 DEFAULT_ALIAS = "champion"
@@ -179,19 +179,6 @@ def parse_config(data: Any, source: Path) -> WebhookConfig:
 
 def load_config(path: str | Path) -> WebhookConfig:
     """Read and validate ``gates.yaml``; :class:`WebhookConfigError` names the file and key."""
-    import yaml
-
     source = Path(path).expanduser().resolve()
-    try:
-        text = source.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise WebhookConfigError(f"config file {source} does not exist") from None
-    except IsADirectoryError:
-        raise WebhookConfigError(f"config path {source} is a directory, not a YAML file") from None
-    except UnicodeDecodeError as exc:
-        raise WebhookConfigError(f"config file {source} is not UTF-8 text (offset {exc.start})") from None
-    try:
-        data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise WebhookConfigError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
+    data = read_yaml_file(source, "config", WebhookConfigError)
     return parse_config(data, source)

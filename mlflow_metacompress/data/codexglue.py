@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,21 @@ def _binary_label(value: Any, where: str, key: str) -> int:
     raise DataFormatError(f"{where}: {key} must be 0 or 1, got {value!r}")
 
 
+def json_objects(path: Path, lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank JSON-lines line; :class:`DataFormatError`
+    naming ``file:line`` for invalid JSON or a line that is not an object."""
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(row, dict):
+            raise DataFormatError(f"{path}:{lineno}: expected a JSON object per line, got {type(row).__name__}")
+        yield lineno, row
+
+
 def read_jsonl(path: str | Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
     """Read a jsonl file whose rows are objects holding ``required`` keys.
 
@@ -57,16 +72,8 @@ def read_jsonl(path: str | Path, required: tuple[str, ...]) -> list[dict[str, An
         raise FileNotFoundError(f"dataset file not found: {path}")
     rows: list[dict[str, Any]] = []
     with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
+        for lineno, row in json_objects(path, fh):
             where = f"{path}:{lineno}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(row, dict):
-                raise DataFormatError(f"{where}: expected a JSON object, got {type(row).__name__}")
             missing = [k for k in required if k not in row]
             if missing:
                 raise DataFormatError(f"{where}: missing key(s) {missing}; row has {sorted(row)}")

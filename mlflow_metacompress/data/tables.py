@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from .codexglue import DataFormatError
+from .codexglue import DataFormatError, json_objects
 
 JSON_LINES = (".jsonl", ".ndjson")
 SUFFIXES = (*JSON_LINES, ".json", ".csv", ".parquet", ".pq")
@@ -46,17 +46,7 @@ def _text(path: Path) -> str:
 
 
 def _json_lines(path: Path, text: str) -> pd.DataFrame:
-    rows: list[dict[str, Any]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(row, dict):
-            raise DataFormatError(f"{path}:{lineno}: expected a JSON object per line, got {type(row).__name__}")
-        rows.append(row)
+    rows = [row for _, row in json_objects(path, text.splitlines())]
     if not rows:
         raise DataFormatError(f"{path}: no rows (the file is empty)")
     return pd.DataFrame.from_records(rows)

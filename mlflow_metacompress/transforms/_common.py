@@ -120,7 +120,7 @@ def java_may_not_complete(src: Source, stmt: Node | None) -> bool:
 
 def py_block_on_own_lines(src: Source, header: Node, block: Node | None) -> bool:
     """True if ``block`` starts on a line after ``header``'s first line (not ``if x: y``)."""
-    return block is not None and bool(block.named_children) and block.row > header.row
+    return block is not None and bool(block.named_children) and src.row(block) > src.row(header)
 
 
 def py_block_lines(src: Source, block: Node, rendered: str | None = None) -> str:

@@ -44,20 +44,35 @@ def _parser(language: str):  # -> tree_sitter.Parser
     return ts.Parser(ts.Language(grammar.language()))
 
 
+@functools.lru_cache(maxsize=None)
+def _symbols(language: str) -> tuple[dict[int, tuple[str, bool]], list[str | None]]:
+    """Per grammar: node kind id -> (type name, is named), and field id -> field name.
+
+    Reading a node's kind id and looking its name up here, rather than asking tree-sitter
+    for ``type`` and ``is_named`` (two new objects per node), makes every snapshot share
+    one string per node type; the flattening loop is the single hottest path of
+    ``transform_many``. Kinds outside the table (``ERROR`` is 65535) are added on first sight.
+    """
+    lang = _parser(language).language
+    kinds = {i: (lang.node_kind_for_id(i), bool(lang.node_kind_is_named(i)))
+             for i in range(lang.node_kind_count)}
+    fields: list[str | None] = [None] + [lang.field_name_for_id(i) for i in range(1, lang.field_count + 1)]
+    return kinds, fields
+
+
 class Node:
     """One tree-sitter node, flattened. ``field`` is the field name under its parent."""
 
-    __slots__ = ("type", "start", "end", "named", "field", "parent", "row", "children")
+    __slots__ = ("type", "start", "end", "named", "field", "parent", "children")
 
     def __init__(self, type: str, start: int, end: int, named: bool, field: str | None,
-                 parent: "Node | None", row: int) -> None:
+                 parent: "Node | None") -> None:
         self.type = type
         self.start = start
         self.end = end
         self.named = named
         self.field = field
         self.parent = parent
-        self.row = row
         self.children: list[Node] = []
 
     def __repr__(self) -> str:
@@ -129,8 +144,7 @@ class Source:
     def _flatten(self, tree) -> Node:
         cursor = tree.walk()
         ts_node = cursor.node
-        root = Node(ts_node.type, ts_node.start_byte, ts_node.end_byte, ts_node.is_named, None, None,
-                    ts_node.start_point[0])
+        root = Node(ts_node.type, ts_node.start_byte, ts_node.end_byte, ts_node.is_named, None, None)
         self.by_type.setdefault(root.type, []).append(root)
         current = root
         if not cursor.goto_first_child():
@@ -144,11 +158,15 @@ class Source:
         first_child, next_sibling, to_parent = cursor.goto_first_child, cursor.goto_next_sibling, cursor.goto_parent
         openers = _OPENERS
         new_node = Node
+        kinds, fields = _symbols(self.language)
         while True:
             ts_node = cursor.node
-            kind = ts_node.type
-            node = new_node(kind, ts_node.start_byte, ts_node.end_byte, ts_node.is_named,
-                            cursor.field_name, current, ts_node.start_point.row)
+            entry = kinds.get(ts_node.kind_id)
+            if entry is None:
+                entry = kinds[ts_node.kind_id] = (ts_node.type, ts_node.is_named)
+            kind = entry[0]
+            start, end = ts_node.byte_range
+            node = new_node(kind, start, end, entry[1], fields[cursor.field_id or 0], current)
             siblings = current.children
             siblings.append(node)
             if kind in openers and len(siblings) == 1 and not nested[-1]:
@@ -217,6 +235,10 @@ class Source:
 
     def text(self, node: Node) -> str:
         return self.data[node.start:node.end].decode("utf-8")
+
+    def row(self, node: Node) -> int:
+        """The 0-based line of ``node``'s start, counted as tree-sitter counts rows (``\\n``)."""
+        return self.data.count(b"\n", 0, node.start)
 
     def line_start(self, pos: int) -> int:
         """Start of the line holding ``pos``; a lone ``\\r`` ends a line too, as in Python."""

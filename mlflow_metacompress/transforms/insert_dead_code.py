@@ -52,7 +52,7 @@ def _insert_braced(src: Source, edits: Edits, block: Node, lines: list[str]) -> 
     if stmts and stmts[0].type == "explicit_constructor_invocation":
         after = stmts[0].end
         stmts = stmts[1:]
-    if stmts and stmts[0].row > src.root.row and src.indent_of(stmts[0]) and \
+    if stmts and src.row(stmts[0]) > src.row(src.root) and src.indent_of(stmts[0]) and \
             src.data.count(b"\n", after, stmts[0].start):
         edits.insert(after, "\n" + src.indent_of(stmts[0]) + dead)
     else:

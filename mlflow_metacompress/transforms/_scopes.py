@@ -119,11 +119,26 @@ def _c_declaration(src: Source, node: Node) -> tuple[str, Node | None] | None:
     return None
 
 
+def macro_names(src: Source) -> set[str]:
+    """Every word inside a C preprocessor line (empty for Java and Python), once per sample.
+
+    Kept apart from :func:`analyse` so that a transformation that only needs the names in
+    use (fresh-name generation) does not pay for the whole scope analysis.
+    """
+    names = src.cache.get("macros")
+    if names is None:
+        names = set()
+        if src.language == "c":
+            for node in src.nodes("preproc_def", "preproc_function_def", "preproc_call", "preproc_if",
+                                  "preproc_ifdef", "preproc_elif", "preproc_include"):
+                for tok in _WORD.findall(src.data[node.start:node.end]):
+                    names.add(tok.decode())
+        src.cache["macros"] = names
+    return names  # type: ignore[return-value]
+
+
 def _c_analyse(src: Source, out: Analysis) -> None:
-    for node in src.nodes("preproc_def", "preproc_function_def", "preproc_call", "preproc_if",
-                          "preproc_ifdef", "preproc_elif", "preproc_include"):
-        for tok in _WORD.findall(src.data[node.start:node.end]):
-            out.macros.add(tok.decode())
+    out.macros = set(macro_names(src))
     out.blocked |= out.macros
     decls: dict[str, dict[int, Node]] = {}
     for node in src.nodes("identifier"):

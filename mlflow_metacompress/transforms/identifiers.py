@@ -15,7 +15,7 @@ import builtins
 import keyword
 import re
 
-from mlflow_metacompress.transforms._scopes import Analysis, analyse
+from mlflow_metacompress.transforms._scopes import Analysis, analyse, macro_names
 from mlflow_metacompress.transforms._edits import Edits
 from mlflow_metacompress.transforms._tree import Node, Source, TransformError
 
@@ -90,7 +90,7 @@ def get_analysis(src: Source) -> Analysis:
 def _all_identifiers(src: Source) -> set[str]:
     if "all_identifiers" not in src.cache:
         names = {src.text(n) for t, nodes in src.by_type.items() if t.endswith("identifier") for n in nodes}
-        names |= get_analysis(src).macros
+        names |= macro_names(src)
         src.cache["all_identifiers"] = names
     return src.cache["all_identifiers"]  # type: ignore[return-value]
 

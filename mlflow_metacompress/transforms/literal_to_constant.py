@@ -168,6 +168,7 @@ def literal_to_constant(src: Source, rng: random.Random) -> str | None:
     edits = Edits(src.data)
     fresh = NameFactory(src, rng)
     changed = False
+    literals = src.nodes(*_KINDS[lang])  # document order, as a walk of each unit would meet them
     for unit in src.nodes(*UNITS[lang]):
         if lang != "python" and src.enclosing(unit, UNITS[lang]) is not None:
             continue
@@ -176,8 +177,8 @@ def literal_to_constant(src: Source, rng: random.Random) -> str | None:
             continue
         groups: dict[str, list[Node]] = {}
         memo: dict[int, bool] = {}
-        for lit in unit.walk():
-            if lit.type not in _KINDS[lang] or lit.start < point[0] or not _eligible(src, lit, unit, memo):
+        for lit in literals:
+            if lit.start < point[0] or lit.end > unit.end or not _eligible(src, lit, unit, memo):
                 continue
             if lang == "python" and not _python_ok(src, lit):
                 continue

@@ -116,14 +116,16 @@ def _function_sites(src: Source) -> dict[str, list[Node]]:
     """Renamable function/method names mapped to every byte range that names them."""
     if "function_sites" in src.cache:
         return src.cache["function_sites"]  # type: ignore[return-value]
-    sites = {"c": _c_function_sites, "java": _java_function_sites,
-             "python": _py_function_sites}[src.language](src, get_analysis(src))
+    if src.language == "c":  # C needs only the macro names, not the whole scope analysis
+        sites = _c_function_sites(src, macro_names(src))
+    else:
+        sites = {"java": _java_function_sites, "python": _py_function_sites}[src.language](src, get_analysis(src))
     sites = {k: v for k, v in sites.items() if is_valid_identifier(k, src.language)}
     src.cache["function_sites"] = sites
     return sites
 
 
-def _c_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
+def _c_function_sites(src: Source, macros: set[str]) -> dict[str, list[Node]]:
     names = []
     for fn in src.nodes("function_definition"):
         decl = fn.child("declarator")
@@ -132,7 +134,7 @@ def _c_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
         ident = decl.child("declarator") if decl is not None else None
         if ident is not None and ident.type == "identifier":
             names.append(src.text(ident))
-    wanted = {n for n in names if n not in a.macros and n != "main"}
+    wanted = {n for n in names if n not in macros and n != "main"}
     by_name: dict[str, list[Node]] = {n: [] for n in dict.fromkeys(names) if n in wanted}
     for x in src.nodes("identifier"):
         text = src.text(x)

@@ -41,14 +41,21 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_config(text: str, teacher: str) -> dict[str, Any]:
-    """``{"teacher": teacher, **json}``; ``ValueError`` for invalid JSON, a non-object or a second teacher."""
+def json_object(text: str, option: str = "--evaluator-config") -> dict[str, Any]:
+    """``text`` parsed as a JSON object; ``ValueError`` naming ``option`` for invalid JSON or a
+    non-object (shared by ``metacompress evaluate`` and ``metacompress gate``)."""
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"--evaluator-config is not valid JSON: {exc}") from None
+        raise ValueError(f"{option} is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
-        raise ValueError(f"--evaluator-config must be a JSON object, got {type(config).__name__}")
+        raise ValueError(f"{option} must be a JSON object, got {type(config).__name__}")
+    return config
+
+
+def parse_config(text: str, teacher: str) -> dict[str, Any]:
+    """``{"teacher": teacher, **json}``; ``ValueError`` for invalid JSON, a non-object or a second teacher."""
+    config = json_object(text)
     if "teacher" in config:
         raise ValueError("--evaluator-config must not set 'teacher'; use --teacher")
     return {"teacher": teacher, **config}

@@ -11,7 +11,6 @@ line on stderr, never a traceback (``-v`` logs the details).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from typing import Callable
@@ -76,12 +75,9 @@ def _gate(args: argparse.Namespace) -> int:
     from .gate import gate_version
     from .promotion import PromotionRefusedError, decision_json, promote, version_text
 
-    try:
-        config = json.loads(args.evaluator_config)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"--evaluator-config is not valid JSON: {exc}") from None
-    if not isinstance(config, dict):
-        raise ValueError("--evaluator-config must be a JSON object")
+    from ..evaluation.cli import json_object
+
+    config = json_object(args.evaluator_config)  # may set "teacher": it overrides the version's tag
     version_text(args.version)  # "1 " or "x": exit 2 before anything runs
     common = dict(policy=load_policy(args.policy), alias=args.alias or None, force=args.force, stage=args.stage)
     try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import json
 import time
 
 import mlflow
@@ -12,12 +10,12 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.models.evaluation import EvaluationResult
 
+from tests.registry_helpers import alias_version, evaluation_run, register_versions, version_tags
 from mlflow_metacompress import gates
 from mlflow_metacompress.gates import PromotionRefusedError, gate_version, promote
 
 GOOD = {"accuracy_drop": 0.01, "mr1_violation_rate": 0.02, "mr1_violation_rate/metamorphic": 0.05,
         "mr3_violation_rate/metamorphic": 0.04, "mr4_eca": 0.01, "attack_alert_yang_2022/excess_drop_pct": 40.0}
-_names = itertools.count()
 
 
 class _Identity(mlflow.pyfunc.PythonModel):
@@ -42,36 +40,16 @@ def registry(tmp_path_factory):
 
 
 def _model(registry, versions=2):
-    client, name = registry["client"], f"student-{next(_names)}"
-    client.create_registered_model(name)
-    for _ in range(versions):
-        client.create_model_version(name, registry["source"], run_id=registry["run_id"])
-    return client, name
+    client = registry["client"]
+    return client, register_versions(client, registry["source"], "student", versions, run_id=registry["run_id"])
 
 
 def _eval_run(client, metrics, end_time, summary=True, finish=True):
-    """An evaluation run with ``metrics`` (and, like the evaluator, ``metacompress/summary.json``)
-    that ended at ``end_time`` (ms)."""
     exp = client.get_experiment_by_name("Default").experiment_id
-    run = client.create_run(exp, start_time=end_time - 10)
-    for key, value in metrics.items():
-        client.log_metric(run.info.run_id, key, value)
-    if summary:
-        client.log_text(run.info.run_id, json.dumps({"metrics": metrics}), "metacompress/summary.json")
-    if finish:
-        client.set_terminated(run.info.run_id, end_time=end_time)
-    return run.info.run_id
+    return evaluation_run(client, exp, metrics, end_time, summary, finish)
 
 
-def _tags(client, name, version):
-    return client.get_model_version(name, str(version)).tags
-
-
-def _alias(client, name, alias="champion"):
-    try:
-        return str(client.get_model_version_by_alias(name, alias).version)
-    except mlflow.exceptions.MlflowException:
-        return None
+_tags, _alias = version_tags, alias_version
 
 
 def test_pass_tags_then_moves_alias(registry):

@@ -3,15 +3,12 @@ the stage follows the alias, half-written evaluation runs are refused, and the l
 
 from __future__ import annotations
 
-import itertools
-import json
 import logging
 
-import mlflow
 import pytest
-from mlflow import MlflowClient
 from mlflow.models.evaluation import EvaluationResult
 
+from tests.registry_helpers import alias_version, evaluation_run, register_versions, sqlite_store, version_tags
 from mlflow_metacompress import gates
 from mlflow_metacompress.gates import PromotionRefusedError, promote
 from mlflow_metacompress.gates.lock import PromotionLockError, lock_path, promotion_lock
@@ -20,48 +17,22 @@ GOOD = {"accuracy_drop": 0.01, "mr1_violation_rate": 0.02, "mr1_violation_rate/m
         "mr3_violation_rate/metamorphic": 0.04, "mr4_eca": 0.01, "attack_alert_yang_2022/excess_drop_pct": 40.0}
 BAD = dict(GOOD, accuracy_drop=0.5)
 T0 = 1_700_000_000_000
-_names = itertools.count()
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    root = tmp_path_factory.mktemp("atomic")
-    uri = f"sqlite:///{root}/mlflow.db"
-    client = MlflowClient(uri, uri)
-    exp = client.create_experiment("atomic", artifact_location=str(root / "artifacts"))
-    (root / "model").mkdir()
-    return {"uri": uri, "client": client, "exp": exp, "source": (root / "model").as_uri()}
+    return sqlite_store(tmp_path_factory.mktemp("atomic"), "atomic")
 
 
 def _model(store, versions=2):
-    client, name = store["client"], f"atomic-{next(_names)}"
-    client.create_registered_model(name)
-    for _ in range(versions):
-        client.create_model_version(name, store["source"])
-    return client, name
+    return store["client"], register_versions(store["client"], store["source"], "atomic", versions)
 
 
 def _run(store, metrics, end_time, summary=True, finish=True):
-    client = store["client"]
-    run = client.create_run(store["exp"], start_time=end_time - 10)
-    for key, value in metrics.items():
-        client.log_metric(run.info.run_id, key, value)
-    if summary:
-        client.log_text(run.info.run_id, json.dumps({"metrics": metrics}), "metacompress/summary.json")
-    if finish:
-        client.set_terminated(run.info.run_id, end_time=end_time)
-    return run.info.run_id
+    return evaluation_run(store["client"], store["exp"], metrics, end_time, summary, finish)
 
 
-def _alias(client, name):
-    try:
-        return str(client.get_model_version_by_alias(name, "champion").version)
-    except mlflow.exceptions.MlflowException:
-        return None
-
-
-def _tags(client, name, version):
-    return client.get_model_version(name, str(version)).tags
+_alias, _tags = alias_version, version_tags
 
 
 def test_failing_holder_hands_alias_to_freshest_other_passing_version(store, caplog):

@@ -11,23 +11,20 @@ names a holder with a fresher evaluation.
 
 from __future__ import annotations
 
-import itertools
-import json
 import multiprocessing
 import queue
 import traceback
 
-import mlflow
 import pytest
 from mlflow import MlflowClient
 
+from tests.registry_helpers import alias_version, evaluation_run, register_versions, sqlite_store
 from mlflow_metacompress.gates.lock import lock_path
 
 GOOD = {"accuracy_drop": 0.01, "mr1_violation_rate": 0.02, "mr1_violation_rate/metamorphic": 0.05,
         "mr3_violation_rate/metamorphic": 0.04, "mr4_eca": 0.01, "attack_alert_yang_2022/excess_drop_pct": 40.0}
 BAD = dict(GOOD, accuracy_drop=0.5)
 T0 = 1_700_000_000_000
-_names = itertools.count()
 
 
 def _worker(uri, barrier, tasks, results):
@@ -83,35 +80,18 @@ class _Pool:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    root = tmp_path_factory.mktemp("race")
-    uri = f"sqlite:///{root}/mlflow.db"
-    client = MlflowClient(uri, uri)
-    exp = client.create_experiment("race", artifact_location=str(root / "artifacts"))
-    (root / "model").mkdir()  # the registry only records the source; promote never loads it
-    return {"uri": uri, "client": client, "exp": exp, "source": (root / "model").as_uri()}
+    return sqlite_store(tmp_path_factory.mktemp("race"), "race")
 
 
 def _setup(store, times, metrics):
     """A registered model with one version per evaluation time; returns (name, [(version, run id)])."""
-    client, name = store["client"], f"racer-{next(_names)}"
-    client.create_registered_model(name)
-    jobs = []
-    for end, m in zip(times, metrics):
-        mv = client.create_model_version(name, store["source"])
-        run = client.create_run(store["exp"], start_time=end - 10)
-        for key, value in m.items():
-            client.log_metric(run.info.run_id, key, value)
-        client.log_text(run.info.run_id, json.dumps({"metrics": m}), "metacompress/summary.json")
-        client.set_terminated(run.info.run_id, end_time=end)
-        jobs.append((name, str(mv.version), run.info.run_id))
-    return name, jobs
+    client = store["client"]
+    name = register_versions(client, store["source"], "racer", len(times))
+    return name, [(name, str(v), evaluation_run(client, store["exp"], m, end))
+                  for v, (end, m) in enumerate(zip(times, metrics), 1)]
 
 
-def _holder(client, name):
-    try:
-        return str(client.get_model_version_by_alias(name, "champion").version)
-    except mlflow.exceptions.MlflowException:
-        return None
+_holder = alias_version
 
 
 def _check_claims(decisions, times, final):

@@ -39,13 +39,12 @@ from typing import Any
 
 import pandas as pd
 
+from seed_stats import seed_summary, seed_table  # beside this script (benchmarks/)
+
 METHODS = ("compressor", "avatar", "morph", "fidelity")
 COLUMNS = ["size_mb", "gflops", "student_accuracy", "accuracy_drop",
            *[f"{m}{s}" for m in ("mr1_violation_rate", "mr2_violation_rate", "mr3_violation_rate", "mr4_eca")
              for s in ("", "/metamorphic")], "any_violation_rate", "any_violation_rate/metamorphic", "speed_ratio"]
-SEED_METRICS = ["student_accuracy", "accuracy_drop", "mr1_violation_rate", "mr1_violation_rate/metamorphic",
-                "any_violation_rate", "any_violation_rate/metamorphic", "mr4_eca", "size_mb"]
-PAIRED = ["student_accuracy", "any_violation_rate/metamorphic", "mr1_violation_rate/metamorphic"]
 logger = logging.getLogger("compare_methods")
 
 
@@ -292,74 +291,6 @@ def report_one(args: argparse.Namespace, rows: dict[str, dict[str, float]], timi
                                         "teacher": teacher_uri, "args": {k: str(v) for k, v in vars(args).items()}},
                                        indent=2))
     return 0
-
-
-def t_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t ``level`` interval over seeds (NaN ends with fewer than 2 values)."""
-    import numpy as np
-    from scipy import stats
-
-    x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
-    if len(x) == 0:
-        return math.nan, math.nan, math.nan
-    mean = float(x.mean())
-    if len(x) < 2:
-        return mean, math.nan, math.nan
-    half = float(stats.t.ppf((1 + level) / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return mean, mean - half, mean + half
-
-
-def seed_summary(runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, float], str]]) -> dict[str, Any]:
-    """Per method and metric: the values per seed, their mean and t-interval, and each
-    seed's within-run bootstrap interval; paired t-tests of fidelity against the others."""
-    from scipy import stats
-
-    from mlflow_metacompress.statistics import interval_key
-
-    methods = list(next(iter(runs.values()))[0])
-    out: dict[str, Any] = {"methods": {}, "paired": {}}
-    for method in methods:
-        per = {}
-        for metric in SEED_METRICS:
-            values = [runs[s][0].get(method, {}).get(metric, math.nan) for s in runs]
-            mean, low, high = t_interval(values)
-            within = [[runs[s][0].get(method, {}).get(interval_key(metric, end), math.nan) for end in ("low", "high")]
-                      for s in runs]
-            per[metric] = {"values": values, "mean": mean, "t_low": low, "t_high": high, "within_run": within}
-        out["methods"][method] = per
-    if "fidelity" in methods:
-        for other in (m for m in methods if m != "fidelity"):
-            for metric in PAIRED:
-                a = [runs[s][0]["fidelity"].get(metric, math.nan) for s in runs]
-                b = [runs[s][0][other].get(metric, math.nan) for s in runs]
-                ok = [(x, y) for x, y in zip(a, b) if not (math.isnan(x) or math.isnan(y))]
-                diff = [x - y for x, y in ok]
-                p = float(stats.ttest_rel([x for x, _ in ok], [y for _, y in ok]).pvalue) if len(ok) >= 2 else math.nan
-                mean, low, high = t_interval(diff)
-                out["paired"][f"fidelity-{other}/{metric}"] = {
-                    "mean_difference": mean, "t_low": low, "t_high": high, "pvalue": p,
-                    "significant": bool(p < 0.05) if not math.isnan(p) else False}
-    return out
-
-
-def seed_table(summary: dict[str, Any]) -> str:
-    """Markdown: ``mean [t-interval]`` per method and metric, then the within-run intervals."""
-    head = "| method | " + " | ".join(SEED_METRICS) + " |"
-    lines = [head, "|---" * (len(SEED_METRICS) + 1) + "|"]
-    for method, per in summary["methods"].items():
-        cells = [f"{per[m]['mean']:.4f} [{per[m]['t_low']:.4f}, {per[m]['t_high']:.4f}]" for m in SEED_METRICS]
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    lines += ["", "within-run 95% bootstrap intervals per seed:", head, lines[1]]
-    for method, per in summary["methods"].items():
-        cells = ["; ".join("–" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]" for lo, hi in per[m]["within_run"])
-                 for m in SEED_METRICS]
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    if summary["paired"]:
-        lines += ["", "| paired difference (same seed) | mean [95% t-interval] | p | significant |", "|---|---|---|---|"]
-        for key, d in summary["paired"].items():
-            lines.append(f"| {key} | {d['mean_difference']:+.4f} [{d['t_low']:+.4f}, {d['t_high']:+.4f}] | "
-                         f"{d['pvalue']:.3g} | {'yes' if d['significant'] else 'no'} |")
-    return "\n".join(lines)
 
 
 def aggregate(args: argparse.Namespace) -> int:

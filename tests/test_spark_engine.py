@@ -1,6 +1,7 @@
 """The spark engine (``evaluator_config={"engine": "spark"}``) against the local engine: the
 same metrics (to 1e-9) and per-sample rows with transformations on, for single functions and
-clone pairs; Spark jobs in the caller's active session; models really run in Spark's Python
+clone pairs, and with attacks on (metrics, query counts and the attack tables); Spark jobs in
+the caller's active session; models really run in Spark's Python
 workers; a callable teacher refused; a second student reusing the cached teacher."""
 
 from __future__ import annotations
@@ -186,3 +187,42 @@ def test_without_active_session_a_local_session_is_started_and_stopped(monkeypat
     with session() as used:
         assert used is fake and not fake.stopped
     assert masters == ["local[*]"] and fake.stopped
+
+
+ATTACKS = ["wir_random_zeng_2022", "mhm_zhang_2020"]
+
+
+def _attack_tables(run_id: str) -> dict[str, pd.DataFrame]:
+    return {a: pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run_id,
+                                                                   artifact_path=f"metacompress/attacks/{a}.parquet"))
+            for a in ATTACKS}
+
+
+def test_attacks_same_numbers_and_tables_as_local(tracking, spark, tmp_path):
+    df = toy_frame(8, seed=3)
+    with mlflow.start_run():
+        teacher = _log_model(0.013, ["func"], tmp_path / "t.calls", df)
+        student = _log_model(0.011, ["func"], tmp_path / "s.calls", df)
+    config = {"teacher": teacher, "language": "c", "transforms": ["rename_variables"], "attacks": ATTACKS,
+              "attack_budget": 12, "progress": False, "use_cache": False, "bootstrap_samples": 20}
+    runs = {}
+    for engine in ("local", "spark"):
+        with mlflow.start_run() as run:
+            result = mlflow.models.evaluate(model=student, data=df, targets="target", model_type="metacompress",
+                                            evaluators="metacompress", evaluator_config={**config, "engine": engine})
+        per = pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
+                                                                 artifact_path="metacompress/per_sample.parquet"))
+        runs[engine] = (result.metrics, per, _attack_tables(run.info.run_id))
+    _assert_same(runs["local"][:2], runs["spark"][:2])
+    metrics = runs["local"][0]
+    for attack in ATTACKS:
+        for role in ("teacher", "student"):
+            assert 0 < metrics[f"attack_{attack}/{role}_mean_queries"] <= 12
+        a, b = (runs[e][2][attack] for e in ("local", "spark"))
+        assert len(a) == len(df)
+        a = a.sort_values("index").reset_index(drop=True)
+        b = b.sample(frac=1, random_state=0).sort_values("index").reset_index(drop=True)
+        pd.testing.assert_frame_equal(a, b, check_exact=False, atol=1e-9, rtol=0)
+        assert a["queries"].sum() > 0 and (a["queries"] <= 12).all()
+    assert any(metrics[f"attack_{a}/student_asr"] > 0 for a in ATTACKS)
+    assert any(v.startswith("attack_") for v in runs["spark"][1]["variant"])

@@ -21,7 +21,8 @@ import pandas as pd
 from ..relations import RelationConfig, evaluate_relations, predict
 from .pair import ModelPair, PairPredictions, static_predictions
 from .validation import MetaCompressInputError, encode_labels
-from .variants import SOURCES, SourceInputs, Variant, VariantSet, VariantSource, original_variant, transformed
+from .variants import (SOURCES, SourceInputs, Variant, VariantSet, VariantSource, adversarial, original_variant,
+                       transformed)
 
 if TYPE_CHECKING:
     from .config import EvaluatorConfig
@@ -88,7 +89,10 @@ def run_evaluation(
         with session():
             produced = prepare(df, cfg, teacher, student, model_uris,
                                lambda: transformed(SourceInputs(df, cfg, None, None)))  # type: ignore[arg-type]
-            sources = tuple((lambda inputs, models: produced) if s is transformed else s for s in SOURCES)
+            uris = {"teacher": model_uris[0], "student": model_uris[1]}
+            replaced = {transformed: lambda inputs, models: produced,
+                        adversarial: lambda inputs, models: adversarial(inputs, models, uris)}
+            sources = tuple(replaced.get(s, s) for s in SOURCES)
             return _run(df, y, cfg, teacher, student, sources)
     return _run(df, y, cfg, teacher, student, SOURCES)
 

@@ -194,13 +194,15 @@ def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> Varian
     return VariantSet(used, pooled_variant(list(used)), metrics, tables, {"language": cfg.language})
 
 
-def adversarial(inputs: SourceInputs, models: ModelPair | None) -> VariantSet:
+def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, str] | None = None) -> VariantSet:
     """Attack teacher and student separately with each configured attack; the student's
     successful adversarial examples become variant ``attack_<a>``.
 
     Metrics ``attack_<a>/<teacher|student>_<m>`` (ASR, queries, accuracy under attack and
     its drop), ``attack_<a>/excess_drop`` (student drop − teacher drop) and, when the
     teacher's accuracy dropped, ``attack_<a>/excess_drop_pct``; table ``attacks/<a>``.
+    With ``attack_engine="spark"`` (``uris``: role → model URI) the samples are attacked on
+    Spark executors (:mod:`.spark_attacks`), with the same results.
     """
     cfg = inputs.cfg
     if not cfg.attacks:
@@ -217,13 +219,21 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None) -> VariantSet:
     metrics: dict[str, float] = {}
     tables: dict[str, pd.DataFrame] = {}
     variants = []
+    on_spark = None
+    if cfg.attack_engine == "spark" and uris is not None:
+        from .spark_attacks import spark_attack_reports
+
+        on_spark = spark_attack_reports(frame, y, cfg, uris, inputs.classes)
     for attack in cfg.attacks:
         drops, reports = {}, {}
         for role, predictor, probs in (("teacher", models.teacher, inputs.base.teacher), ("student", models.student, inputs.base.student)):
             clean_accuracy = float((probs[: len(frame)].argmax(axis=1) == y).mean())
-            victim = _victim(predictor, code_columns, inputs.classes)
-            report = run_attack(attack, victim, frame, code_columns, y, cfg.language, budget=cfg.attack_budget,
-                                seed=cfg.seed, progress=cfg.progress, mlm=cfg.attack_mlm)
+            if on_spark is not None:
+                report = on_spark[(attack, role)]
+            else:
+                report = run_attack(attack, _victim(predictor, code_columns, inputs.classes), frame, code_columns, y,
+                                    cfg.language, budget=cfg.attack_budget, seed=cfg.seed, progress=cfg.progress,
+                                    mlm=cfg.attack_mlm)
             attack_metrics = report.metrics(clean_accuracy)
             metrics.update({f"attack_{attack}/{role}_{k}": float(v) for k, v in attack_metrics.items()})
             drops[role] = float(attack_metrics["accuracy_drop"])

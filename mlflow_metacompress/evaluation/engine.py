@@ -80,7 +80,8 @@ def run_evaluation(
 
     With ``cfg.engine == "spark"`` (``model_uris``: teacher's and student's URIs), the
     transformations and both models' inference run on a SparkSession first
-    (:mod:`.spark_engine`); the loop below then judges the collected predictions."""
+    (:mod:`.spark_engine`), and with ``cfg.attack_engine == "spark"`` the attacks too
+    (:mod:`.spark_attacks`); the loop below then judges the collected predictions."""
     df = df.reset_index(drop=True)
     if cfg.engine == "spark" and teacher is not None and student is not None and model_uris is not None:
         from .spark_engine import prepare

@@ -53,8 +53,8 @@ def _attack_partition(batches: Iterator[pd.DataFrame], shipped: Any, model_dir: 
     from mlflow_metacompress.attacks.goal import QueryModel
     from mlflow_metacompress.attacks.recipes import ATTACKS
     from mlflow_metacompress.attacks.runner import attack_positions, victim_predict
+    from mlflow_metacompress.evaluation.pair import attack_victim
     from mlflow_metacompress.evaluation.predictors import resolve_model
-    from mlflow_metacompress.evaluation.variants import _victim
 
     positions = [int(p) for batch in batches for p in batch[POS]]
     if not positions:
@@ -62,7 +62,7 @@ def _attack_partition(batches: Iterator[pd.DataFrame], shipped: Any, model_dir: 
     frame, labels, code_columns, language = shipped.value
     predictor = resolve_model(os.path.join(SparkFiles.getRootDirectory(), model_dir), role, cache_dir=None, batch_size=options["batch_size"],
                               progress=False)  # the model, loaded once for this partition
-    victim = victim_predict(_victim(predictor, code_columns, classes), code_columns)  # as run_attack wraps it
+    victim = victim_predict(attack_victim(predictor, code_columns, classes), code_columns)  # as run_attack wraps it
     rows = [{c: str(r[c]) for c in code_columns} for r in frame[code_columns].to_dict("records")]
     data = AttackData(frame, code_columns, labels, language)
     for name in attacks:

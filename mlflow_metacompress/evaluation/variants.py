@@ -20,7 +20,6 @@ A producer never predicts for the evaluator and never touches an outcome: it ret
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -33,7 +32,6 @@ from .validation import MetaCompressInputError
 if TYPE_CHECKING:
     from .config import EvaluatorConfig
     from .pair import ModelPair, PairPredictions
-    from .predictors import Predictor
 
 logger = logging.getLogger(__name__)
 
@@ -210,6 +208,7 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, 
     if models is None or inputs.labels is None:
         raise MetaCompressInputError("attacks need both models and labels (targets=<label column>)")
     from ..attacks.runner import run_attack
+    from .pair import attack_victim
 
     code_columns = list(cfg.code_columns or ())
     frame = inputs.df[code_columns].reset_index(drop=True)
@@ -231,7 +230,7 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, 
             if on_spark is not None:
                 report = on_spark[(attack, role)]
             else:
-                report = run_attack(attack, _victim(predictor, code_columns, inputs.classes), frame, code_columns, y,
+                report = run_attack(attack, attack_victim(predictor, code_columns, inputs.classes), frame, code_columns, y,
                                     cfg.language, budget=cfg.attack_budget, seed=cfg.seed, progress=cfg.progress,
                                     mlm=cfg.attack_mlm)
             attack_metrics = report.metrics(clean_accuracy)
@@ -249,20 +248,6 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, 
             variants.append(Variant(f"attack_{attack}", "attack", adv.index.to_numpy(),
                                     adv[code_columns].reset_index(drop=True), code_columns[0]))
     return VariantSet(tuple(variants), None, metrics, tables)
-
-
-def _victim(predictor: Predictor, code_columns: list[str], classes: list[str] | None) -> Callable[[pd.DataFrame], np.ndarray]:
-    """``predictor`` as an attack's victim: uncached (attacks cache their own queries), columns
-    in the teacher's class order so the labels (teacher class indices) mean the same class."""
-    fn = predictor.uncached()
-
-    def predict(frame: pd.DataFrame) -> np.ndarray:
-        probs, names = fn.predict(frame, code_columns)
-        if classes is not None and names is not None and names != classes:
-            probs = probs[:, [names.index(c) for c in classes]]
-        return probs
-
-    return predict
 
 
 SOURCES: tuple[VariantSource, ...] = (transformed, adversarial)

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from mlflow_metacompress.attacks import AttackStatus, list_attacks, run_attack
-from mlflow_metacompress.attacks.results import AttackReport
 from mlflow_metacompress.attacks.recipes.coda_tian_2023 import eligible, structure_features
+from mlflow_metacompress.attacks.results import AttackReport
 
 ATTACKS = ["mhm_zhang_2020", "alert_yang_2022", "wir_random_zeng_2022", "coda_tian_2023"]
 

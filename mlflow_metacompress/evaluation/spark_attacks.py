@@ -88,12 +88,11 @@ def _attack_partition(batches: Iterator[pd.DataFrame], shipped: Any, model_dir: 
         yield out
 
 
-def _ship_model(spark: Any, uri: str) -> str:
-    """Download ``uri`` on the driver into a fresh folder added to the job's files; returns
-    the model's path relative to ``SparkFiles.getRootDirectory()`` on every executor."""
+def _ship_model(spark: Any, uri: str, root: str) -> str:
+    """Download ``uri`` on the driver into the fresh folder ``root``, added to the job's files;
+    returns the model's path relative to ``SparkFiles.getRootDirectory()`` on every executor."""
     import mlflow
 
-    root = tempfile.mkdtemp(prefix="mc-attack-model-")  # a unique name: addFile refuses a name twice
     local = mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=root)
     spark.sparkContext.addFile(root, recursive=True)
     return os.path.join(os.path.basename(root), os.path.relpath(local, root))
@@ -143,9 +142,10 @@ def spark_attack_reports(frame: pd.DataFrame, labels: np.ndarray, cfg: Evaluator
     try:
         for role, uri in uris.items():
             t0 = time.perf_counter()
-            fn = functools.partial(_attack_partition, shipped=shipped, model_dir=_ship_model(spark, uri), role=role,
-                                   classes=classes, attacks=attacks, options=options)
-            got = sdf.mapInPandas(fn, schema=SCHEMA).toPandas()
+            with tempfile.TemporaryDirectory(prefix="mc-attack-model-") as root:  # unique: addFile refuses a name twice
+                fn = functools.partial(_attack_partition, shipped=shipped, model_dir=_ship_model(spark, uri, root),
+                                       role=role, classes=classes, attacks=attacks, options=options)
+                got = sdf.mapInPandas(fn, schema=SCHEMA).toPandas()  # the executors hold their copies now
             for name, report in _reports(got, frame, code_columns, attacks, time.perf_counter() - t0).items():
                 out[(name, role)] = report
                 logger.info("%s on the %s (spark, %d partitions): %s", name, role, sdf.rdd.getNumPartitions(),

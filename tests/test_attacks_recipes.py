@@ -195,6 +195,14 @@ def test_any_split_of_the_samples_gives_the_same_results(name, frame):
     assert (whole["status"] == "succeeded").any() and whole["queries"].sum() > len(frame)
 
 
+def test_integer_index_labels_stay_integers_in_the_table(frame):
+    labelled = frame.set_axis(range(100, 100 + 3 * len(frame), 3))  # not a RangeIndex after filtering
+    labelled = labelled[labelled.index != 103]
+    table = run_attack("wir_random_zeng_2022", name_sensitive, labelled, ["func"], labelled["target"], "c", budget=10,
+                       progress=False).table()
+    assert table["index"].tolist() == labelled.index.tolist() and table["index"].dtype.kind == "i"
+
+
 def test_clone_pairs_change_only_the_first_function(frame):
     pairs = pd.DataFrame({"func1": CODES, "func2": CODES[::-1]})
     seen_second: set[str] = set()

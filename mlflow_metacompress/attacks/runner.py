@@ -69,7 +69,7 @@ def attack_positions(attack: Attack, data: AttackData, positions: Iterable[int],
     from tqdm.auto import tqdm
 
     positions = list(positions)
-    index = data.frame.index
+    index = data.frame.index.tolist()  # Python scalars, as iterating the index gives
     return [attack.attack(index[p], p, rows[p], int(data.labels[p]))
             for p in tqdm(positions, total=len(positions), desc=attack.name, disable=not progress)]
 

@@ -60,8 +60,8 @@ def _attack_partition(batches: Iterator[pd.DataFrame], shipped: Any, model_dir: 
     if not positions:
         return
     frame, labels, code_columns, language = shipped.value
-    predictor = resolve_model(os.path.join(SparkFiles.getRootDirectory(), model_dir), role, cache_dir=None, batch_size=options["batch_size"],
-                              progress=False)  # the model, loaded once for this partition
+    path = os.path.join(SparkFiles.getRootDirectory(), model_dir)
+    predictor = resolve_model(path, role, cache_dir=None, batch_size=options["batch_size"], progress=False)  # loaded once
     victim = victim_predict(attack_victim(predictor, code_columns, classes), code_columns)  # as run_attack wraps it
     rows = [{c: str(r[c]) for c in code_columns} for r in frame[code_columns].to_dict("records")]
     data = AttackData(frame, code_columns, labels, language)
@@ -105,12 +105,13 @@ def _reports(got: pd.DataFrame, frame: pd.DataFrame, code_columns: list[str], at
 
     reports = {}
     codes = frame[code_columns[0]].astype(str).to_numpy()
+    index = frame.index.tolist()
     for name in attacks:
         mine = got[got["attack"] == name].sort_values("position")
         if not np.array_equal(mine["position"].to_numpy(), np.arange(len(frame))):
             raise RuntimeError(f"spark attack {name} returned {len(mine)} results for {len(frame)} samples")
         results = [AttackResult(
-            index=frame.index[int(r.position)], status=AttackStatus(r.status), queries=int(r.queries),
+            index=index[int(r.position)], status=AttackStatus(r.status), queries=int(r.queries),
             original_code=codes[int(r.position)], adversarial_code=_text(r.adversarial_code), label=int(r.label),
             original_probs=np.asarray(r.original_probs, dtype=np.float64),
             adversarial_probs=None if r.adversarial_probs is None else np.asarray(r.adversarial_probs, dtype=np.float64),
@@ -138,6 +139,7 @@ def spark_attack_reports(frame: pd.DataFrame, labels: np.ndarray, cfg: Evaluator
     shipped = spark.sparkContext.broadcast((frame, np.asarray(labels, dtype=np.int64), code_columns, cfg.language))
     options = {"budget": cfg.attack_budget, "seed": cfg.seed, "mlm": cfg.attack_mlm, "batch_size": cfg.batch_size}
     sdf = spark.createDataFrame(pd.DataFrame({POS: np.arange(len(frame), dtype=np.int64)}))
+    partitions = sdf.rdd.getNumPartitions()
     out: dict[tuple[str, str], AttackReport] = {}
     try:
         for role, uri in uris.items():
@@ -148,8 +150,7 @@ def spark_attack_reports(frame: pd.DataFrame, labels: np.ndarray, cfg: Evaluator
                 got = sdf.mapInPandas(fn, schema=SCHEMA).toPandas()  # the executors hold their copies now
             for name, report in _reports(got, frame, code_columns, attacks, time.perf_counter() - t0).items():
                 out[(name, role)] = report
-                logger.info("%s on the %s (spark, %d partitions): %s", name, role, sdf.rdd.getNumPartitions(),
-                            report.metrics())
+                logger.info("%s on the %s (spark, %d partitions): %s", name, role, partitions, report.metrics())
     finally:
         shipped.unpersist()
     return out

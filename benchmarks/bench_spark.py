@@ -5,7 +5,9 @@ metrics agree to 1e-9 and prints both wall times and their ratio.
 Data: the first ``--n`` Devign test functions from ../shared/data when present, else the
 tests' toy C functions. Models: ``--model tiny`` (two tiny randomly initialised
 ``CodeClassifier`` pyfuncs, torch in every Spark Python worker) or ``--model hash`` (a
-numpy-only classifier, so the timing is the engines' own overhead).
+numpy-only classifier, so the timing is the engines' own overhead). ``--attacks`` adds
+attacks (budget ``--attack-budget``) and a third run with ``attack_engine="spark"`` (the
+attacked samples split across the executors), compared with the local engine likewise.
 
     nice .venv/bin/python benchmarks/bench_spark.py --n 200 --master 'local[2]'
 """
@@ -74,6 +76,8 @@ def main() -> None:
     parser.add_argument("--model", choices=["tiny", "hash"], default="hash")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--transforms", default="all", help="'all' or comma-separated names")
+    parser.add_argument("--attacks", default="", help="comma-separated attack names (default: none)")
+    parser.add_argument("--attack-budget", type=int, default=50)
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared" / "data")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp())
@@ -86,6 +90,9 @@ def main() -> None:
         teacher, student = _tiny_models(df["func"].tolist()) if args.model == "tiny" else (_hash_model(0.013), _hash_model(0.011))
     config = {"teacher": teacher, "language": "c", "transforms": "all" if args.transforms == "all" else args.transforms.split(","), "progress": False,
               "use_cache": False, "bootstrap_samples": 100}
+    attacks = [a for a in args.attacks.split(",") if a]
+    if attacks:
+        config.update(attacks=attacks, attack_budget=args.attack_budget)
 
     def run(extra: dict) -> tuple[float, dict]:
         start = time.perf_counter()
@@ -99,14 +106,23 @@ def main() -> None:
     try:
         t_local, m_local = run({})
         t_spark, m_spark = run({"engine": "spark"})
+        t_exec, m_exec = run({"engine": "spark", "attack_engine": "spark"}) if attacks else (None, None)
     finally:
         spark.stop()
     worst = max(abs(m_local[k] - m_spark[k]) for k in m_local)
+    worst_key = max(m_local, key=lambda k: abs(m_local[k] - m_spark[k]))
+    extra = {}
+    if m_exec is not None:
+        extra = {"attacks": attacks, "attack_budget": args.attack_budget, "attack_engine_spark_s": round(t_exec, 2),
+                 "attack_engine_spark_same_keys": set(m_local) == set(m_exec),
+                 "attack_engine_spark_max_abs_metric_diff": max(abs(m_local[k] - m_exec[k]) for k in m_local),
+                 "attack_metrics_max_abs_diff": max(abs(m_local[k] - m[k]) for m in (m_spark, m_exec) for k in m_local
+                                                    if k.startswith("attack_"))}
     rows = int(sum(1 for k in m_local if k.startswith("transform_applicable_rate/")))
     print(json.dumps({"n": len(df), "model": args.model, "master": args.master, "transforms": rows,
                       "local_s": round(t_local, 2), "spark_s": round(t_spark, 2),
                       "spark_over_local": round(t_spark / t_local, 2), "same_metric_keys": set(m_local) == set(m_spark),
-                      "max_abs_metric_diff": worst}, indent=1))
+                      "max_abs_metric_diff": worst, "worst_metric": worst_key, **extra}, indent=1))
 
 
 if __name__ == "__main__":

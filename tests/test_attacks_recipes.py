@@ -11,6 +11,7 @@ import pytest
 
 from mlflow_metacompress.attacks import AttackStatus, list_attacks, run_attack
 from mlflow_metacompress.attacks.recipes.coda_tian_2023 import eligible, structure_features
+from mlflow_metacompress.attacks.results import AttackReport
 
 ATTACKS = ["mhm_zhang_2020", "alert_yang_2022", "wir_random_zeng_2022", "coda_tian_2023"]
 
@@ -169,6 +170,37 @@ def test_seeds_reproduce(name, frame):
         return rep.table().drop(columns=["original_probs", "adversarial_probs"])
 
     pd.testing.assert_frame_equal(run(3), run(3))
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_any_split_of_the_samples_gives_the_same_results(name, frame):
+    """What the spark attack engine relies on: attacking the samples in separate groups, each
+    with its own model cache and its own attack prepared on all the data, in any order, gives
+    run_attack's results, query counts included."""
+    from mlflow_metacompress.attacks.attack import AttackData
+    from mlflow_metacompress.attacks.goal import QueryModel
+    from mlflow_metacompress.attacks.recipes import ATTACKS as RECIPES
+    from mlflow_metacompress.attacks.runner import attack_positions
+
+    whole = run_attack(name, name_sensitive, frame, ["func"], LABELS, "c", budget=30, seed=2, progress=False).table()
+    data = AttackData(frame, ["func"], LABELS, "c")
+    rows = [{"func": c} for c in frame["func"]]
+    parts = []
+    for group in (list(range(len(frame)))[::-2], list(range(len(frame)))[::2]):
+        attack = RECIPES[name](QueryModel(name_sensitive, ["func"]), budget=30, seed=2)
+        attack.prepare(data)
+        parts += attack_positions(attack, data, group, rows)
+    split = AttackReport(name, parts, ["func"], frame).table().sort_values("index", key=lambda s: s.str[1:].astype(int))
+    pd.testing.assert_frame_equal(whole, split.reset_index(drop=True))
+    assert (whole["status"] == "succeeded").any() and whole["queries"].sum() > len(frame)
+
+
+def test_integer_index_labels_stay_integers_in_the_table(frame):
+    labelled = frame.set_axis(range(100, 100 + 3 * len(frame), 3))  # not a RangeIndex after filtering
+    labelled = labelled[labelled.index != 103]
+    table = run_attack("wir_random_zeng_2022", name_sensitive, labelled, ["func"], labelled["target"], "c", budget=10,
+                       progress=False).table()
+    assert table["index"].tolist() == labelled.index.tolist() and table["index"].dtype.kind == "i"
 
 
 def test_clone_pairs_change_only_the_first_function(frame):

@@ -1,6 +1,7 @@
 """The spark engine (``evaluator_config={"engine": "spark"}``) against the local engine: the
 same metrics (to 1e-9) and per-sample rows with transformations on, for single functions and
-clone pairs; Spark jobs in the caller's active session; models really run in Spark's Python
+clone pairs, and with attacks on (metrics, query counts and the attack tables); Spark jobs in
+the caller's active session; models really run in Spark's Python
 workers; a callable teacher refused; a second student reusing the cached teacher."""
 
 from __future__ import annotations
@@ -186,3 +187,67 @@ def test_without_active_session_a_local_session_is_started_and_stopped(monkeypat
     with session() as used:
         assert used is fake and not fake.stopped
     assert masters == ["local[*]"] and fake.stopped
+
+
+ATTACKS = ["wir_random_zeng_2022", "mhm_zhang_2020"]
+
+
+def _attack_tables(run_id: str) -> dict[str, pd.DataFrame]:
+    return {a: pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run_id,
+                                                                   artifact_path=f"metacompress/attacks/{a}.parquet"))
+            for a in ATTACKS}
+
+
+def test_attacks_same_numbers_and_tables_as_local(tracking, spark, tmp_path):
+    """Attacks on the driver (default) and split across executors (``attack_engine="spark"``)
+    against the local engine: the same metrics, per-sample rows and attack tables, budgets
+    and per-sample query counts included."""
+    df = toy_frame(8, seed=3)
+    with mlflow.start_run():
+        teacher = _log_model(0.013, ["func"], tmp_path / "t.calls", df)
+        student = _log_model(0.011, ["func"], tmp_path / "s.calls", df)
+    config = {"teacher": teacher, "language": "c", "transforms": ["rename_variables"], "attacks": ATTACKS,
+              "attack_budget": 4, "progress": False, "use_cache": False, "bootstrap_samples": 20}
+    runs, calls = {}, {}
+    for name, extra in (("local", {}), ("spark", {"engine": "spark"}),
+                        ("executors", {"engine": "spark", "attack_engine": "spark"})):
+        (tmp_path / "s.calls").write_text("")
+        with mlflow.start_run() as run:
+            result = mlflow.models.evaluate(model=student, data=df, targets="target", model_type="metacompress",
+                                            evaluators="metacompress", evaluator_config={**config, **extra})
+        per = pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
+                                                                 artifact_path="metacompress/per_sample.parquet"))
+        runs[name] = (result.metrics, per, _attack_tables(run.info.run_id))
+        calls[name] = _calls(tmp_path / "s.calls")
+    metrics = runs["local"][0]
+    for name in ("spark", "executors"):
+        _assert_same(runs["local"][:2], runs[name][:2])
+        for attack in ATTACKS:
+            a, b = (runs[e][2][attack] for e in ("local", name))
+            assert len(a) == len(df)
+            a = a.sort_values("index").reset_index(drop=True)
+            b = b.sample(frac=1, random_state=0).sort_values("index").reset_index(drop=True)  # any order
+            pd.testing.assert_frame_equal(a, b, check_exact=False, atol=1e-9, rtol=0)
+            assert a["queries"].sum() > len(df) and (a["queries"] <= 4).all()
+    for attack in ATTACKS:
+        for role in ("teacher", "student"):
+            assert 0 < metrics[f"attack_{attack}/{role}_mean_queries"] <= 4
+    assert any(metrics[f"attack_{a}/student_asr"] > 0 for a in ATTACKS)
+    per = runs["executors"][1]
+    adversarial_rows = int(per["variant"].str.startswith("attack_").sum())
+    assert adversarial_rows
+    # with attack_engine="spark" the driver ran the student on one row (its class names) and
+    # the adversarial examples only; every attack query ran in Spark's Python workers
+    driver = sum(n for pid, n in calls["executors"] if pid == os.getpid())
+    workers = sum(n for pid, n in calls["executors"] if pid != os.getpid())
+    assert driver == 1 + adversarial_rows
+    assert workers > len(per) - adversarial_rows  # spark_udf's rows plus the attacks' queries
+    assert sum(n for pid, n in calls["spark"] if pid == os.getpid()) > driver  # attacks on the driver
+
+
+def test_attack_engine_spark_needs_the_spark_engine(tracking, tmp_path):
+    fn = lambda f: np.tile([0.5, 0.5], (len(f), 1))
+    with pytest.raises(Exception, match=r"attack_engine.*'spark' needs engine 'spark'"):
+        _evaluate(fn, toy_frame(4), {"teacher": fn, "attacks": ATTACKS, "attack_engine": "spark"})
+    with pytest.raises(Exception, match=r"attack_engine.*'driver' or 'spark'.*'executor'"):
+        _evaluate(fn, toy_frame(4), {"teacher": fn, "engine": "spark", "attack_engine": "executor"})

@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .attack import AttackData
+from .attack import Attack, AttackData
 from .goal import QueryModel
 from .recipes import ATTACKS, list_attacks
-from .results import AttackReport
+from .results import AttackReport, AttackResult
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ATTACKS", "list_attacks", "run_attack", "victim_predict"]
+__all__ = ["ATTACKS", "attack_positions", "list_attacks", "run_attack", "victim_predict"]
 
 
 def victim_predict(model: Any, code_columns: Sequence[str], batch_size: int = 256) -> Callable[[pd.DataFrame], np.ndarray]:
@@ -60,6 +60,20 @@ def _class_indices(labels: np.ndarray, k: int) -> np.ndarray:
         raise MetaCompressInputError(f"attack labels must be integer class indices 0..{k - 1}: {exc}") from None
 
 
+def attack_positions(attack: Attack, data: AttackData, positions: Iterable[int], rows: Sequence[dict[str, str]],
+                     progress: bool = False) -> list[AttackResult]:
+    """Attack the samples at ``positions`` of ``data.frame`` (``rows[p]``: sample ``p``'s code
+    by column) with a prepared ``attack``. Each result depends only on its own sample (the
+    search's random generator is seeded by position, queries are counted per sample), so
+    any split of the positions gives the same results (the spark attack engine splits them)."""
+    from tqdm.auto import tqdm
+
+    positions = list(positions)
+    index = data.frame.index.tolist()  # Python scalars, as iterating the index gives
+    return [attack.attack(index[p], p, rows[p], int(data.labels[p]))
+            for p in tqdm(positions, total=len(positions), desc=attack.name, disable=not progress)]
+
+
 def run_attack(
     name: str,
     predict: Any,
@@ -79,8 +93,6 @@ def run_attack(
     row). ``mlm`` (a local fill-mask model directory) feeds ALERT's substitutes.
     ``options`` go to the recipe's ``build``.
     """
-    from tqdm.auto import tqdm
-
     if name not in ATTACKS:
         raise KeyError(f"unknown attack {name!r}; available: {list_attacks()}")
     code_columns = list(code_columns)
@@ -100,11 +112,9 @@ def run_attack(
     rows = [{c: str(r[c]) for c in code_columns} for r in df[code_columns].to_dict("records")]
     originals = model.probabilities([tuple(r[c] for c in code_columns) for r in rows])  # one batched pass
     y = _class_indices(raw_labels, originals.shape[1])
-    attack.prepare(AttackData(df, code_columns, y, language), progress=progress)
-    results = []
-    it = zip(df.index, range(len(df)), rows, y)
-    for index, position, row, label in tqdm(it, total=len(df), desc=name, disable=not progress):
-        results.append(attack.attack(index, position, row, int(label)))
+    data = AttackData(df, code_columns, y, language)
+    attack.prepare(data, progress=progress)
+    results = attack_positions(attack, data, range(len(df)), rows, progress)
     unparsable = sum(r.skip_reason == "unparsable" for r in results)
     if unparsable:
         logger.warning("%s: %d of %d samples do not parse cleanly as %s and were skipped", name, unparsable,

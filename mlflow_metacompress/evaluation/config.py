@@ -68,6 +68,7 @@ class EvaluatorConfig:
     max_slice_values: int = 20  # per slice column: the most frequent values sliced, the rest skipped
     measure_speed: bool = False  # student_speedup (evaluation/speed.py): both models local pyfuncs
     engine: str = "local"  # "spark": transforms + inference on a SparkSession (evaluation/spark_engine.py)
+    attack_engine: str = "driver"  # "spark" (needs engine "spark"): attacked samples split over executors (evaluation/spark_attacks.py)
     sources: tuple[tuple[str, Source], ...] = field(default=(), repr=False, compare=False, metadata={"internal": True})
 
     @property

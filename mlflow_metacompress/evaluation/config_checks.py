@@ -91,6 +91,10 @@ def check_values(cfg: EvaluatorConfig) -> None:
         raise MetaCompressInputError("evaluator_config['measure_speed'] needs models; static mode has only probabilities")
     if cfg.engine not in ("local", "spark"):
         raise MetaCompressInputError(f"evaluator_config['engine'] must be 'local' or 'spark'; got {cfg.engine!r}")
+    if cfg.attack_engine not in ("driver", "spark"):
+        raise MetaCompressInputError(f"evaluator_config['attack_engine'] must be 'driver' or 'spark'; got {cfg.attack_engine!r}")
+    if cfg.attack_engine == "spark" and cfg.engine != "spark":
+        raise MetaCompressInputError(f"evaluator_config['attack_engine'] 'spark' needs engine 'spark'; got engine {cfg.engine!r}")
     for key in COLUMN_KEYS:
         _names(key, getattr(cfg, key))
     _names("attacks", cfg.attacks)

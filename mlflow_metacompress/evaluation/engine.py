@@ -21,7 +21,8 @@ import pandas as pd
 from ..relations import RelationConfig, evaluate_relations, predict
 from .pair import ModelPair, PairPredictions, static_predictions
 from .validation import MetaCompressInputError, encode_labels
-from .variants import SOURCES, SourceInputs, Variant, VariantSet, VariantSource, original_variant, transformed
+from .variants import (SOURCES, SourceInputs, Variant, VariantSet, VariantSource, adversarial, original_variant,
+                       transformed)
 
 if TYPE_CHECKING:
     from .config import EvaluatorConfig
@@ -79,7 +80,8 @@ def run_evaluation(
 
     With ``cfg.engine == "spark"`` (``model_uris``: teacher's and student's URIs), the
     transformations and both models' inference run on a SparkSession first
-    (:mod:`.spark_engine`); the loop below then judges the collected predictions."""
+    (:mod:`.spark_engine`), and with ``cfg.attack_engine == "spark"`` the attacks too
+    (:mod:`.spark_attacks`); the loop below then judges the collected predictions."""
     df = df.reset_index(drop=True)
     if cfg.engine == "spark" and teacher is not None and student is not None and model_uris is not None:
         from .spark_engine import prepare
@@ -88,7 +90,10 @@ def run_evaluation(
         with session():
             produced = prepare(df, cfg, teacher, student, model_uris,
                                lambda: transformed(SourceInputs(df, cfg, None, None)))  # type: ignore[arg-type]
-            sources = tuple((lambda inputs, models: produced) if s is transformed else s for s in SOURCES)
+            uris = {"teacher": model_uris[0], "student": model_uris[1]}
+            replaced = {transformed: lambda inputs, models: produced,
+                        adversarial: lambda inputs, models: adversarial(inputs, models, uris)}
+            sources = tuple(replaced.get(s, s) for s in SOURCES)
             return _run(df, y, cfg, teacher, student, sources)
     return _run(df, y, cfg, teacher, student, SOURCES)
 

@@ -7,6 +7,7 @@ order of every probability table the evaluator writes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -64,3 +65,17 @@ def static_predictions(df: pd.DataFrame, cfg: EvaluatorConfig) -> PairPrediction
     p_t = check_probabilities(df[t_cols].to_numpy(dtype=np.float64, na_value=np.nan), "teacher (static columns)")
     p_s = check_probabilities(df[s_cols].to_numpy(dtype=np.float64, na_value=np.nan), "student (static columns)")
     return PairPredictions(p_t, p_s)
+
+
+def attack_victim(predictor: Predictor, code_columns: list[str], classes: list[str] | None) -> Callable[[pd.DataFrame], np.ndarray]:
+    """``predictor`` as an attack's victim: uncached (attacks cache their own queries), columns
+    in the teacher's class order so the labels (teacher class indices) mean the same class."""
+    fn = predictor.uncached()
+
+    def predict(frame: pd.DataFrame) -> np.ndarray:
+        probs, names = fn.predict(frame, code_columns)
+        if classes is not None and names is not None and names != classes:
+            probs = probs[:, [names.index(c) for c in classes]]
+        return probs
+
+    return predict

@@ -9,7 +9,9 @@ What runs where:
   model over the originals and every transformed variant together;
 - **driver**: the relations of MetaCompress (arXiv 2511.05476) on the collected per-sample
   probabilities, the statistics, the artifacts, and the attacks (their searches query the
-  victim interactively, so they stay on the driver's local pyfunc, as in the local engine).
+  victim interactively, so they stay on the driver's local pyfunc, as in the local engine),
+  unless ``attack_engine="spark"`` splits the attacked samples across the executors
+  (:mod:`.spark_attacks`: one model load per partition, the same results and query counts).
 
 The collect limit: per model the driver collects ``rows × (1 + transforms) × classes``
 doubles (BigCloneBench's 415,416 test pairs × 11 × 2 classes ≈ 73 MB), which is fine up to

@@ -20,7 +20,6 @@ A producer never predicts for the evaluator and never touches an outcome: it ret
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -33,7 +32,6 @@ from .validation import MetaCompressInputError
 if TYPE_CHECKING:
     from .config import EvaluatorConfig
     from .pair import ModelPair, PairPredictions
-    from .predictors import Predictor
 
 logger = logging.getLogger(__name__)
 
@@ -194,13 +192,15 @@ def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> Varian
     return VariantSet(used, pooled_variant(list(used)), metrics, tables, {"language": cfg.language})
 
 
-def adversarial(inputs: SourceInputs, models: ModelPair | None) -> VariantSet:
+def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, str] | None = None) -> VariantSet:
     """Attack teacher and student separately with each configured attack; the student's
     successful adversarial examples become variant ``attack_<a>``.
 
     Metrics ``attack_<a>/<teacher|student>_<m>`` (ASR, queries, accuracy under attack and
     its drop), ``attack_<a>/excess_drop`` (student drop − teacher drop) and, when the
     teacher's accuracy dropped, ``attack_<a>/excess_drop_pct``; table ``attacks/<a>``.
+    With ``attack_engine="spark"`` (``uris``: role → model URI) the samples are attacked on
+    Spark executors (:mod:`.spark_attacks`), with the same results.
     """
     cfg = inputs.cfg
     if not cfg.attacks:
@@ -208,6 +208,7 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None) -> VariantSet:
     if models is None or inputs.labels is None:
         raise MetaCompressInputError("attacks need both models and labels (targets=<label column>)")
     from ..attacks.runner import run_attack
+    from .pair import attack_victim
 
     code_columns = list(cfg.code_columns or ())
     frame = inputs.df[code_columns].reset_index(drop=True)
@@ -217,13 +218,21 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None) -> VariantSet:
     metrics: dict[str, float] = {}
     tables: dict[str, pd.DataFrame] = {}
     variants = []
+    on_spark = None
+    if cfg.attack_engine == "spark" and uris is not None:
+        from .spark_attacks import spark_attack_reports
+
+        on_spark = spark_attack_reports(frame, y, cfg, uris, inputs.classes)
     for attack in cfg.attacks:
         drops, reports = {}, {}
         for role, predictor, probs in (("teacher", models.teacher, inputs.base.teacher), ("student", models.student, inputs.base.student)):
             clean_accuracy = float((probs[: len(frame)].argmax(axis=1) == y).mean())
-            victim = _victim(predictor, code_columns, inputs.classes)
-            report = run_attack(attack, victim, frame, code_columns, y, cfg.language, budget=cfg.attack_budget,
-                                seed=cfg.seed, progress=cfg.progress, mlm=cfg.attack_mlm)
+            if on_spark is not None:
+                report = on_spark[(attack, role)]
+            else:
+                report = run_attack(attack, attack_victim(predictor, code_columns, inputs.classes), frame, code_columns, y,
+                                    cfg.language, budget=cfg.attack_budget, seed=cfg.seed, progress=cfg.progress,
+                                    mlm=cfg.attack_mlm)
             attack_metrics = report.metrics(clean_accuracy)
             metrics.update({f"attack_{attack}/{role}_{k}": float(v) for k, v in attack_metrics.items()})
             drops[role] = float(attack_metrics["accuracy_drop"])
@@ -239,20 +248,6 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None) -> VariantSet:
             variants.append(Variant(f"attack_{attack}", "attack", adv.index.to_numpy(),
                                     adv[code_columns].reset_index(drop=True), code_columns[0]))
     return VariantSet(tuple(variants), None, metrics, tables)
-
-
-def _victim(predictor: Predictor, code_columns: list[str], classes: list[str] | None) -> Callable[[pd.DataFrame], np.ndarray]:
-    """``predictor`` as an attack's victim: uncached (attacks cache their own queries), columns
-    in the teacher's class order so the labels (teacher class indices) mean the same class."""
-    fn = predictor.uncached()
-
-    def predict(frame: pd.DataFrame) -> np.ndarray:
-        probs, names = fn.predict(frame, code_columns)
-        if classes is not None and names is not None and names != classes:
-            probs = probs[:, [names.index(c) for c in classes]]
-        return probs
-
-    return predict
 
 
 SOURCES: tuple[VariantSource, ...] = (transformed, adversarial)

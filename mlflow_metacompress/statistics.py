@@ -234,7 +234,9 @@ def _one_blas_thread() -> contextlib.AbstractContextManager[Any]:
     """Run the bootstrap's product on one BLAS thread. It is ~10 ms of work bound by reading the
     counts from memory: a second thread barely shortens it, doubles its CPU time, and OpenBLAS's
     idle workers then spin-wait while the rest of the evaluation runs (measured in
-    ``benchmarks/bench_intervals.py``: CPU ratio 1.11 → 1.05 warm with one thread)."""
+    ``benchmarks/bench_intervals.py`` on 2 shared cores, OPENBLAS_NUM_THREADS=1 against the
+    default: warm CPU ratio 1.11 → 1.05). It also fixes the float32 summation order, which the
+    thread count changes: the KL and MR4 sums differ in their last digits between thread counts."""
     controller = _blas_controller()
     return controller.limit(limits=1, user_api="blas") if controller is not None else contextlib.nullcontext()
 

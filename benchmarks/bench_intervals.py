@@ -23,7 +23,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 
-from mlflow_metacompress.statistics import _CACHE
+from mlflow_metacompress.resampling import _CACHE
 
 
 def frame(n: int, seed: int = 0) -> pd.DataFrame:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
-from mlflow_metacompress import statistics as st
+from mlflow_metacompress import resampling as st
 
 
 @pytest.mark.parametrize("n,samples,chunk_cells", [(7, 23, 20), (13, 5, 1), (50, 40, 1_000)])
@@ -20,9 +20,9 @@ def test_chunked_counts_equal_one_draw_of_the_stream(monkeypatch, n, samples, ch
     assert counts.dtype == np.float32 and np.array_equal(counts, expected)
     assert (counts.sum(axis=1) == n).all()
     st._CACHE.clear()
-    chunks = list(st._weight_chunks(n, samples, seed=3))  # cached path: the same matrix
+    chunks = list(st.weight_chunks(n, samples, seed=3))  # cached path: the same matrix
     assert len(chunks) == 1 and np.array_equal(chunks[0][1], expected)
-    assert np.array_equal(next(st._weight_chunks(n, samples, seed=3))[1], expected)  # reused
+    assert np.array_equal(next(st.weight_chunks(n, samples, seed=3))[1], expected)  # reused
 
 
 def test_product_runs_on_one_blas_thread_and_restores_the_count():
@@ -30,6 +30,6 @@ def test_product_runs_on_one_blas_thread_and_restores_the_count():
     if not blas:
         pytest.skip("no BLAS library that threadpoolctl can see")
     before = [lib["num_threads"] for lib in blas]
-    with st._one_blas_thread():
+    with st.one_blas_thread():
         assert all(lib["num_threads"] == 1 for lib in threadpool_info() if lib["user_api"] == "blas")
     assert [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"] == before

@@ -8,7 +8,9 @@ times, side by side in one run (best of ``--repeats`` after a warm-up):
 - ``floor``: the batched forward pass alone on pre-tokenised, pre-padded tensors already
   on the device (length-bucketed batches, as ``new`` makes them): the physical floor;
 - ``new``: ``CodeClassifier.predict_proba`` as the evaluation (pyfunc) calls it:
-  tokenisation, length bucketing, padding, transfer, forward, softmax;
+  tokenisation, length bucketing, padding, transfer, forward, softmax (on CUDA the
+  tokenisation runs in chunks in a background thread, overlapping the forward passes);
+- ``new_one_chunk`` (CUDA) / ``new_chunked`` (CPU): the same with the other chunking;
 - ``new_max_tokens``: the same with a padded-token budget per batch (``--max-tokens``,
   default ``batch_size × max_length``) instead of a fixed ``batch_size``;
 - ``old``: the previous path (character-length sort, per-batch tokenise with padding,
@@ -24,7 +26,8 @@ instead. MFU = executed FLOPs / time / ``--peak-tflops`` (default 989, the H200'
 bf16 peak from the data sheet; an 8192³ bf16 matmul measured about 790 on the lent
 H200s). The ``breakdown`` splits the ``new`` path into tokenisation, bucketing and
 collation (into pinned memory on CUDA), host-to-device copies and the forward pass,
-each timed alone; ``other`` is the rest of the end-to-end time.
+each timed alone over all rows in one chunk; ``other`` is what ``new`` takes beyond
+their sum (0 when the chunked tokenisation hides part of it behind the forward passes).
 
 Prints one JSON object (and writes it to ``--out``). GPU:
 ``python benchmarks/bench_gpu_mfu.py --n 2000`` (data: ``--data DIR`` holding Devign's
@@ -44,7 +47,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from mlflow_metacompress.models.batching import (autocast_dtype, collate, padded_tokens, plan_batches,
+from mlflow_metacompress.models.batching import (autocast_dtype, bucketed, collate, padded_tokens, plan_batches,
                                                  tokenise_all)
 from mlflow_metacompress.models.classifier import CodeClassifier, attention_implementation
 from mlflow_metacompress.models.tokenizer import train_tokenizer
@@ -138,6 +141,7 @@ def main() -> None:
     ap.add_argument("--peak-tflops", type=float, default=989.0)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--data", default=None)
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     device = torch.device(args.device)
@@ -146,6 +150,8 @@ def main() -> None:
     heads = args.heads or max(1, args.hidden // 64)
     max_tokens = args.max_tokens or args.batch_size * args.max_length
     torch.manual_seed(0)
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     t0 = time.perf_counter()
     texts, source = load_code(args.n, args.data)
@@ -163,8 +169,18 @@ def main() -> None:
     widths = enc.widths
     cuda = device.type == "cuda"
     pad_id = int(tok.pad_token_id)
-    plans = {"new": plan_batches(widths, args.batch_size), "new_max_tokens": plan_batches(widths, max_tokens=max_tokens)}
-    plans["floor"] = plans["new"]
+    # on CUDA predict_proba tokenises in chunks in a background thread by default; the
+    # alternative on this device (one global chunk on CUDA, chunks on CPU) runs beside it
+    default_chunks = max(256, -(-len(texts) // 8)) if cuda else 0
+    alt_chunks, alt_name = (0, "new_one_chunk") if cuda else (max(1, len(texts) // 8), "new_chunked")
+
+    def plan(chunk_rows: int, **kw: Any) -> list[np.ndarray]:
+        return [rows[b] for _, rows, bs in bucketed(tok, texts, None, None, args.max_length, chunk_rows=chunk_rows, **kw)
+                for b in bs]
+
+    plans = {"floor": plan_batches(widths, args.batch_size), "new": plan(default_chunks, batch_size=args.batch_size),
+             "new_max_tokens": plan(default_chunks, max_tokens=max_tokens),
+             alt_name: plan(alt_chunks, batch_size=args.batch_size)}
     plans["old"] = plans["old_fp32"] = old_plan(texts, args.batch_size)
 
     def autocast() -> Any:
@@ -181,6 +197,8 @@ def main() -> None:
         "floor": floor,
         "new": lambda: model.predict_proba(tok, texts, batch_size=args.batch_size, precision=precision),
         "new_max_tokens": lambda: model.predict_proba(tok, texts, precision=precision, max_tokens=max_tokens),
+        alt_name: lambda: model.predict_proba(tok, texts, batch_size=args.batch_size, precision=precision,
+                                              chunk_rows=alt_chunks),
         "old": lambda: old_predict(model, tok, texts, args.batch_size, dtype),
     }
     if cuda and dtype is not None:
@@ -220,7 +238,7 @@ def main() -> None:
     old_p = old_predict(model, tok, texts, args.batch_size, dtype)
     report = {
         "device": torch.cuda.get_device_name(device) if cuda else "cpu", "torch": torch.__version__,
-        "cpus": os.cpu_count(), "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM", "unset"),
+        "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM", "unset"),
         "precision": precision, "attention": attention_implementation(model), "data": source, "n": len(texts),
         "shape": {"layers": layers, "hidden": hidden, "heads": heads, "ffn": args.ffn or 4 * hidden,
                   "vocab": model.encoder.config.vocab_size, "max_length": args.max_length},

@@ -46,12 +46,12 @@ def build(tok, pair_mode=None, seed=0) -> CodeClassifier:
                                       max_length=48, pad_token_id=tok.pad_token_id).eval()
 
 
-@pytest.mark.parametrize("batch_size", [1, 3, 8, 64])
-def test_single_texts_match_unbatched_forward(tiny_classifiers, batch_size):
+@pytest.mark.parametrize(("batch_size", "chunk_rows"), [(1, None), (3, None), (8, None), (64, None), (3, 5), (8, 7)])
+def test_single_texts_match_unbatched_forward(tiny_classifiers, batch_size, chunk_rows):
     tok = tiny_classifiers[0]
     model = build(tok)
     expected = oracle(model, tok, SKEWED)
-    got = model.predict_proba(tok, SKEWED, batch_size=batch_size)
+    got = model.predict_proba(tok, SKEWED, batch_size=batch_size, chunk_rows=chunk_rows)
     np.testing.assert_allclose(got, expected, atol=1e-5)
     assert got.dtype == np.float32 and got.shape == (len(SKEWED), 2)
 
@@ -63,7 +63,7 @@ def test_clone_pairs_match_unbatched_forward(tiny_classifiers, pair_mode):
     a = SKEWED
     b = list(reversed(SKEWED))  # long with short: the sort key is the combined length
     expected = oracle(model, tok, a, b)
-    for kw in ({"batch_size": 4}, {"max_tokens": 200}):
+    for kw in ({"batch_size": 4}, {"max_tokens": 200}, {"batch_size": 3, "chunk_rows": 4}):
         np.testing.assert_allclose(model.predict_proba(tok, a, b, **kw), expected, atol=1e-5)
     with pytest.raises(ValueError, match="two code columns"):
         model.predict_proba(tok, a)
@@ -203,7 +203,7 @@ def test_mfu_benchmark_cpu_smoke(tmp_path):
     report = json.loads(proc.stdout)
     assert report == json.loads(out.read_text())
     assert report["n"] == 48 and report["attention"] == "sdpa"
-    assert {"floor", "new", "new_max_tokens", "old"} <= set(report["results"])
+    assert set(report["results"]) == {"floor", "new", "new_max_tokens", "new_chunked", "old"}
     for r in report["results"].values():
         assert 0.0 <= r["padding_fraction"] < 1.0
         assert r["mfu"] > 0 and r["achieved_tflops"] > 0 and r["seconds"] > 0

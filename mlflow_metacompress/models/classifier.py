@@ -188,38 +188,47 @@ class CodeClassifier(nn.Module):
     def predict_logits(
         self, tokenizer: Any, texts: list[str], texts_b: list[str] | None = None, batch_size: int = 32,
         progress: bool = False, *, precision: str = "fp32", max_tokens: int | None = None,
+        chunk_rows: int | None = None,
     ) -> np.ndarray:
-        """Logits (N×K, float32) in length-bucketed batches.
+        """Logits (N×K, float32) in length-bucketed batches (:mod:`.batching`).
 
-        All rows are tokenised once, sorted by real token count (both functions for
-        pairs) and each batch is padded only to its own longest row
-        (:mod:`.batching`). ``batch_size`` rows per batch, or, given ``max_tokens``,
-        as many rows as fit in that many padded tokens. ``precision`` is ``"fp32"``
-        (default), ``"bf16"`` or ``"fp16"`` (autocast; logits come back as float32).
-        On CUDA, batches are built in pinned memory and copied asynchronously, and
-        logits stay on the device until the end (one synchronisation).
+        Rows are tokenised once, sorted by real token count (both functions for pairs)
+        and each batch is padded only to its own longest row: ``batch_size`` rows per
+        batch, or, given ``max_tokens``, as many rows as fit in that many padded tokens.
+        ``precision`` is ``"fp32"`` (default), ``"bf16"`` or ``"fp16"`` (autocast; logits
+        come back as float32). On CUDA, batches are built in pinned memory and copied
+        asynchronously, logits stay on the device until the end, and tokenisation runs
+        in chunks of ``chunk_rows`` rows (default: an eighth of the rows, at least 256;
+        0 turns it off) in a background thread, overlapping the forward passes. On
+        other devices ``chunk_rows`` defaults to 0 (one global bucketing).
         """
         from tqdm.auto import tqdm
 
-        from .batching import autocast_dtype, collate, plan_batches, tokenise_all
+        from .batching import autocast_dtype, bucketed, collate
 
         dtype = autocast_dtype(precision)
         self.eval()
         device = next(self.parameters()).device
-        tok = tokenise_all(tokenizer, texts, texts_b, self.meta.pair_mode, self.meta.max_length)
-        batches = plan_batches(tok.widths, batch_size, max_tokens)
+        cuda = device.type == "cuda"
+        if chunk_rows is None:
+            chunk_rows = max(256, -(-len(texts) // 8)) if cuda else 0
         pad_id = _pad_id(tokenizer, self.encoder)
         left = getattr(tokenizer, "padding_side", "right") == "left"
-        cuda = device.type == "cuda"
-        outs = []
-        for rows in tqdm(batches, desc="inference", disable=not progress, leave=False):
-            batch = {k: v.to(device, non_blocking=cuda) for k, v in collate(tok, rows, pad_id, left, cuda).items()}
-            with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-                logits, _ = self(**batch)
-            outs.append(logits.float())
+        outs, index = [], []
+        chunks = bucketed(tokenizer, texts, texts_b, self.meta.pair_mode, self.meta.max_length, batch_size,
+                          max_tokens, chunk_rows)
+        with tqdm(total=len(texts), desc="inference", disable=not progress, leave=False) as bar:
+            for tok, rows, batches in chunks:
+                for b in batches:
+                    batch = {k: v.to(device, non_blocking=cuda) for k, v in collate(tok, b, pad_id, left, cuda).items()}
+                    with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+                        logits, _ = self(**batch)
+                    outs.append(logits.float())
+                    index.append(rows[b])
+                    bar.update(len(b))
         out = np.zeros((len(texts), self.num_labels), dtype=np.float32)
         if outs:
-            out[np.concatenate(batches)] = torch.cat(outs).cpu().numpy()
+            out[np.concatenate(index)] = torch.cat(outs).cpu().numpy()
         return out
 
     def predict_proba(self, tokenizer: Any, texts: list[str], texts_b: list[str] | None = None, **kw: Any) -> np.ndarray:

@@ -41,15 +41,25 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
-from mlflow_metacompress.models.batching import (autocast_dtype, bucketed, collate, padded_tokens, plan_batches,
-                                                 tokenise_all)
-from mlflow_metacompress.models.classifier import CodeClassifier, attention_implementation
+from mlflow_metacompress.models.batching import (
+    autocast_dtype,
+    bucketed,
+    collate,
+    padded_tokens,
+    plan_batches,
+    tokenise_all,
+)
+from mlflow_metacompress.models.classifier import (
+    CodeClassifier,
+    attention_implementation,
+)
 from mlflow_metacompress.models.tokenizer import train_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,9 +76,13 @@ def load_code(n: int, data: str | None) -> tuple[list[str], str]:
     if data:
         raise FileNotFoundError(f"--data {data}: no test.jsonl there")
     rng = np.random.default_rng(0)
-    body = "  if (buf[%d] > %d) { total += buf[%d] * %d; } else { total -= %d; }\n"
-    return ["int f%d(int *buf, int n) {\n  int total = 0;\n%s  return total;\n}" % (
-        i, "".join(body % (j, j, j, j, j) for j in range(int(rng.lognormal(3, 1)) + 1))) for i in range(n)], "generated"
+
+    def body(j: int) -> str:
+        return f"  if (buf[{j}] > {j}) {{ total += buf[{j}] * {j}; }} else {{ total -= {j}; }}\n"
+
+    sizes = rng.lognormal(3, 1, n).astype(int) + 1  # a long tail of lengths, as in Devign
+    return [f"int f{i}(int *buf, int n) {{\n  int total = 0;\n{''.join(map(body, range(k)))}  return total;\n}}"
+            for i, k in enumerate(sizes)], "generated"
 
 
 def best_times(fns: dict[str, Callable[[], Any]], device: torch.device, repeats: int) -> dict[str, float]:

@@ -17,6 +17,7 @@ Everything here works on plain lists and NumPy arrays; torch is imported only by
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -51,8 +52,8 @@ def tokenise_all(
     :meth:`~.classifier.CodeClassifier.encode` would before padding."""
     if texts_b is not None and len(texts_b) != len(texts):
         raise ValueError(f"the two code columns differ in length: {len(texts)} and {len(texts_b)} rows")
-    kw = dict(truncation=True, max_length=max_length, padding=False,
-              return_attention_mask=False, return_token_type_ids=False)
+    kw = {"truncation": True, "max_length": max_length, "padding": False,
+          "return_attention_mask": False, "return_token_type_ids": False}
     if pair_mode == "single_sequence":
         if texts_b is None:
             raise ValueError("a single_sequence pair classifier needs two code columns")
@@ -159,7 +160,7 @@ def _fixed_size_runs(order: np.ndarray, sorted_lengths: np.ndarray, size: int) -
     short = r * ls[np.arange(k + 1) * size + r - 1]
     j = int(np.argmin(before + short + after_from))
     cuts = [i * size for i in range(j + 1)] + [j * size + r + i * size for i in range(k - j + 1)]
-    return [order[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    return [order[a:b] for a, b in itertools.pairwise(cuts)]
 
 
 def padded_tokens(widths: np.ndarray, batches: list[np.ndarray]) -> int:

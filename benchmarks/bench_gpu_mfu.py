@@ -7,6 +7,8 @@ times, side by side in one run (best of ``--repeats`` after a warm-up):
 
 - ``floor``: the batched forward pass alone on pre-tokenised, pre-padded tensors already
   on the device (length-bucketed batches, as ``new`` makes them): the physical floor;
+  ``floor_bs<N>`` (``--floor-batch-sizes``) and ``floor_max_tokens`` the same with other
+  batch sizes and with the token budget, to show what batch size alone is worth;
 - ``new``: ``CodeClassifier.predict_proba`` as the evaluation (pyfunc) calls it:
   tokenisation, length bucketing, padding, transfer, forward, softmax (on CUDA the
   tokenisation runs in chunks in a background thread, overlapping the forward passes);
@@ -150,6 +152,7 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=50265)
     ap.add_argument("--tokenizer-vocab", type=int, default=16000)
     ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--floor-batch-sizes", default="16,256", help="more batch sizes for the floor (comma-separated)")
     ap.add_argument("--max-tokens", type=int, default=None, help="default: batch_size × max_length")
     ap.add_argument("--precision", default=None, help="fp32, bf16 or fp16; default bf16 on CUDA, fp32 on CPU")
     ap.add_argument("--peak-tflops", type=float, default=989.0)
@@ -200,21 +203,31 @@ def main() -> None:
     def autocast() -> Any:
         return torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None)
 
-    on_device = [{k: v.to(device) for k, v in collate(enc, b, pad_id).items()} for b in plans["floor"]]
+    def forward_only(batches: list[np.ndarray]) -> Callable[[], None]:
+        on_device = [{k: v.to(device) for k, v in collate(enc, b, pad_id).items()} for b in batches]
 
-    def floor() -> None:
-        with torch.inference_mode(), autocast():
-            for batch in on_device:
-                model(**batch)
+        def run() -> None:
+            with torch.inference_mode(), autocast():
+                for batch in on_device:
+                    model(**batch)
 
-    runs: dict[str, Callable[[], Any]] = {
-        "floor": floor,
+        return run
+
+    floor = forward_only(plans["floor"])
+    runs: dict[str, Callable[[], Any]] = {"floor": floor}
+    # batch size alone: the floor with other batch sizes and with the token budget
+    for bs in sorted({int(x) for x in args.floor_batch_sizes.split(",") if x} - {args.batch_size}):
+        plans[f"floor_bs{bs}"] = plan_batches(widths, bs)
+        runs[f"floor_bs{bs}"] = forward_only(plans[f"floor_bs{bs}"])
+    plans["floor_max_tokens"] = plan_batches(widths, max_tokens=max_tokens)
+    runs["floor_max_tokens"] = forward_only(plans["floor_max_tokens"])
+    runs.update({
         "new": lambda: model.predict_proba(tok, texts, batch_size=args.batch_size, precision=precision),
         "new_max_tokens": lambda: model.predict_proba(tok, texts, precision=precision, max_tokens=max_tokens),
         alt_name: lambda: model.predict_proba(tok, texts, batch_size=args.batch_size, precision=precision,
                                               chunk_rows=alt_chunks),
         "old": lambda: old_predict(model, tok, texts, args.batch_size, dtype),
-    }
+    })
     if cuda and dtype is not None:
         runs["old_fp32"] = lambda: old_predict(model, tok, texts, args.batch_size, None)
     real = int(widths.sum())
@@ -250,6 +263,7 @@ def main() -> None:
     total = sum(breakdown.values())
     new_p = model.predict_proba(tok, texts, batch_size=args.batch_size, precision=precision)
     old_p = old_predict(model, tok, texts, args.batch_size, dtype)
+    best_floor = min((k for k in results if k.startswith("floor")), key=lambda k: results[k]["seconds"])
     report = {
         "device": torch.cuda.get_device_name(device) if cuda else "cpu", "torch": torch.__version__,
         "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM", "unset"),
@@ -263,6 +277,15 @@ def main() -> None:
         "setup_seconds": sig(setup_s), "results": results,
         "breakdown_seconds": {k: sig(v) for k, v in breakdown.items()},
         "breakdown_fraction": {k: sig(v / total) for k, v in breakdown.items()},
+        "holds_back": {  # what separates ``new`` from the best forward-only floor
+            "best_floor": best_floor, "best_floor_mfu": results[best_floor]["mfu"],
+            "new_seconds_over_best_floor": sig(results["new"]["seconds"] / results[best_floor]["seconds"]),
+            "batch_size_floor_over_best": sig(results["floor"]["seconds"] / results[best_floor]["seconds"]),
+            "tokenise_share_of_new": sig(breakdown["tokenise"] / results["new"]["seconds"]),
+            "h2d_share_of_new": sig(breakdown["h2d_transfer"] / results["new"]["seconds"]),
+            "collate_share_of_new": sig(breakdown["bucket_and_collate"] / results["new"]["seconds"]),
+            "padding_fraction_new": results["new"]["padding_fraction"],
+        },
         "speedup_new_over_old": sig(results["old"]["seconds"] / results["new"]["seconds"]),
         "new_vs_old_max_abs_prob_diff": sig(float(np.abs(new_p - old_p).max())),
     }

@@ -208,7 +208,11 @@ def test_mfu_benchmark_cpu_smoke(tmp_path):
     report = json.loads(proc.stdout)
     assert report == json.loads(out.read_text())
     assert report["n"] == 48 and report["attention"] == "sdpa"
-    assert set(report["results"]) == {"floor", "new", "new_max_tokens", "new_chunked", "old"}
+    assert set(report["results"]) == {"floor", "floor_bs16", "floor_bs256", "floor_max_tokens", "new",
+                                      "new_max_tokens", "new_chunked", "old"}
+    limits = report["holds_back"]
+    assert limits["best_floor"].startswith("floor") and limits["batch_size_floor_over_best"] >= 1
+    assert 0 < limits["tokenise_share_of_new"] and limits["padding_fraction_new"] == report["results"]["new"]["padding_fraction"]
     for r in report["results"].values():
         assert 0.0 <= r["padding_fraction"] < 1.0
         assert r["mfu"] > 0 and r["achieved_tflops"] > 0 and r["seconds"] > 0

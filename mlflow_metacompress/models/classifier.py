@@ -124,6 +124,7 @@ class CodeClassifier(nn.Module):
             hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
             position_embedding_type=position_embedding_type, pad_token_id=pad_token_id, type_vocab_size=1,
         )
+        _prefer_sdpa(config, RobertaModel)
         meta = ClassifierMeta(labels=list(labels or ["0", "1"]), pair_mode=pair_mode, max_length=max_length)
         return cls(RobertaModel(config, add_pooling_layer=False), meta, dropout)
 
@@ -183,26 +184,51 @@ class CodeClassifier(nn.Module):
             batch.update(input_ids_b=enc_b["input_ids"], attention_mask_b=enc_b["attention_mask"])
         return batch
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def predict_logits(
         self, tokenizer: Any, texts: list[str], texts_b: list[str] | None = None, batch_size: int = 32,
-        progress: bool = False,
+        progress: bool = False, *, precision: str = "fp32", max_tokens: int | None = None,
+        chunk_rows: int | None = None,
     ) -> np.ndarray:
-        """Logits (N×K) in batches, sorted by length to limit padding."""
+        """Logits (N×K, float32) in length-bucketed batches (:mod:`.batching`).
+
+        Rows are tokenised once, sorted by real token count (both functions for pairs)
+        and each batch is padded only to its own longest row: ``batch_size`` rows per
+        batch, or, given ``max_tokens``, as many rows as fit in that many padded tokens.
+        ``precision`` is ``"fp32"`` (default), ``"bf16"`` or ``"fp16"`` (autocast; logits
+        come back as float32). On CUDA, batches are built in pinned memory and copied
+        asynchronously, logits stay on the device until the end, and tokenisation runs
+        in chunks of ``chunk_rows`` rows (default: an eighth of the rows, at least 256;
+        0 turns it off) in a background thread, overlapping the forward passes. On
+        other devices ``chunk_rows`` defaults to 0 (one global bucketing).
+        """
         from tqdm.auto import tqdm
 
+        from .batching import autocast_dtype, bucketed, collate
+
+        dtype = autocast_dtype(precision)
         self.eval()
         device = next(self.parameters()).device
-        order = np.argsort([len(t) for t in texts], kind="stable")
+        cuda = device.type == "cuda"
+        if chunk_rows is None:
+            chunk_rows = max(256, -(-len(texts) // 8)) if cuda else 0
+        pad_id = _pad_id(tokenizer, self.encoder)
+        left = getattr(tokenizer, "padding_side", "right") == "left"
+        outs, index = [], []
+        chunks = bucketed(tokenizer, texts, texts_b, self.meta.pair_mode, self.meta.max_length, batch_size,
+                          max_tokens, chunk_rows)
+        with tqdm(total=len(texts), desc="inference", disable=not progress, leave=False) as bar:
+            for tok, rows, batches in chunks:
+                for b in batches:
+                    batch = {k: v.to(device, non_blocking=cuda) for k, v in collate(tok, b, pad_id, left, cuda).items()}
+                    with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+                        logits, _ = self(**batch)
+                    outs.append(logits.float())
+                    index.append(rows[b])
+                    bar.update(len(b))
         out = np.zeros((len(texts), self.num_labels), dtype=np.float32)
-        starts = range(0, len(texts), batch_size)
-        for start in tqdm(starts, desc="inference", disable=not progress, leave=False):
-            idx = order[start : start + batch_size]
-            a = [texts[i] for i in idx]
-            b = [texts_b[i] for i in idx] if texts_b is not None else None
-            batch = {k: v.to(device) for k, v in self.encode(tokenizer, a, b).items()}
-            logits, _ = self(**batch)
-            out[idx] = logits.float().cpu().numpy()
+        if outs:
+            out[np.concatenate(index)] = torch.cat(outs).cpu().numpy()
         return out
 
     def predict_proba(self, tokenizer: Any, texts: list[str], texts_b: list[str] | None = None, **kw: Any) -> np.ndarray:
@@ -213,19 +239,53 @@ class CodeClassifier(nn.Module):
         return e / e.sum(axis=1, keepdims=True)
 
 
+def _prefer_sdpa(config: Any, model_class: Any) -> None:
+    """Ask for PyTorch's fused attention (``scaled_dot_product_attention``) where the
+    model class supports it; transformers ≥ 4.4x already defaults to it, older ones to
+    the eager kernel. Hidden states are unaffected; ``output_attentions`` falls back."""
+    if getattr(model_class, "_supports_sdpa", False):
+        try:
+            config._attn_implementation = "sdpa"
+        except (AttributeError, ValueError) as exc:  # read-only or refused on an old transformers
+            logger.debug("cannot select SDPA attention: %s", exc)
+
+
+def _pad_id(tokenizer: Any, encoder: nn.Module) -> int:
+    """The tokenizer's padding id, else the encoder config's."""
+    pad = getattr(tokenizer, "pad_token_id", None)
+    if pad is None:
+        pad = getattr(encoder.config, "pad_token_id", None)
+    if pad is None:
+        raise ValueError("the tokenizer has no pad token and the encoder config no pad_token_id; set tokenizer.pad_token")
+    return int(pad)
+
+
 def _load_encoder(auto: Any, path: Any) -> nn.Module:
-    """Load an encoder without the (unused) pooler where the architecture allows it."""
+    """Load an encoder with SDPA attention and without the (unused) pooler, each where
+    the architecture (and the installed transformers) allows it."""
     from transformers.utils import logging as hf_logging
 
     previous = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
+    attempts: list[dict[str, Any]] = [
+        {"add_pooling_layer": False, "attn_implementation": "sdpa"}, {"attn_implementation": "sdpa"},
+        {"add_pooling_layer": False}, {},
+    ]
     try:
-        try:
-            return auto.from_pretrained(path, add_pooling_layer=False)
-        except TypeError:
-            return auto.from_pretrained(path)
+        for kwargs in attempts[:-1]:
+            try:
+                return auto.from_pretrained(path, **kwargs)
+            except (TypeError, ValueError, ImportError) as exc:
+                logger.debug("loading %s with %s failed (%s); trying without", path, kwargs, exc)
+        return auto.from_pretrained(path)
     finally:
         hf_logging.set_verbosity(previous)
+
+
+def attention_implementation(model: nn.Module) -> str | None:
+    """The attention kernel family an encoder runs (``sdpa``, ``eager``, ...), if known."""
+    encoder = getattr(model, "encoder", model)
+    return getattr(getattr(encoder, "config", None), "_attn_implementation", None)
 
 
 def parameter_count(model: nn.Module) -> int:

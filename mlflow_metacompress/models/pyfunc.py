@@ -9,6 +9,7 @@ model's label order. It wraps either a :class:`~.classifier.CodeClassifier` dire
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pandas as pd
 logger = logging.getLogger(__name__)
 
 HF_ARTIFACT = "hf_dir"
+PRECISION_ENV = "METACOMPRESS_PRECISION"
 
 
 class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
@@ -26,7 +28,13 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
 
     ``model_config`` keys: ``code_columns`` (one or two column names; default: the
     first one or two string columns of the input), ``batch_size`` (default 32),
-    ``device`` (default: ``cuda`` when available, else ``cpu``).
+    ``device`` (default: ``cuda`` when available, else ``cpu``), ``precision``
+    (``fp32``, the default on every device, or ``bf16``/``fp16`` autocast, e.g. for a
+    GPU) and ``max_tokens`` (a padded-token budget per batch instead of a fixed
+    ``batch_size``; :meth:`~.classifier.CodeClassifier.predict_logits`). ``batch_size``,
+    ``precision`` and ``max_tokens`` can also be passed per call in ``params``; the
+    environment variable ``METACOMPRESS_PRECISION`` sets the precision when neither does.
+    ``precision`` and ``max_tokens`` apply to ``CodeClassifier`` directories only.
     """
 
     def load_context(self, context: Any) -> None:
@@ -74,6 +82,13 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
             raise KeyError(f"expected {need} code column(s) of strings; found {text_cols}")
         return text_cols[:need]
 
+    def _option(self, params: dict[str, Any] | None, key: str, default: Any) -> Any:
+        """``params[key]``, else ``model_config[key]``, else ``default``."""
+        for source in (params or {}, self._config):
+            if source.get(key) is not None:
+                return source[key]
+        return default
+
     def predict(self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
         if isinstance(model_input, pd.Series):
             model_input = model_input.to_frame()
@@ -82,9 +97,14 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
         cols = self._columns(model_input)
         texts = [str(x) for x in model_input[cols[0]]]
         texts_b = [str(x) for x in model_input[cols[1]]] if len(cols) > 1 else None
-        batch_size = int((params or {}).get("batch_size", self._config.get("batch_size", 32)))
+        batch_size = int(self._option(params, "batch_size", 32))
         if self._model is not None:
-            probs = self._model.predict_proba(self._tokenizer, texts, texts_b, batch_size=batch_size)
+            max_tokens = self._option(params, "max_tokens", None)
+            precision = str(self._option(params, "precision", os.environ.get(PRECISION_ENV) or "fp32"))
+            probs = self._model.predict_proba(
+                self._tokenizer, texts, texts_b, batch_size=batch_size, precision=precision,
+                max_tokens=int(max_tokens) if max_tokens is not None else None,
+            )
         else:
             probs = _hf_predict_proba(self._hf, self._tokenizer, texts, texts_b, batch_size)
         return pd.DataFrame(probs, columns=self.labels, index=model_input.index)
@@ -95,7 +115,7 @@ def _hf_predict_proba(model: Any, tokenizer: Any, texts: list[str], texts_b: lis
     import torch
 
     out = []
-    with torch.no_grad():
+    with torch.inference_mode():
         for s in range(0, len(texts), batch_size):
             args = (texts[s : s + batch_size],) + ((texts_b[s : s + batch_size],) if texts_b else ())
             enc = tokenizer(*args, truncation=True, padding=True, return_tensors="pt").to(model.device)

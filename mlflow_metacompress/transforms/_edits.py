@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 
+from mlflow_metacompress.transforms._reparse import record
 from mlflow_metacompress.transforms._tree import Node, TransformError
 
 
@@ -104,4 +105,8 @@ class Edits:
         self._add(pos, pos, text)
 
     def apply(self) -> str:
-        return self.render(0, len(self.data))
+        """The rewritten code; its edits are recorded so that the output can be re-parsed
+        incrementally (:mod:`._reparse`)."""
+        out = self.render(0, len(self.data))
+        record(out, self.data, self.items)
+        return out

@@ -13,7 +13,7 @@ spaces (the defect of space-joined token rewriting noted for ALERT/MHM in the st
 from __future__ import annotations
 
 import functools
-from typing import Iterator
+from typing import Any, Iterator
 
 LANGUAGES: tuple[str, ...] = ("c", "java", "python")
 
@@ -127,13 +127,16 @@ class Source:
     indented blocks enclosing any node, computed while flattening.
     """
 
-    def __init__(self, code: str, language: str) -> None:
+    def __init__(self, code: str, language: str, tree: Any = None) -> None:
+        """Parse ``code``; ``tree`` is its tree when already parsed (see :mod:`._reparse`)."""
         if language not in LANGUAGES:
             raise ValueError(f"unsupported language {language!r}; expected one of {LANGUAGES}")
         self.data = encode_code(code)
         self.code = code
         self.language = language
-        tree = _parser(language).parse(self.data)
+        if tree is None:
+            tree = _parser(language).parse(self.data)
+        self.tree: Any = tree  # kept so outputs can be re-parsed incrementally; dropped by release()
         self.has_error: bool = tree.root_node.has_error
         self.cache: dict[str, object] = {}
         self.by_type: dict[str, list[Node]] = {}
@@ -264,6 +267,7 @@ class Source:
         self.by_type = {}
         self.cache = {}
         self._enclosing = {}
+        self.tree = None
 
     def require_clean(self) -> None:
         if self.has_error:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from mlflow_metacompress.transforms._checks import compiles, parses_cleanly
+from mlflow_metacompress.transforms._reparse import parses_cleanly_from
 from mlflow_metacompress.transforms._tree import LANGUAGES, Source
 
 logger = logging.getLogger(__name__)
@@ -170,14 +171,15 @@ def _input_compiles(src: Source) -> bool:
     return bool(src.cache["compiles"])
 
 
-def parses_cleanly_memo(src: Source, code: str) -> bool:
+def parses_cleanly_memo(src: Source, code: str, base: Source | None = None) -> bool:
     """:func:`parses_cleanly`, memoised per sample: ``compose`` records the steps it parsed,
     so a standalone transformation with the same output (or compose's own final output)
-    is not parsed a second time."""
+    is not parsed a second time. ``code`` is a rewrite of ``base`` (default ``src``), which
+    lets :mod:`._reparse` parse it incrementally from the edits that made it."""
     memo: dict[str, bool] = src.cache.setdefault("clean_outputs", {})  # type: ignore[assignment]
     clean = memo.get(code)
     if clean is None:
-        clean = memo[code] = parses_cleanly(code, src.language)
+        clean = memo[code] = parses_cleanly_from(base or src, code)
     return clean
 
 

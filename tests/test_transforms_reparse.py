@@ -60,13 +60,19 @@ def _edited_output(src: Source, name: str, seed: int) -> str | None:
     return out if out is not None and _reparse._edits_for(out, src) is not None else None
 
 
+@pytest.fixture
+def every_output_incremental(monkeypatch):
+    """Compare outputs with any number of edits (in use, many edits parse from scratch)."""
+    monkeypatch.setattr(_reparse, "MAX_EDITS", 10**9)
+
+
 @pytest.mark.parametrize("language", ["c", "java", "python"])
-def test_incremental_tree_equals_a_fresh_parse_on_every_output(language):
+def test_incremental_tree_equals_a_fresh_parse_on_every_output(language, every_output_incremental):
     assert _check_outputs(_functions(language), language) >= 10
 
 
 @pytest.mark.skipif(not DEVIGN.exists(), reason="../shared/data is absent")
-def test_incremental_tree_equals_a_fresh_parse_on_devign():
+def test_incremental_tree_equals_a_fresh_parse_on_devign(every_output_incremental):
     rows = [json.loads(line)["func"] for line in DEVIGN.read_text().splitlines()[:150]]
     assert _check_outputs(rows, "c") >= 500
 
@@ -82,6 +88,18 @@ def test_a_broken_edit_is_still_caught():
     out = edits.apply()
     assert _reparse._edits_for(out, src) is not None  # the incremental path is the one tested
     assert not _reparse.parses_cleanly_from(src, out)
+
+
+def test_many_edits_parse_from_scratch(monkeypatch):
+    src = Source("int f(int a) { return a + a + a; }", "c")
+    edits = Edits(src.data)
+    for i, b in enumerate(src.data):
+        if b == ord("a") and src.data[i - 1:i] in (b" ", b"("):
+            edits.replace(i, i + 1, "b")
+    out = edits.apply()
+    assert _reparse._edits_for(out, src) is not None
+    monkeypatch.setattr(_reparse, "MAX_EDITS", 2)
+    assert _reparse._edits_for(out, src) is None and _reparse.parses_cleanly_from(src, out)
 
 
 def test_edits_apply_only_to_their_own_string_and_bytes():

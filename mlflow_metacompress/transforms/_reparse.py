@@ -27,6 +27,10 @@ from mlflow_metacompress.transforms._tree import Source, _parser, encode_code
 
 _last = threading.local()
 _NEWLINE = re.compile(b"\n")
+MAX_EDITS = 40
+"""Above this many edits a fresh parse is cheaper: telling the tree about each edit costs more
+than the re-use saves (measured on Devign outputs: 54 µs against 136 µs for 1–2 edits, 116
+against 152 for 9–32, 204 against 172 for 33–64, 499 against 363 beyond)."""
 
 Edit = tuple[int, int, int, str]  # start, end, sequence number, replacement text (as in Edits.items)
 
@@ -40,7 +44,7 @@ def _edits_for(out: str, src: Source) -> tuple[Edit, ...] | None:
     value = getattr(_last, "value", None)
     if value is None or value[0] is not out or value[1] is not src.data or src.tree is None:
         return None
-    return value[2]
+    return value[2] if len(value[2]) <= MAX_EDITS else None
 
 
 def _point(newlines: list[int], pos: int) -> tuple[int, int]:

@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.latency import features
 from mlflow_metacompress.distill.search.moo import decode, encode, moo_search
 from mlflow_metacompress.distill.search.space import enumerate_feasible, prune, size_mb
@@ -128,3 +129,27 @@ def test_an_unreachable_budget_still_falls_back_to_the_teacher_shaped_student(fa
     choice, record = fake_search.avatar_search(toy_context(0), opts, {}, objective="latency", latency_slack=1e-6)
     assert record["seeded"] == 3 and record["pareto"] == [] and record["fallback"] == "teacher_shaped"
     assert choice == reference(3.0, max_length=64, max_vocab=1000)
+
+
+def test_compressor_seeds_a_teacher_shaped_student_of_its_own_band(monkeypatch):
+    """The budget's reference is sized in [0.8, 1] × target, outside the GA's ±10 % band at
+    1 MB with a 1000-token vocabulary; the band's own teacher-shaped student is seeded too."""
+    from mlflow_metacompress.distill import latency
+    from mlflow_metacompress.distill.methods import compressor
+    from mlflow_metacompress.distill.search.ga import SearchSpace, search_architecture
+
+    monkeypatch.setattr(latency, "latency_model", lambda *a, **k: FAKE)
+    options = compressor.Options(population=4, generations=2)
+    setup = compressor._latency_setup(toy_context(0, 1.0), options, 1000)
+    ref, band = setup["seeds"]
+    assert not 0.9 <= size_mb(ref) <= 1.1 and 0.9 <= size_mb(band) <= 1.1
+    assert setup["latency_budget_ms"] == pytest.approx(float(np.dot(FAKE.coef, features(ref))))
+    kw = dict(population=4, generations=2, base=ArchSpec(max_length=64), space=SearchSpace().cap_vocab(1000),
+              progress=False, objective="latency", latency=FAKE, latency_budget_ms=setup["latency_budget_ms"])
+    for seed in range(5):
+        result = search_architecture(1.0, seed=seed, seeds=setup["seeds"], **kw)
+        assert result.feasible and result.fallback is None
+        assert abs(parameter_count(result.best.build(["0", "1"])) * 4 / 1e6 - 1.0) <= 0.1
+    # the reference alone (the seed before) leaves the small GA outside the band
+    kinds = [search_architecture(1.0, seed=s, seeds=(ref,), **kw).fallback for s in range(5)]
+    assert kinds.count("nearest") >= 3

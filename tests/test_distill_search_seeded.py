@@ -82,9 +82,8 @@ def fake_search(monkeypatch):
 @pytest.mark.parametrize("target,lower", [(3.0, 0.9), (0.2, 0.5)])
 def test_small_budget_latency_search_finds_a_feasible_front(fake_search, monkeypatch, target, lower):
     from mlflow_metacompress.distill.methods.avatar import Options
-    from mlflow_metacompress.distill.search.objective import reference
-
     from mlflow_metacompress.distill.search import moo
+    from mlflow_metacompress.distill.search.objective import reference
 
     seeded, real = [], moo.moo_search
     monkeypatch.setattr(moo, "moo_search", lambda *a, **kw: seeded.append(kw["seeds"]) or real(*a, **kw))
@@ -144,8 +143,8 @@ def test_compressor_seeds_a_teacher_shaped_student_of_its_own_band(monkeypatch):
     ref, band = setup["seeds"]
     assert not 0.9 <= size_mb(ref) <= 1.1 and 0.9 <= size_mb(band) <= 1.1
     assert setup["latency_budget_ms"] == pytest.approx(float(np.dot(FAKE.coef, features(ref))))
-    kw = dict(population=4, generations=2, base=ArchSpec(max_length=64), space=SearchSpace().cap_vocab(1000),
-              progress=False, objective="latency", latency=FAKE, latency_budget_ms=setup["latency_budget_ms"])
+    kw = {"population": 4, "generations": 2, "base": ArchSpec(max_length=64), "space": SearchSpace().cap_vocab(1000),
+          "progress": False, "objective": "latency", "latency": FAKE, "latency_budget_ms": setup["latency_budget_ms"]}
     for seed in range(5):
         result = search_architecture(1.0, seed=seed, seeds=setup["seeds"], **kw)
         assert result.feasible and result.fallback is None

@@ -43,10 +43,10 @@ def test_avatar_cli_end_to_end(tracking, tmp_path, capsys):
     assert tags["metacompress.method"] == "avatar" and tags["metacompress.teacher"] == teacher
     config = result["config"]
     assert len(config["search"]["probes"]) == 2
-    # the default objective bounds measured latency, so on a busy machine the band can come up
-    # empty: then the fallback is recorded and tagged instead of a Pareto front
-    if not config["search"]["pareto"]:
-        assert config.get("search_fallback") is True and tags["metacompress.search_fallback"] == "true"
+    # the latency search starts from the teacher-shaped student (in the band, within the budget it
+    # sets), so even this budget ends with a front, whatever the machine's measured latencies
+    assert config["search"]["pareto"] and config["search"]["seeded"] >= 1
+    assert config["search_fallback"] is False and "metacompress.search_fallback" not in tags
     student = ArchSpec(**config["student"])
     assert int(tags["metacompress.params"]) == param_count(student)  # the registered model is the searched one
     assert float(tags["metacompress.size_mb"]) <= 0.2

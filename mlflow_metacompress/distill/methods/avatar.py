@@ -12,7 +12,8 @@ ICSE-SEIS 2024).
    ``latency_slack`` × that of the teacher-shaped student of the same size.
 2. **Choice and distillation.** The Pareto configuration nearest the size target is
    distilled with Compressor's loss (soft-label KD at T = 1 on cached teacher logits).
-   When nothing fits the size band (small budgets), the teacher-shaped student is
+   The latency search is warm-started from the teacher-shaped student and the probes;
+   when nothing fits the size band and budget all the same, the teacher-shaped student is
    distilled instead and the version tagged ``metacompress.search_fallback=true``.
 3. **Energy.** With ``codecarbon`` installed, inference energy per 1,000 samples of
    teacher and student is logged (:mod:`..energy`).

@@ -84,15 +84,21 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
 
 def _latency_setup(ctx: DistillContext, options: Options, max_vocab: int) -> dict[str, Any]:
     """Keyword arguments of the latency objective: the machine's latency model at the
-    task's length and batch size, the budget and the teacher-shaped seed (none for
-    ``objective="paper"``)."""
+    task's length and batch size, the budget and the teacher-shaped seeds (none for
+    ``objective="paper"``): the budget's reference, sized in ``[0.8, 1] × target``, and
+    the teacher-shaped student of the GA's own band ``[1 − tolerance, 1 + tolerance] ×
+    target``, so that a small GA starts from a shape inside it."""
     if options.objective == "paper":
         return {}
     from ..latency import latency_model
-    from ..search.objective import latency_budget
+    from ..search.objective import latency_budget, reference
 
     model = latency_model(ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir,
                           progress=ctx.fit_config.progress)
     budget, ref = latency_budget(model, ctx.size_mb, options.latency_slack, num_labels=len(ctx.labels),
                                  pair_mode=ctx.pair_mode, max_length=ctx.max_length, max_vocab=max_vocab)
-    return {"latency": model, "latency_budget_ms": budget, "seeds": (ref,) if ref is not None else ()}
+    tol = options.tolerance
+    band = reference(ctx.size_mb * (1 + tol), lower=(1 - tol) / (1 + tol), num_labels=len(ctx.labels),
+                     pair_mode=ctx.pair_mode, max_length=ctx.max_length, max_vocab=max_vocab)
+    seeds = tuple(dict.fromkeys(s for s in (ref, band) if s is not None))
+    return {"latency": model, "latency_budget_ms": budget, "seeds": seeds}

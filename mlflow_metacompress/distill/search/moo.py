@@ -95,6 +95,24 @@ def decode(x: np.ndarray, pruned: PrunedSpace) -> ArchSpec:
     return ArchSpec(**vals, num_labels=pruned.num_labels, pair_mode=pruned.pair_mode)
 
 
+def encode(config: ArchSpec, pruned: PrunedSpace) -> np.ndarray:
+    """The inverse of :func:`decode`: each gene's index on its grid of ``pruned`` (the
+    nearest value for numeric genes, an exact match for the others), so
+    ``decode(encode(c)) == c`` for every configuration on the grid that needs no repair.
+
+    Raises ``ValueError`` naming the gene when a non-numeric value is not a choice left."""
+    row = []
+    for gene in GENES:
+        grid, value = pruned.grid(gene), getattr(config, gene)
+        if value in grid:
+            row.append(grid.index(value))
+        elif isinstance(value, (int, float)) and all(isinstance(g, (int, float)) for g in grid):
+            row.append(int(np.argmin([abs(g - value) for g in grid])))
+        else:
+            raise ValueError(f"{gene}={value!r} is not among the pruned space's choices {grid}")
+    return np.asarray(row, dtype=np.float64)
+
+
 def non_dominated(F: np.ndarray) -> np.ndarray:
     """Boolean mask of the rows of ``F`` (minimised) no other row dominates."""
     from ..._optional import require
@@ -141,11 +159,16 @@ def moo_search(
     seed: int = 0,
     constraints: Callable[[list[ArchSpec]], np.ndarray] | None = None,
     n_constraints: int = 0,
+    seeds: Sequence[ArchSpec] = (),
 ) -> MooResult:
     """Minimise ``objectives(configs) -> (n, n_obj)`` over the pruned space with
     NSGA-II (``"nsga2"``) or AGE-MOEA (``"agemoea"``), subject to the size band and
     ``constraints(configs) -> (n, n_constraints)`` (feasible where ≤ 0). Returns the feasible non-dominated configurations of
-    everything evaluated (none when nothing was feasible: see :func:`.objective.fallback`)."""
+    everything evaluated (none when nothing was feasible: see :func:`.objective.fallback`).
+
+    ``seeds`` (e.g. known feasible configurations) start the initial population, each at
+    its nearest grid point (:func:`encode`), the rest drawn by pymoo's seeded random
+    integer sampling; without seeds the sampling is pymoo's alone, as published."""
     from ..._optional import require
 
     require("pymoo", "multi-objective search (MORPH)")
@@ -182,7 +205,7 @@ def moo_search(
                 G = np.concatenate([G, np.stack([extra[c] for c in configs])], axis=1)
             out["G"] = G
 
-    kw = dict(pop_size=population, sampling=IntegerRandomSampling(),
+    kw = dict(pop_size=population, sampling=_sampling(seeds, pruned, population, IntegerRandomSampling()),
               crossover=SBX(prob=0.9, eta=15, vtype=float, repair=RoundingRepair()),
               mutation=PM(eta=20, vtype=float, repair=RoundingRepair()), eliminate_duplicates=True)
     if algorithm == "nsga2":
@@ -207,3 +230,22 @@ def moo_search(
     logger.info("%s: %d evaluated, %d feasible, %d non-dominated", algorithm, len(seen), len(feasible), int(mask.sum()))
     return MooResult([c for c, keep in zip(feasible, mask) if keep], F[mask], len(seen), feasible, F, list(seen))
 
+
+
+def _sampling(seeds: Sequence[ArchSpec], pruned: PrunedSpace, population: int, random: Any) -> Any:
+    """``random`` (pymoo's integer sampling), or a sampling whose first rows are the
+    distinct encoded ``seeds`` (at most ``population``) and the rest ``random``'s draws."""
+    if not seeds:
+        return random
+    from pymoo.core.sampling import Sampling
+
+    rows = list(dict.fromkeys(tuple(encode(c, pruned)) for c in seeds))[:population]
+    fixed = np.asarray(rows, dtype=np.float64)
+
+    class _Seeded(Sampling):
+        def _do(self, problem: Any, n_samples: int, *args: Any, random_state: Any = None, **kwargs: Any) -> np.ndarray:
+            rest = random._do(problem, max(0, n_samples - len(fixed)), random_state=random_state)
+            return np.concatenate([fixed, np.reshape(rest, (-1, fixed.shape[1]))])[:n_samples]
+
+    logger.info("initial population: %d seeded configurations, %d random", len(fixed), max(0, population - len(fixed)))
+    return _Seeded()

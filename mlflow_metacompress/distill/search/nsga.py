@@ -15,7 +15,11 @@ Models of Code", ICSE-SEIS 2024), shared by the ``avatar`` method and ``fidelity
 ``objective="paper"`` is the published search above. ``objective="latency"``
 (:mod:`.objective`) prunes to structurally sound shapes, replaces GFLOPs by the
 per-sample latency the machine's :class:`~..latency.LatencyModel` predicts, bounds it by
-``latency_slack`` × that of the teacher-shaped student of the same size (a constraint).
+``latency_slack`` × that of the teacher-shaped student of the same size (a constraint),
+and warm-starts NSGA-II: the teacher-shaped student (at its nearest grid point, when that
+is inside the size band) and the probed configurations join the initial population, the
+rest drawn at random as before (``objective="paper"`` starts from random draws only,
+as published).
 When nothing is feasible, the search falls back to
 the teacher-shaped student (else the evaluated configuration nearest the target size)
 and records ``fallback`` (the student is tagged ``metacompress.search_fallback=true``).
@@ -44,7 +48,7 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
     distilled with Compressor's loss, KD at T = 1)."""
     from ..modules import soft_label_loss
     from .build import gflops
-    from .moo import fit_surrogate, moo_search, nearest_to_target
+    from .moo import decode, encode, fit_surrogate, moo_search, nearest_to_target
     from .objective import check_objective, fallback
 
     latency_mode = check_objective(objective) == "latency"
@@ -53,15 +57,16 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
     surrogate = fit_surrogate([p.config for p in probes], [p.val_acc for p in probes], pruned, "bayesian_ridge")
     k, pm = len(ctx.labels), ctx.pair_mode
     top_vocab = pruned.space.vocab_size[1]
-    cost, budget, constraints = (lambda c: gflops(c, k, pm)), None, None
+    cost, budget, constraints, seeds = (lambda c: gflops(c, k, pm)), None, None, []
     if latency_mode:
         from ..latency import latency_model
         from .objective import latency_budget
 
         model = latency_model(ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir,
                               progress=ctx.fit_config.progress)
-        budget, _ = latency_budget(model, ctx.size_mb, latency_slack, num_labels=k, pair_mode=pm,
+        budget, ref = latency_budget(model, ctx.size_mb, latency_slack, num_labels=k, pair_mode=pm,
                                      max_length=ctx.max_length, max_vocab=top_vocab)
+        seeds = _seeds(ref, [p.config for p in probes], pruned, encode, decode)
         cost = model.predict_ms
         if np.isfinite(budget):
             constraints = lambda cs: np.array([[model.predict_ms(c) - budget] for c in cs])  # noqa: E731
@@ -72,13 +77,15 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
 
     result = moo_search(pruned, objectives, 3, algorithm="nsga2", population=opts.population,
                         generations=opts.generations, seed=ctx.seed, constraints=constraints,
-                        n_constraints=0 if constraints is None else 1)
+                        n_constraints=0 if constraints is None else 1, seeds=seeds)
     record: dict[str, Any] = {
         "objective": objective, "bounds": pruned.bounds, "choices": pruned.choices, "z3_checks": pruned.checks,
         "probes": [{**p.config.to_dict(), "val_acc": p.val_acc} for p in probes],
         "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F)],
         "evaluated": result.evaluated, "fallback": None,
     }
+    if latency_mode:
+        record["seeded"] = len(seeds)
     if latency_mode:
         record["latency_budget_ms"] = budget if budget is not None and np.isfinite(budget) else None
     if not result.configs:
@@ -92,3 +99,21 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
     if latency_mode:
         record["predicted_latency_ms"] = float(cost(choice))
     return choice, record
+
+
+def _seeds(ref: ArchSpec | None, probed: list[ArchSpec], pruned: Any, encode: Any, decode: Any) -> list[ArchSpec]:
+    """The warm start of the latency search: the teacher-shaped ``ref`` at its nearest
+    grid point when that lies inside the size band (it meets the budget of slack ≥ 1 by
+    construction), then the probed configurations (feasible in size by construction)."""
+    seeds = []
+    if ref is not None:
+        try:
+            snapped = decode(encode(ref, pruned), pruned)
+        except ValueError as exc:
+            logger.info("the teacher-shaped reference does not seed the search: %s", exc)
+        else:
+            if pruned.feasible(snapped):
+                seeds.append(snapped)
+            else:
+                logger.info("the teacher-shaped reference %s snaps to %s outside the size band; not seeded", ref, snapped)
+    return list(dict.fromkeys(seeds + list(probed)))

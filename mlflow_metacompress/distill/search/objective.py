@@ -15,8 +15,10 @@ Two objectives (option ``objective`` of Compressor and AVATAR):
   Compressor keeps its fitness inside the budget (the most computation that runs as fast
   as a standard small transformer); AVATAR replaces GFLOPs by the predicted latency.
 
-When a search finds nothing inside the size band (small budgets: AVATAR with a
-population of 4 × 2 generations at 3 MB), :func:`fallback` returns the nearest feasible
+Both latency searches are warm-started with teacher-shaped students (AVATAR also with its
+probed configurations), so small budgets (a population of 4 × 2 generations) no longer end
+empty as a rule. When a search still finds nothing inside the size band (and, for AVATAR,
+the latency budget), :func:`fallback` returns the nearest feasible
 configuration instead of failing: the teacher-shaped student at the target when one
 fits, else the evaluated candidate nearest the target size. The student is then tagged
 ``metacompress.search_fallback=true`` (:data:`FALLBACK_KEY` in the method's config).
@@ -64,15 +66,15 @@ def repair(values: dict[str, Any], heads: Sequence[int], ffn: Sequence[int]) -> 
 
 
 def reference(target_mb: float, *, num_labels: int = 2, pair_mode: str | None = None, max_length: int = 256,
-              max_vocab: int = 46000) -> ArchSpec | None:
-    """The teacher-shaped student at ``target_mb`` (vocabulary ≥ 1000, ≤ ``max_vocab``),
-    or None when none fits."""
+              max_vocab: int = 46000, lower: float = 0.8) -> ArchSpec | None:
+    """The teacher-shaped student at ``target_mb`` (vocabulary ≥ 1000, ≤ ``max_vocab``; size
+    in ``[lower, 1] × target``), or None when none fits."""
     from .teacher_shaped import teacher_shaped
 
     for floor in (4000, 1000):
         try:
             return teacher_shaped(target_mb, num_labels=num_labels, pair_mode=pair_mode, max_length=max_length,
-                                  min_vocab=min(floor, max_vocab), max_vocab=max_vocab)
+                                  min_vocab=min(floor, max_vocab), max_vocab=max_vocab, lower=lower)
         except ValueError:
             continue
     return None

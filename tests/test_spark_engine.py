@@ -198,7 +198,7 @@ def _attack_tables(run_id: str) -> dict[str, pd.DataFrame]:
             for a in ATTACKS}
 
 
-def test_attacks_same_numbers_and_tables_as_local(tracking, spark, tmp_path):
+def test_attacks_same_numbers_and_tables_as_local(tracking, spark, tmp_path, monkeypatch):
     """Attacks on the driver (default) and split across executors (``attack_engine="spark"``)
     against the local engine: the same metrics, per-sample rows and attack tables, budgets
     and per-sample query counts included."""
@@ -208,6 +208,12 @@ def test_attacks_same_numbers_and_tables_as_local(tracking, spark, tmp_path):
         student = _log_model(0.011, ["func"], tmp_path / "s.calls", df)
     config = {"teacher": teacher, "language": "c", "transforms": ["rename_variables"], "attacks": ATTACKS,
               "attack_budget": 4, "progress": False, "use_cache": False, "bootstrap_samples": 20}
+    from mlflow_metacompress.evaluation import spark_attacks
+
+    executor_reports = {}
+    real_reports = spark_attacks.spark_attack_reports
+    monkeypatch.setattr(spark_attacks, "spark_attack_reports",
+                        lambda *a, **k: executor_reports.update(real_reports(*a, **k)) or executor_reports)
     runs, calls = {}, {}
     for name, extra in (("local", {}), ("spark", {"engine": "spark"}),
                         ("executors", {"engine": "spark", "attack_engine": "spark"})):
@@ -243,6 +249,9 @@ def test_attacks_same_numbers_and_tables_as_local(tracking, spark, tmp_path):
     assert driver == 1 + adversarial_rows
     assert workers > len(per) - adversarial_rows  # spark_udf's rows plus the attacks' queries
     assert sum(n for pid, n in calls["spark"] if pid == os.getpid()) > driver  # attacks on the driver
+    # the recipes' details (which substitutes they drew) come back from the executors too
+    assert set(executor_reports) == {(a, r) for a in ATTACKS for r in ("teacher", "student")}
+    assert all(report.details.get("substitutes") for report in executor_reports.values())
 
 
 def test_attack_engine_spark_needs_the_spark_engine(tracking, tmp_path):

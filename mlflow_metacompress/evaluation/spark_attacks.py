@@ -41,7 +41,8 @@ logger = logging.getLogger(__name__)
 POS = "_mc_pos"
 SCHEMA = ("attack string, position long, status string, skip_reason string, queries long, requests long, "
           "adversarial_code string, renaming string, transformations string, label long, "
-          "original_probs array<double>, adversarial_probs array<double>, forward_rows long, forward_seconds double")
+          "original_probs array<double>, adversarial_probs array<double>, forward_rows long, forward_seconds double, "
+          "details string")
 
 
 def _attack_partition(batches: Iterator[pd.DataFrame], shipped: Any, model_dir: str, role: str,
@@ -82,7 +83,7 @@ def _attack_partition(batches: Iterator[pd.DataFrame], shipped: Any, model_dir: 
             "original_probs": [[float(p) for p in r.original_probs] for r in results],
             "adversarial_probs": [None if r.adversarial_probs is None else [float(p) for p in r.adversarial_probs]
                                   for r in results],
-            "forward_rows": 0, "forward_seconds": 0.0,
+            "forward_rows": 0, "forward_seconds": 0.0, "details": json.dumps(attack.details),
         })
         out.loc[len(out) - 1, ["forward_rows", "forward_seconds"]] = [model.forward_rows, model.forward_seconds]
         yield out
@@ -119,7 +120,8 @@ def _reports(got: pd.DataFrame, frame: pd.DataFrame, code_columns: list[str], at
             skip_reason=_text(r.skip_reason), requests=int(r.requests),
         ) for r in mine.itertuples(index=False)]
         reports[name] = AttackReport(name, results, code_columns, frame, forward_rows=int(mine["forward_rows"].sum()),
-                                     forward_seconds=float(mine["forward_seconds"].sum()), wall_seconds=wall)
+                                     forward_seconds=float(mine["forward_seconds"].sum()), wall_seconds=wall,
+                                     details=json.loads(mine["details"].iloc[0]) if len(mine) else {})
     return reports
 
 

@@ -231,7 +231,6 @@ def moo_search(
     return MooResult([c for c, keep in zip(feasible, mask) if keep], F[mask], len(seen), feasible, F, list(seen))
 
 
-
 def _sampling(seeds: Sequence[ArchSpec], pruned: PrunedSpace, population: int, random: Any) -> Any:
     """``random`` (pymoo's integer sampling), or a sampling whose first rows are the
     distinct encoded ``seeds`` (at most ``population``) and the rest ``random``'s draws."""

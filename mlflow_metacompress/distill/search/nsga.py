@@ -48,7 +48,7 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
     distilled with Compressor's loss, KD at T = 1)."""
     from ..modules import soft_label_loss
     from .build import gflops
-    from .moo import decode, encode, fit_surrogate, moo_search, nearest_to_target
+    from .moo import fit_surrogate, moo_search, nearest_to_target
     from .objective import check_objective, fallback
 
     latency_mode = check_objective(objective) == "latency"
@@ -66,7 +66,7 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
                               progress=ctx.fit_config.progress)
         budget, ref = latency_budget(model, ctx.size_mb, latency_slack, num_labels=k, pair_mode=pm,
                                      max_length=ctx.max_length, max_vocab=top_vocab)
-        seeds = _seeds(ref, [p.config for p in probes], pruned, encode, decode)
+        seeds = _seeds(ref, [p.config for p in probes], pruned)
         cost = model.predict_ms
         if np.isfinite(budget):
             constraints = lambda cs: np.array([[model.predict_ms(c) - budget] for c in cs])  # noqa: E731
@@ -86,7 +86,6 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
     }
     if latency_mode:
         record["seeded"] = len(seeds)
-    if latency_mode:
         record["latency_budget_ms"] = budget if budget is not None and np.isfinite(budget) else None
     if not result.configs:
         choice, kind = fallback(ctx.size_mb, result.evaluated_configs, num_labels=k, pair_mode=pm,
@@ -101,10 +100,12 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
     return choice, record
 
 
-def _seeds(ref: ArchSpec | None, probed: list[ArchSpec], pruned: Any, encode: Any, decode: Any) -> list[ArchSpec]:
+def _seeds(ref: ArchSpec | None, probed: list[ArchSpec], pruned: Any) -> list[ArchSpec]:
     """The warm start of the latency search: the teacher-shaped ``ref`` at its nearest
     grid point when that lies inside the size band (it meets the budget of slack ≥ 1 by
     construction), then the probed configurations (feasible in size by construction)."""
+    from .moo import decode, encode
+
     seeds = []
     if ref is not None:
         try:

@@ -141,6 +141,9 @@ def _run(df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: 
     if models is not None:
         notes["teacher_rows_run"] = models.teacher.rows_run
         notes["student_rows_run"] = models.student.rows_run
+        limits = {p.name: p.input_limit for p in (models.teacher, models.student) if p.input_limit is not None}
+        if limits:  # Hugging Face pipelines: the max input tokens each was cut to, and where that came from
+            notes["input_limits"] = limits
     per_sample = pd.concat(rows, ignore_index=True)
     if cfg.slice_columns:
         from .slices import slice_metrics

@@ -23,14 +23,14 @@ logger = logging.getLogger(__name__)
 
 REPORT_NAME = "report.html"
 PROVENANCE_NAME = "provenance.json"
-NAV = (("headline", "Headline"), ("transformations", "Transformations"), ("plots", "Plots"),
+NAV = (("headline", "Headline"), ("transformations", "Transformations"), ("slices", "Slices"), ("plots", "Plots"),
        ("worst", "Worst discrepancies"), ("attacks", "Attacks"), ("provenance", "Provenance"))
 
 
 def render_report(data: ReportData) -> str:
     """The whole page; sections that do not apply (static mode: no transformations, no attacks) are left out."""
     parts = {"headline": sections.headline(data), "transformations": sections.transformations(data),
-             "plots": sections.plots(data), "worst": sections.worst(data), "attacks": sections.attacks(data),
+             "slices": sections.slices(data), "plots": sections.plots(data), "worst": sections.worst(data), "attacks": sections.attacks(data),
              "provenance": sections.provenance(data)}
     p = data.provenance
     rows = len(data.per_sample[data.per_sample["variant"] == "original"]) if "variant" in data.per_sample else 0

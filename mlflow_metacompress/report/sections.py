@@ -1,5 +1,5 @@
 """The sections of ``report.html``, in the order a reviewer reads them (issue 14):
-headline, per-transformation table, plots, worst discrepancies, attacks, provenance.
+headline, per-transformation table, slices, plots, worst discrepancies, attacks, provenance.
 
 Each function takes a :class:`~.data.ReportData` and returns an HTML fragment, or ``""``
 when the section does not apply (static mode has no transformations or attacks). Every
@@ -146,6 +146,29 @@ def transformations(data: ReportData) -> str:
             f'<p class="note">Rates over the samples each transformation changed (n); flips: the model\'s own prediction changed '
             f'from the original. Worst first; click a header to sort.</p>'
             f'<table class="sortable"><thead><tr><th>transformation</th><th>n</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
+
+
+def slices(data: ReportData) -> str:
+    """Relation rates per value of each ``slice_columns`` column (original inputs only; evaluation/slices.py)."""
+    columns = data.slices()
+    if not columns:
+        return ""
+    cols = [*((n, n.split("_")[0].upper()) for n, _ in MRS[:4]), ("any_violation_rate", "any")]
+    head = "".join(f"<th>{escape(label)}</th>" for _, label in cols)
+    tables = []
+    for column, values in columns.items():
+        order = sorted(values, key=lambda v: -(data.metric("any_violation_rate", v["suffix"]) or -1.0))
+        rows = []
+        for v in order:
+            n = v["samples"]
+            cells = "".join(f"<td{_heat(data.metric(key, v['suffix']))}>{num(data, key, v['suffix'])}</td>" for key, _ in cols)
+            rows.append(f'<tr><th scope="row">{escape(v["value"])}</th>'
+                        f'<td class="n" data-sort="{n if n is not None else -1}">{fmt.count(n)}</td>{cells}</tr>')
+        tables.append(f'<h3>{escape(column)}</h3><div class="scroll"><table class="sortable slice"><thead><tr><th>value</th><th>n</th>{head}</tr></thead>'
+                      f'<tbody>{"".join(rows)}</tbody></table></div>')
+    return (f'<section id="slices"><h2>Slices</h2><p class="note">Rates on the original inputs of each value of a '
+            f'<code>slice_columns</code> column (n samples; MR3 over the value\'s high-confidence samples). Worst first; '
+            f'click a header to sort.</p>{"".join(tables)}</section>')
 
 
 def plots(data: ReportData) -> str:

@@ -48,9 +48,11 @@ def shared_frame(n: int = 160, seed: int = 0, students: int = 2) -> pd.DataFrame
     return df
 
 
-def static_run(df: pd.DataFrame, prefix: str, name: str, **config) -> str:
+def static_run(df: pd.DataFrame, prefix: str, name: str, uri: str | None = None, **config) -> str:
+    """A static-mode evaluation of the student whose probabilities are ``<prefix>0``, ``<prefix>1``,
+    tagged as the gate tags it with the student's URI (``models:/<name>/1`` unless given)."""
     with mlflow.start_run(run_name=name) as run:
-        mlflow.set_tag("metacompress.gate_model", f"models:/{name}/1")
+        mlflow.set_tag("metacompress.gate_model", uri or f"models:/{name}/1")
         mlflow.models.evaluate(data=df, targets="target", model_type="metacompress", evaluators="metacompress",
                                evaluator_config={"teacher_prob_columns": ["t0", "t1"],
                                                  "student_prob_columns": [f"{prefix}0", f"{prefix}1"], **config})

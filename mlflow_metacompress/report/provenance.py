@@ -158,6 +158,34 @@ def from_run_record(run: Any, summary: dict[str, Any], logged: dict[str, Any]) -
     return out
 
 
+_RUNS_URI = re.compile(r"^runs:/(?P<run>[0-9a-f]{8,})/(?P<path>.+)$")
+_MODEL_ID_URI = re.compile(r"^models:/(?P<id>m-[0-9a-f]{8,})$")
+LABEL_LIMIT = 48
+
+
+def short_label(uri: Any, version: Any = None, fallback: str = "student") -> str:
+    """A model's short name for a column header (the full URI goes on hover and in the
+    provenance): ``models:/name/3`` → ``name v3``; ``models:/name@alias`` → ``name@alias``
+    (``name v3`` when the version it pointed at is known); ``models:/m-<id>`` → ``model m-1234abcd``;
+    ``runs:/<run id>/path`` → ``run 1234abcd · path``; other URIs end-trimmed to 48 characters."""
+    if not isinstance(uri, str) or not uri or uri.startswith("<"):
+        return fallback
+    match = _MODELS_URI.match(uri)
+    if match is not None:
+        if match["version"] and match["version"] != "latest":
+            return f"{match['name']} v{match['version']}"
+        if version:
+            return f"{match['name']} v{version}"
+        return f"{match['name']}@{match['alias']}" if match["alias"] else f"{match['name']} latest"
+    found = _MODEL_ID_URI.match(uri)
+    if found is not None:
+        return f"model {found['id'][:10]}"
+    found = _RUNS_URI.match(uri)
+    if found is not None:
+        return f"run {found['run'][:8]} · {found['path']}"
+    return uri if len(uri) <= LABEL_LIMIT else "…" + uri[-(LABEL_LIMIT - 1):]
+
+
 def teacher_identity(provenance: dict[str, Any]) -> str:
     """The teacher as compared across runs: its URI, pinned to the version it resolved to
     (static mode: the teacher's probabilities are part of the data, checked by its digest)."""

@@ -11,7 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import sections
+from . import facts, sections
 from .data import ReportData, from_outcome, from_run
 from .page import page
 
@@ -31,7 +31,7 @@ def render_report(data: ReportData) -> str:
     """The whole page; sections that do not apply (static mode: no transformations, no attacks) are left out."""
     parts = {"headline": sections.headline(data), "transformations": sections.transformations(data),
              "slices": sections.slices(data), "plots": sections.plots(data), "worst": sections.worst(data), "attacks": sections.attacks(data),
-             "provenance": sections.provenance(data)}
+             "provenance": facts.provenance(data)}
     p = data.provenance
     rows = len(data.per_sample[data.per_sample["variant"] == "original"]) if "variant" in data.per_sample else 0
     subtitle = f"{who(data)} · {rows:,} samples · run <code>{escape(str(p.get('run_id') or '–'))}</code>"

@@ -118,6 +118,10 @@ def test_a_set_model_max_length_is_used_and_capped_to_the_positions(bare):
                                        rtol=1e-5, atol=1e-6)
         finally:
             tok.model_max_length = int(1e30)
+    # a logged model_config asking for fewer tokens is kept
+    scorer = PipelineScorer(pipeline("text-classification", model=model, tokenizer=tok), "student", {"max_length": 8})
+    assert scorer.limit.as_dict() == {"max_length": 8, "source": "model_config.max_length"}
+    np.testing.assert_allclose(scorer(df).to_numpy(), forward(tok, model, df["func"].tolist(), 8), rtol=1e-5, atol=1e-6)
 
 
 def test_input_that_still_cannot_run_names_the_limit(tracking, bare):

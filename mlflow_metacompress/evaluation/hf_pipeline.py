@@ -55,7 +55,8 @@ class InputLimit:
     """The most tokens a pipeline's model takes, and where that number comes from.
 
     ``source`` is ``"tokenizer.model_max_length"``, ``"model.max_position_embeddings"``
-    (minus ``position_offset``) or ``"unknown"`` (``max_length`` None: nothing is cut)."""
+    (minus ``position_offset``), ``"model_config.max_length"`` (the logged model's
+    ``model_config`` asks for fewer tokens) or ``"unknown"`` (``max_length`` None: nothing is cut)."""
 
     max_length: int | None
     source: str

@@ -19,9 +19,10 @@ whose tracking server was unreachable goes back to ``queued`` with a ``not_befor
 
 Every access waits a bounded time for the queue: :class:`QueueBusyError` (a
 ``sqlite3.OperationalError``) when another thread or process holds it longer. The HTTP
-handlers wait about a second (a delivery then answers 503 with ``Retry-After``, which
-MLflow retries), the workers :data:`WORKER_WAIT_S`. Reads use a deferred transaction, so in
-WAL mode they go through while another process holds the write lock.
+handlers wait a second or two (:mod:`.app`; a delivery then answers 503 with
+``Retry-After``, which MLflow retries), the workers :data:`WORKER_WAIT_S`. Reads use a
+deferred transaction on a connection of their own, so in WAL mode they go through while a
+writer (this process's or another's) holds or waits for the write lock.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ class Job:
 
 
 class JobQueue:
-    """Thread-safe access to the queue file (one connection, one lock; WAL, synchronous=FULL).
+    """Thread-safe access to the queue file (WAL, synchronous=FULL): one connection and lock for
+    writes, another for reads, so reading never waits behind a writer.
 
     Every method takes ``timeout_s``, the longest it waits for the lock and the file
     (default: the queue's ``timeout_s``, :data:`WORKER_WAIT_S`); past it, :class:`QueueBusyError`.
@@ -114,7 +116,7 @@ class JobQueue:
         if self.path.is_dir():
             raise QueueFileError(f"queue {self.path}: is a folder; give the path of a sqlite file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
+        self._lock, self._read_lock = threading.Lock(), threading.Lock()
         try:
             self._db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -124,16 +126,21 @@ class JobQueue:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
             self.recovered = self._recover(timeout_s)
+            # reads have their own connection: in WAL mode they never wait for a writer
+            self._read_db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
+                                            check_same_thread=False)
         except sqlite3.DatabaseError as exc:  # not a database, read-only, a foreign schema, locked too long
             self._db.close()
             raise QueueFileError(f"queue {self.path}: cannot use it as the job queue ({exc})") from None
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._read_lock:
             self._db.close()
+            self._read_db.close()
 
     def _tx(self, timeout_s: float | None, write: bool = True) -> "_Transaction":
-        return _Transaction(self._db, self._lock, self.timeout_s if timeout_s is None else timeout_s, write)
+        db, lock = (self._db, self._lock) if write else (self._read_db, self._read_lock)
+        return _Transaction(db, lock, self.timeout_s if timeout_s is None else timeout_s, write)
 
     def _recover(self, timeout_s: float | None = None) -> int:
         """Put jobs left ``running`` by a killed process back in the queue."""

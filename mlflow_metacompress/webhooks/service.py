@@ -15,6 +15,7 @@ open-file limit), ``limit_concurrency`` and a cap on the size of a request's hea
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import os
@@ -30,6 +31,7 @@ from .queue import EVALUATE, GUARD, Job, JobQueue
 from .worker import Worker, evaluate_job
 
 if TYPE_CHECKING:
+    import uvicorn
     from fastapi import FastAPI
     from mlflow import MlflowClient
 
@@ -40,7 +42,15 @@ logger = logging.getLogger(__name__)
 _HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                   "MLFLOW_HTTP_REQUEST_TIMEOUT": "60"}
 MAX_HEAD_BYTES = 16 * 1024  # request line and headers (h11_max_incomplete_event_size); MLflow sends < 1 KiB
-FD_RESERVE = 64  # file descriptors kept free for sqlite, logs and MLflow clients when capping connections
+# asyncio accepts up to ``backlog`` connections per wake-up of the listening socket, before any
+# protocol sees them (and can close one to make room), and a closed connection frees its
+# descriptor a few loop iterations later. So asyncio is given a small ``backlog`` (its accept
+# batch), the kernel's queue is widened to LISTEN_BACKLOG once serving, and the connection
+# cap keeps four batches' worth of descriptors free, plus some for sqlite, logs and MLflow
+# clients: accept() never fails with EMFILE, which would stop all accepting for a second.
+ACCEPT_BATCH = 32
+LISTEN_BACKLOG = 2048
+FD_RESERVE = 4 * ACCEPT_BATCH + 32
 
 
 class ListenError(ValueError):
@@ -122,7 +132,7 @@ def _preload() -> None:
         importlib.import_module(name)
 
 
-def listen(host: str, port: int, backlog: int = 128) -> socket.socket:
+def listen(host: str, port: int, backlog: int = LISTEN_BACKLOG) -> socket.socket:
     """A listening TCP socket on ``host``:``port`` (0: any free port); :class:`ListenError` names the fault."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ListenError(f"--port {port}: not a TCP port (0-65535)")
@@ -163,6 +173,18 @@ def connection_cap(requested: int, reserve: int = FD_RESERVE) -> int:
     return cap
 
 
+async def _run(server: "uvicorn.Server", sock: socket.socket) -> None:
+    """Serve on ``sock`` until a signal stops ``server``; once serving, widen the kernel's
+    accept queue that asyncio set to its accept batch (``listen`` on a listening socket
+    only changes the backlog)."""
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started and not task.done():
+        await asyncio.sleep(0.02)
+    if server.started:
+        sock.listen(LISTEN_BACKLOG)
+    await task
+
+
 def serve(config: WebhookConfig, host: str = "127.0.0.1", port: int = 8765, queue_only: bool = False,
           limits: HttpLimits = HttpLimits()) -> None:
     """Run the service until SIGINT/SIGTERM.
@@ -190,10 +212,10 @@ def serve(config: WebhookConfig, host: str = "127.0.0.1", port: int = 8765, queu
         logger.warning("metacompress gates listening on http://%s:%d/webhook (tracking %s, alias %r, queue %s)",
                        host, bound, service.tracking_uri, config.alias, config.queue_path)
         server = uvicorn.Server(uvicorn.Config(
-            service.app(), host=host, port=bound, log_level="warning", lifespan="off",
+            service.app(), host=host, port=bound, log_level="warning", lifespan="off", loop="asyncio",
             http=limited_protocol(limits), timeout_keep_alive=limits.idle_timeout_s, limit_concurrency=cap + 1,
-            h11_max_incomplete_event_size=MAX_HEAD_BYTES))
-        server.run(sockets=[sock])
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES, backlog=ACCEPT_BATCH))
+        asyncio.run(_run(server, sock))
     finally:
         sock.close()
         service.shutdown()

@@ -15,11 +15,13 @@ middleware cannot help, because it runs only once the request is parsed. This pr
   service's own work is never cut short, and re-armed when the response is sent;
 - a **connection cap**: when a new connection makes more than ``max_connections``, the
   connection that has waited longest for its request is closed (never one whose request
-  is being answered); so idle or half-sent connections cannot exhaust the process's file
-  descriptors (``accept()`` failing with EMFILE), and a fresh ``/health`` always gets in.
+  is being answered); with the cap set below the open-file limit and asyncio's small
+  accept batch (both in :mod:`.service`), idle or half-sent connections cannot exhaust
+  the process's file descriptors (``accept()`` failing with EMFILE), and a fresh
+  ``/health`` always gets in.
 
-These are the defences against Slowloris-style attacks (R. Hansen, 2009) that servers
-such as nginx have as ``client_header_timeout``, ``client_body_timeout`` and
+These are the defences against Slowloris-style attacks (R. Hansen, 2009); nginx bounds
+the same things with ``client_header_timeout``, ``client_body_timeout`` and
 ``worker_connections``.
 """
 

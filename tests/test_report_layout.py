@@ -22,11 +22,9 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
-from mlflow import MlflowClient
 
 from mlflow_metacompress.report import fmt
 from tests.conftest import toy_frame
-from tests.report_checks import read_page
 from tests.test_evaluator_attacks import student, teacher
 from tests.test_report import CHROMIUM, _chromium, store  # noqa: F401  (the module's sqlite store)
 from tests.test_report_slices_compare import shared_frame, static_run

@@ -11,7 +11,6 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pandas as pd
-import pytest
 from mlflow import MlflowClient
 
 from mlflow_metacompress.cli import main

@@ -50,7 +50,8 @@ del{background:#fed7d7;color:#742a2a;text-decoration:line-through}ins{background
 ul.renaming{margin:4px 0 8px;padding-left:18px}
 table.facts-table>tbody>tr>th{width:140px;color:var(--mute)}table.facts-table>tbody>tr>td{text-align:left}
 table.config td:last-child{color:var(--mute)}table.kv{width:auto;font-size:12px}table.kv th,table.kv td{padding:2px 8px}
-table.kv th{color:var(--mute);font-weight:600}table.stats{width:auto;min-width:50%;margin-top:8px}table.stats td{white-space:nowrap}table.stats .ci{display:inline}h3.stats-title{margin-top:16px}
+table.kv th{color:var(--mute);font-weight:600}table.stats{width:auto;min-width:50%;margin-top:8px}
+table.stats td{white-space:nowrap}table.stats .ci{display:inline}h3.stats-title{margin-top:16px}
 tr.src-given td:last-child{color:var(--good);font-weight:600}tr.src-detected td:last-child,tr.src-inferred td:last-child{color:var(--s)}
 details summary{cursor:pointer;margin:12px 0 6px;font-weight:600}
 .interval-plot text{font-size:11px}

@@ -165,7 +165,8 @@ def slices(data: ReportData) -> str:
             cells = "".join(f"<td{_heat(data.metric(key, v['suffix']))}>{num(data, key, v['suffix'])}</td>" for key, _ in cols)
             rows.append(f'<tr><th scope="row">{escape(v["value"])}</th>'
                         f'<td class="n" data-sort="{n if n is not None else -1}">{fmt.count(n)}</td>{cells}</tr>')
-        tables.append(f'<h3>{escape(column)}</h3><div class="scroll"><table class="sortable slice"><thead><tr><th>value</th><th>n</th>{head}</tr></thead>'
+        tables.append(f'<h3>{escape(column)}</h3><div class="scroll"><table class="sortable slice"><thead><tr><th>value</th><th>n</th>'
+                      f'{head}</tr></thead>'
                       f'<tbody>{"".join(rows)}</tbody></table></div>')
     return (f'<section id="slices"><h2>Slices</h2><p class="note">Rates on the original inputs of each value of a '
             f'<code>slice_columns</code> column (n samples; MR3 over the value\'s high-confidence samples). Worst first; '

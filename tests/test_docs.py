@@ -14,7 +14,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def load_hook():
-    spec = importlib.util.spec_from_file_location("evaluator_config_hook", REPO / "docs" / "hooks" / "evaluator_config.py")
+    spec = importlib.util.spec_from_file_location(
+        "evaluator_config_hook", REPO / "docs" / "hooks" / "evaluator_config.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -36,7 +38,7 @@ def test_keys_table_lists_every_evaluator_config_key_with_its_default():
 def test_keys_table_warns_on_an_undescribed_key(tmp_path, caplog):
     hook = load_hook()
     source = (REPO / "mlflow_metacompress" / "evaluation" / "config.py").read_text()
-    extra = source.replace("    engine: str = \"local\"", "    brand_new_key: int = 3\n    engine: str = \"local\"", 1)
+    extra = source.replace('    engine: str = "local"', '    brand_new_key: int = 3\n    engine: str = "local"', 1)
     assert extra != source
     (tmp_path / "config.py").write_text(extra)
     hook.SOURCE = tmp_path / "config.py"

@@ -7,9 +7,9 @@ import importlib.metadata
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 import mlflow_metacompress
@@ -27,19 +27,28 @@ def test_version_is_the_installed_distributions():
 
 def test_installed_metadata_is_pyprojects_version():
     assert importlib.metadata.version("mlflow-metacompress") == pyproject_version(), (
-        "the installed metadata is stale: reinstall the package (pip install -e .)")
+        "the installed metadata is stale: reinstall the package (pip install -e .)"
+    )
 
 
 def test_version_falls_back_when_the_package_is_not_installed(tmp_path):
     """From a source tree that was never installed, the import still works and says so."""
-    code = ("import importlib.metadata as m\n"
-            "def missing(name):\n"
-            "    raise m.PackageNotFoundError(name)\n"
-            "m.version = missing\n"
-            "import mlflow_metacompress\n"
-            "print(mlflow_metacompress.__version__)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=tmp_path, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    code = (
+        "import importlib.metadata as m\n"
+        "def missing(name):\n"
+        "    raise m.PackageNotFoundError(name)\n"
+        "m.version = missing\n"
+        "import mlflow_metacompress\n"
+        "print(mlflow_metacompress.__version__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "0+unknown"
 
 
@@ -62,6 +71,8 @@ def test_citation_names_this_version_and_the_paper():
 def test_readme_is_a_front_door_with_the_two_commands():
     readme = (REPO / "README.md").read_text()
     assert len(readme.splitlines()) <= 300
-    assert ('python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 && '
-            'pip install -e ".[all,test]"\nmlflow run . --env-manager local\n') in readme
+    assert (
+        "python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 && "
+        'pip install -e ".[all,test]"\nmlflow run . --env-manager local\n'
+    ) in readme
     assert "```bash\npython -m pytest -q\n```" in readme

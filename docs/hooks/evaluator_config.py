@@ -21,9 +21,17 @@ MARKER = "<!-- evaluator-config-keys -->"
 SOURCE = Path(__file__).resolve().parents[2] / "mlflow_metacompress" / "evaluation" / "config.py"
 
 DESCRIPTIONS: dict[str, str] = {
-    "teacher": "The teacher, the oracle: a `models:/` or `runs:/` URI, a loaded `PyFuncModel`, or a callable `DataFrame → probabilities`. Required unless both probability column lists are given (static mode).",
-    "code_columns": "The code column(s) of `data`: one for a single function, two (e.g. `func1`, `func2`) for clone pairs. Inferred from the columns when unset.",
-    "teacher_prob_columns": "Static mode: the columns of `data` holding the teacher's class probabilities (with `model=None`).",
+    "teacher": (
+        "The teacher, the oracle: a `models:/` or `runs:/` URI, a loaded `PyFuncModel`, or a callable "
+        "`DataFrame → probabilities`. Required unless both probability column lists are given (static mode)."
+    ),
+    "code_columns": (
+        "The code column(s) of `data`: one for a single function, two (e.g. `func1`, `func2`) for clone "
+        "pairs. Inferred from the columns when unset."
+    ),
+    "teacher_prob_columns": (
+        "Static mode: the columns of `data` holding the teacher's class probabilities (with `model=None`)."
+    ),
     "student_prob_columns": "Static mode: the columns of `data` holding the student's class probabilities.",
     "kl_threshold": "MR2: a sample violates when KL(P_T‖P_S) exceeds it.",
     "confidence_threshold": "MR3: the teacher confidence τ that puts a sample in the high-confidence set H.",
@@ -31,24 +39,38 @@ DESCRIPTIONS: dict[str, str] = {
     "eca_threshold": "MR4: a bin, and a sample in it, violates when the confidence gap exceeds it.",
     "batch_size": "Rows per model call.",
     "seed": "Seeds the transformations, the attacks and the bootstrap resamples.",
-    "bootstrap_samples": "Resamples of whole original samples for the 95% percentile-bootstrap intervals (`<metric>_ci_low`/`_ci_high`); 0 turns intervals off.",
+    "bootstrap_samples": (
+        "Resamples of whole original samples for the 95% percentile-bootstrap intervals "
+        "(`<metric>_ci_low`/`_ci_high`); 0 turns intervals off."
+    ),
     "metric_prefix": "A prefix for every logged metric name.",
     "cache_dir": "The prediction cache's folder; unset: `$MLFLOW_METACOMPRESS_CACHE`, else the user cache directory.",
     "use_cache": "`false` turns the prediction cache off.",
     "progress": "Progress bars while models run, transformations apply and attacks search.",
-    "language": "`c`, `java` or `python`; detected from the code when a transformation or attack needs it and it is unset.",
-    "transforms": "`\"all\"` (every transformation for the language), a list of names, or `[]` for none.",
+    "language": (
+        "`c`, `java` or `python`; detected from the code when a transformation or attack needs it and it is unset."
+    ),
+    "transforms": '`"all"` (every transformation for the language), a list of names, or `[]` for none.',
     "transform_columns": "The code columns to rewrite; unset: the first code column.",
-    "attacks": "Attack recipes to run on the student and the teacher, e.g. `[\"alert_yang_2022\"]`.",
+    "attacks": 'Attack recipes to run on the student and the teacher, e.g. `["alert_yang_2022"]`.',
     "attack_budget": "Model queries per attacked sample.",
     "attack_mlm": "A local fill-mask model directory for ALERT's substitutes.",
     "attack_max_samples": "Attack only the first N rows (at least 1); unset: every row.",
     "max_examples": "How many examples the report's example sections show.",
-    "slice_columns": "Columns of `data` whose values get their own relation rates, logged as `<rate>/slice:<col>:<value>`.",
-    "max_slice_values": "Per slice column, how many of the most frequent values are sliced; the rest are skipped with a warning.",
-    "measure_speed": "Time both models (local pyfuncs) side by side and log `student_speedup`, `student_latency_ms` and `teacher_latency_ms`.",
-    "engine": "`\"local\"`, or `\"spark\"`: transformations and inference on a SparkSession's executors.",
-    "attack_engine": "`\"driver\"`, or `\"spark\"` (needs `engine: \"spark\"`): the attacked samples split across executors.",
+    "slice_columns": (
+        "Columns of `data` whose values get their own relation rates, logged as `<rate>/slice:<col>:<value>`."
+    ),
+    "max_slice_values": (
+        "Per slice column, how many of the most frequent values are sliced; the rest are skipped with a warning."
+    ),
+    "measure_speed": (
+        "Time both models (local pyfuncs) side by side and log `student_speedup`, `student_latency_ms` and "
+        "`teacher_latency_ms`."
+    ),
+    "engine": '`"local"`, or `"spark"`: transformations and inference on a SparkSession\'s executors.',
+    "attack_engine": (
+        '`"driver"`, or `"spark"` (needs `engine: "spark"`): the attacked samples split across executors.'
+    ),
 }
 
 
@@ -58,7 +80,7 @@ def _internal(value: ast.expr | None) -> bool:
         return False
     for kw in value.keywords:
         if kw.arg == "metadata" and isinstance(kw.value, ast.Dict):
-            for k, v in zip(kw.value.keys, kw.value.values):
+            for k, v in zip(kw.value.keys, kw.value.values, strict=True):
                 if isinstance(k, ast.Constant) and k.value == "internal" and isinstance(v, ast.Constant) and v.value:
                     return True
     return False

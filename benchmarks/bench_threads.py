@@ -216,7 +216,10 @@ def estimate_errors(log: str) -> list[dict]:
 
 
 def run_main_job(workdir: Path, threads: str, profile: str, methods: str | None) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_RUN_ID", "MLFLOW_TRACKING_URI")}
+    # the job's own thread policy decides: no inherited thread limits
+    drop = ("MLFLOW_RUN_ID", "MLFLOW_TRACKING_URI", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "METACOMPRESS_THREADS",
+            "TOKENIZERS_PARALLELISM")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(MLFLOW_TRACKING_URI=f"sqlite:///{workdir / 'mlflow.db'}", METACOMPRESS_CACHE_DIR=str(workdir / "cache"),
                HF_HUB_OFFLINE="1", PYTHONPATH=f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}")
     cmd = [sys.executable, str(ROOT / "recipes" / "main.py"), "--progress", "false", "--profile", profile,

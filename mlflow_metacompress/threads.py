@@ -15,7 +15,8 @@ this order:
 2. the count of the enclosing :func:`using` block, so that work nested in other work
    (the speed timings of a distillation, the evaluation inside a gate, a pyfunc's
    ``predict`` inside the evaluator) runs on the threads of the work around it;
-3. the environment variable ``METACOMPRESS_THREADS``;
+3. the environment variable ``METACOMPRESS_THREADS``, else ``OMP_NUM_THREADS`` (the
+   variable torch itself reads, so a limit set for every library holds here too);
 4. the default, :func:`default_threads`: the cores this process may use
    (:func:`available_cores`: its CPU affinity, capped by a cgroup CPU quota), minus one
    core of headroom, shared between the training processes, and never below 1
@@ -51,6 +52,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 ENV = "METACOMPRESS_THREADS"
+OMP_ENV = "OMP_NUM_THREADS"
 TOKENIZERS_ENV = "TOKENIZERS_PARALLELISM"
 HEADROOM = 1  # cores left to the work torch does not count, and to the machine's other processes
 UNSET = (None, "", "auto", 0, "0")
@@ -111,8 +113,9 @@ def resolve(threads: Any = None, *, processes: int = 1, source: str = "threads",
             environ: Mapping[str, str] | None = None) -> int:
     """The thread count of one piece of work in one process: ``threads`` when set, else
     (for one process) the enclosing :func:`using` block's, else ``$METACOMPRESS_THREADS``,
-    else :func:`default_threads` for ``processes`` training processes. A bad value
-    raises ``ValueError`` naming ``source`` or the variable."""
+    else ``$OMP_NUM_THREADS``, else :func:`default_threads` for ``processes`` training
+    processes. A bad value raises ``ValueError`` naming ``source`` or the variable
+    (a malformed ``OMP_NUM_THREADS``, which other libraries read too, is ignored)."""
     explicit = parse_threads(threads, source)
     if explicit is not None:
         return _checked(explicit, source)
@@ -122,6 +125,12 @@ def resolve(threads: Any = None, *, processes: int = 1, source: str = "threads",
     from_env = parse_threads(env.get(ENV), ENV)
     if from_env is not None:
         return _checked(from_env, ENV)
+    try:
+        from_omp = parse_threads(env.get(OMP_ENV), OMP_ENV)
+    except ValueError:
+        from_omp = None
+    if from_omp is not None:
+        return from_omp
     return default_threads(processes)
 
 

@@ -226,7 +226,7 @@ def run_main_job(workdir: Path, threads: str, profile: str, methods: str | None)
            "--threads", threads] + (["--methods", methods] if methods else [])
     before = load()
     t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t
     (workdir / "main.log").write_text(proc.stdout + "\n" + proc.stderr)
     errors = estimate_errors(proc.stderr)

@@ -24,8 +24,10 @@ Work counted per stage, in teacher steps of ``batch_size`` rows:
   first gate (its predictions are cached for the others).
 
 A forward pass over ``r`` rows counts ``r / (3 × batch)`` steps (the backward pass costs
-about twice the forward), and every stage a fixed :data:`OVERHEAD` (loading, logging
-and registering models, writing reports).
+about twice the forward), a student's forward pass half the teacher's
+(``benchmarks/bench_threads.py`` measures 1.6–1.9× the teacher's throughput for a quick
+student), and every stage a fixed :data:`OVERHEAD` (loading, logging and registering
+models, writing reports).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from .profiles import Profile
 
 FORWARD = 1.0 / 3.0  # a forward pass's share of a training step on the same rows
+STUDENT = 0.5  # a student's forward pass, relative to the teacher's
 OVERHEAD = {"teacher": 20.0, "distill": 20.0, "gate": 30.0}  # fixed work per stage, in teacher steps
 SPEED_ROWS = 6 * 32  # rows each model predicts for the speed tags (warm-up + 5 rounds of 32)
 
@@ -90,16 +93,17 @@ def distill_work(profile: Profile, sizes: dict[str, int], method: str, first: bo
     steps = _steps(epochs, unlabeled, b, profile.max_steps) * (1 + int(options.get("variants_per_step", 0)))
     probes = int(options.get("probes", 0))
     steps += probes * int(options.get("probe_steps", 0)) if training else 0
-    rows = (epochs * sizes.get("valid", 0) + probes * int(options.get("probe_valid", 0))
-            + sizes.get("test", 0) + 2 * SPEED_ROWS + (unlabeled if first else 0))
-    return steps + _forward(rows, b) + OVERHEAD["distill"]
+    student_rows = (epochs * sizes.get("valid", 0) + probes * int(options.get("probe_valid", 0))
+                    + sizes.get("test", 0) + SPEED_ROWS)
+    teacher_rows = SPEED_ROWS + (unlabeled if first else 0)  # soft labels once, then cached
+    return steps + _forward(STUDENT * student_rows + teacher_rows, b) + OVERHEAD["distill"]
 
 
 def gate_work(profile: Profile, sizes: dict[str, int], transforms: int, first: bool) -> float:
     eval_rows = sizes.get("test", 0) if profile.eval_rows is None else min(profile.eval_rows, sizes.get("test", 0))
     attacked = eval_rows if profile.attack_max_samples is None else min(profile.attack_max_samples, eval_rows)
     per_model = eval_rows * (1 + transforms) + len(profile.attacks) * attacked * profile.attack_budget
-    return _forward(per_model * (2 if first else 1), profile.eval_batch_size) + OVERHEAD["gate"]
+    return _forward(per_model * (STUDENT + (1 if first else 0)), profile.batch_size) + OVERHEAD["gate"]
 
 
 def pipeline_work(profile: Profile, methods: Sequence[str], sizes: dict[str, int], transforms: int,

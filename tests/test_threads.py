@@ -258,3 +258,13 @@ def test_distill_cli_refuses_bad_threads_before_any_data(capsys):
 
     assert main(["distill", "teacher", "--threads", "lots"]) == 2
     assert "--threads must be a positive integer or 'auto', got 'lots'" in capsys.readouterr().err
+
+
+def test_evaluate_cli_threads_are_checked_and_given_once(capsys):
+    from mlflow_metacompress.cli import main
+
+    base = ["evaluate", "--student", "models:/s/1", "--teacher", "models:/t/1", "--data", "absent.jsonl"]
+    assert main([*base, "--threads", "0.5"]) == 2
+    assert "--threads must be a positive integer or 'auto', got '0.5'" in capsys.readouterr().err
+    assert main([*base, "--threads", "2", "--evaluator-config", '{"threads": 1}']) == 2
+    assert "sets 'threads' and so does --threads" in capsys.readouterr().err

@@ -98,3 +98,16 @@ def test_a_stage_kind_not_seen_yet_is_priced_at_the_teacher_s_rate():
         assert sc.remaining() == pytest.approx(20 - 4 + 5)  # the running stage's estimate less its time so far
         clock.now += 30  # far over its estimate
         assert sc.remaining() == pytest.approx(5)
+
+
+def test_a_method_module_declaring_trains_false_is_budgeted_without_training(monkeypatch):
+    import types
+
+    from mlflow_metacompress.distill import registry
+
+    module = types.ModuleType("fake_ptq")
+    module.NAME, module.Options, module.run, module.TRAINS = "ptq", registry.MethodOptions, lambda c, o: None, False
+    monkeypatch.setattr(registry, "discover", lambda: {"ptq": registry._method_of(module)})
+    assert not trains("ptq") and registry.get_method("ptq").trains is False
+    work = {w.label: w.work for w in pipeline_work(get_profile("quick"), ["ptq"], SIZES, transforms=10)}
+    assert work["distill ptq"] < work["teacher"] / 10

@@ -67,13 +67,11 @@ def _forward(rows: float, batch: int) -> float:
 def trains(method: str) -> bool:
     """False for a method whose module declares ``TRAINS = False`` (e.g. post-training
     quantization); True for every other method, and for a name not discovered."""
-    import importlib
-
     from ..distill.registry import get_method
 
     try:
-        return bool(getattr(importlib.import_module(get_method(method).module), "TRAINS", True))
-    except (ValueError, ImportError):
+        return get_method(method).trains
+    except ValueError:
         return True
 
 

@@ -124,7 +124,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
 
     profile = get_profile(config.profile)
     methods = resolve_methods(config.methods)  # fail before any training
-    from ..threads import describe, using
+    from ..threads import describe, parse_threads, using
 
     trainer = TrainerSettings(devices=config.devices, strategy=config.strategy, precision=config.precision or None,
                               threads=config.threads)
@@ -138,7 +138,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     budget = pipeline_work(profile, methods, data.sizes(), transform_count(profile, language))
     clock = StageClock([(w.kind, w.label, w.work) for w in budget])
     logger.info("torch threads: %s (threads=%s, %s)", describe(threads), config.threads or "auto",
-                "the default" if config.threads in (None, "", "auto", 0) else "given")
+                "the default" if parse_threads(config.threads) is None else "given")
     outcomes: list[GateOutcome] = []
     errors: dict[str, str] = {}
     with CleanExit() as cleanup, tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \

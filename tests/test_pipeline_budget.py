@@ -33,14 +33,15 @@ def _work(profile=None, methods=METHODS):
 def test_budgets_follow_each_stage_s_own_size():
     work = {w.label: w.work for w in _work()}
     assert [w.label for w in _work()][:3] == ["teacher", "distill compressor", "gate compressor"]
-    assert work["teacher"] > work["distill compressor"] > 4 * work["gate avatar"]
+    assert work["teacher"] > work["distill compressor"] > 2 * work["gate avatar"]
     assert work["distill quantize"] < work["distill avatar"] / 5  # trains nothing
     assert work["gate compressor"] > work["gate avatar"]  # the teacher's predictions are cached after the first gate
     quick = get_profile("quick")
     longer = {w.label: w.work for w in _work(replace(quick, teacher_epochs=2 * quick.teacher_epochs))}
     assert longer["teacher"] / work["teacher"] == pytest.approx(2, rel=0.05)
     capped = {w.label: w.work for w in _work(replace(quick, max_steps=10))}
-    assert capped["teacher"] < work["teacher"] / 10 and capped["distill compressor"] < work["distill compressor"] / 5
+    assert capped["teacher"] < work["teacher"] / 10
+    assert capped["distill compressor"] < work["distill compressor"] / 2  # the search is not capped by max_steps
 
 
 def test_a_method_says_whether_it_trains():

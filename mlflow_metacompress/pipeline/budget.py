@@ -25,9 +25,16 @@ Work counted per stage, in teacher steps of ``batch_size`` rows:
 
 A forward pass over ``r`` rows counts ``r / (3 × batch)`` steps (the backward pass costs
 about twice the forward), a student's forward pass half the teacher's
-(``benchmarks/bench_threads.py`` measures 1.6–1.9× the teacher's throughput for a quick
-student), and every stage a fixed :data:`OVERHEAD` (loading, logging and registering
-models, writing reports).
+(``benchmarks/bench_threads.py`` measures 1.5–1.9× the teacher's throughput for a quick
+student), an architecture search (a method with a ``population``) :data:`SEARCH` steps,
+and every stage a fixed :data:`OVERHEAD` (loading, logging and registering models; for a
+gate also rewriting code, bootstrap intervals, plots and the report).
+
+The fixed costs come from one quick main job on the shared 2-core machine (1 thread,
+load average 15–20): the teacher took 1,275 s for its 1,005 units (1.27 s each); AVATAR
+830 s, of which about 320 s before its first epoch (soft labels, latency calibration,
+probes, search) and Compressor about 350 s before its first; the first gate 324 s, about
+255 teacher units, of which predictions are under 60.
 """
 
 from __future__ import annotations
@@ -42,7 +49,10 @@ if TYPE_CHECKING:
 
 FORWARD = 1.0 / 3.0  # a forward pass's share of a training step on the same rows
 STUDENT = 0.5  # a student's forward pass, relative to the teacher's
-OVERHEAD = {"teacher": 20.0, "distill": 20.0, "gate": 30.0}  # fixed work per stage, in teacher steps
+# fixed work per stage, in teacher steps: loading, logging and registering models; a gate also
+# rewrites code (tree-sitter), bootstraps intervals, draws plots and writes its report
+OVERHEAD = {"teacher": 20.0, "distill": 20.0, "gate": 200.0}
+SEARCH = 200.0  # an architecture search (latency calibration, GA/NSGA generations), in teacher steps
 SPEED_ROWS = 6 * 32  # rows each model predicts for the speed tags (warm-up + 5 rounds of 32)
 
 
@@ -90,7 +100,8 @@ def distill_work(profile: Profile, sizes: dict[str, int], method: str, first: bo
     epochs = profile.epochs_for(method) if training else 0
     steps = _steps(epochs, unlabeled, b, profile.max_steps) * (1 + int(options.get("variants_per_step", 0)))
     probes = int(options.get("probes", 0))
-    steps += probes * int(options.get("probe_steps", 0)) if training else 0
+    if training:
+        steps += probes * int(options.get("probe_steps", 0)) + (SEARCH if "population" in options else 0.0)
     student_rows = (epochs * sizes.get("valid", 0) + probes * int(options.get("probe_valid", 0))
                     + sizes.get("test", 0) + SPEED_ROWS)
     teacher_rows = SPEED_ROWS + (unlabeled if first else 0)  # soft labels once, then cached

@@ -226,10 +226,11 @@ def run_main_job(workdir: Path, threads: str, profile: str, methods: str | None)
            "--threads", threads] + (["--methods", methods] if methods else [])
     before = load()
     t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, check=False)
+    log = workdir / "main.log"  # written as the job runs: follow it with tail -f
+    with log.open("w") as out:
+        proc = subprocess.run(cmd, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
     wall = time.perf_counter() - t
-    (workdir / "main.log").write_text(proc.stdout + "\n" + proc.stderr)
-    errors = estimate_errors(proc.stderr)
+    errors = estimate_errors(log.read_text())
     late = [e["error"] for e in errors if e["stage"] >= 3 and e["error"] is not None]
     return {"wall_s": round(wall, 1), "rc": proc.returncode, "load_before": before, "load_after": load(),
             "estimates": errors, "max_abs_error_from_stage_3": max((abs(e) for e in late), default=None),

@@ -67,6 +67,10 @@ DESCRIPTIONS: dict[str, str] = {
         "Time both models (local pyfuncs) side by side and log `student_speedup`, `student_latency_ms` and "
         "`teacher_latency_ms`."
     ),
+    "threads": (
+        'Torch threads for inference and timing: a positive integer, or `"auto"`/unset for '
+        "`$METACOMPRESS_THREADS`, else `$OMP_NUM_THREADS`, else the usable cores minus one (at least 1)."
+    ),
     "engine": '`"local"`, or `"spark"`: transformations and inference on a SparkSession\'s executors.',
     "attack_engine": (
         '`"driver"`, or `"spark"` (needs `engine: "spark"`): the attacked samples split across executors.'

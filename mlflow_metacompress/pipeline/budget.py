@@ -14,14 +14,15 @@ Work counted per stage, in teacher steps of ``batch_size`` rows:
 - **teacher**: ``teacher_epochs × ⌈labelled rows / batch⌉`` steps (``max_steps`` caps
   them), plus the forward passes of validation (each epoch) and the test split;
 - **distill** (method ``m``): ``epochs_for(m) × ⌈unlabeled rows / batch⌉`` student steps
-  (× ``1 + variants_per_step`` for methods that also train on transformed variants), the
+  (× ``1 + variants_per_step / 2`` for methods that also train on transformed variants), the
   search probes (``probes × probe_steps`` steps, and ``probe_valid`` rows each), the
   test split, the speed timings, and, in the first distillation only, the teacher's soft
   labels on the unlabeled rows (cached afterwards); a method whose module says
   ``TRAINS = False`` (post-training quantization) or whose epochs are 0 trains nothing;
 - **gate**: both models on ``eval_rows × (1 + transformations)`` rows and on the attack
   queries (``attack_max_samples × attack_budget`` per attack); the teacher only in the
-  first gate (its predictions are cached for the others).
+  first gate (its predictions are cached for the others), which also pays
+  :data:`FIRST_GATE` once.
 
 A forward pass over ``r`` rows counts ``r / (3 × batch)`` steps (the backward pass costs
 about twice the forward), a student's forward pass half the teacher's
@@ -33,8 +34,10 @@ gate also rewriting code, bootstrap intervals, plots and the report).
 The fixed costs come from one quick main job on the shared 2-core machine (1 thread,
 load average 15–20): the teacher took 1,275 s for its 1,005 units (1.27 s each); AVATAR
 830 s, of which about 320 s before its first epoch (soft labels, latency calibration,
-probes, search) and Compressor about 350 s before its first; the first gate 324 s, about
-255 teacher units, of which predictions are under 60.
+probes, search) and Compressor about 350 s before its first; the first gate 324 s (about
+255 teacher units, of which predictions are under 60), the next ones 73–81 s (about 60):
+the first gate attacks and predicts with the teacher, which later gates read from the
+prediction cache.
 """
 
 from __future__ import annotations
@@ -51,7 +54,9 @@ FORWARD = 1.0 / 3.0  # a forward pass's share of a training step on the same row
 STUDENT = 0.5  # a student's forward pass, relative to the teacher's
 # fixed work per stage, in teacher steps: loading, logging and registering models; a gate also
 # rewrites code (tree-sitter), bootstraps intervals, draws plots and writes its report
-OVERHEAD = {"teacher": 20.0, "distill": 20.0, "gate": 200.0}
+OVERHEAD = {"teacher": 20.0, "distill": 20.0, "gate": 40.0}
+FIRST_GATE = 160.0  # the first gate's one-time work: attacking the teacher (cached for the others), loading grammars
+VARIANT = 0.5  # a training step's extra cost per transformed variant (fidelity: 1.5× a KD step, measured)
 SEARCH = 200.0  # an architecture search (latency calibration, GA/NSGA generations), in teacher steps
 SPEED_ROWS = 6 * 32  # rows each model predicts for the speed tags (warm-up + 5 rounds of 32)
 
@@ -98,7 +103,7 @@ def distill_work(profile: Profile, sizes: dict[str, int], method: str, first: bo
     unlabeled = sizes.get("train", 0) - sizes.get("train", 0) // 2
     options = profile.options_for(method)
     epochs = profile.epochs_for(method) if training else 0
-    steps = _steps(epochs, unlabeled, b, profile.max_steps) * (1 + int(options.get("variants_per_step", 0)))
+    steps = _steps(epochs, unlabeled, b, profile.max_steps) * (1 + VARIANT * int(options.get("variants_per_step", 0)))
     probes = int(options.get("probes", 0))
     if training:
         steps += probes * int(options.get("probe_steps", 0)) + (SEARCH if "population" in options else 0.0)
@@ -112,7 +117,8 @@ def gate_work(profile: Profile, sizes: dict[str, int], transforms: int, first: b
     eval_rows = sizes.get("test", 0) if profile.eval_rows is None else min(profile.eval_rows, sizes.get("test", 0))
     attacked = eval_rows if profile.attack_max_samples is None else min(profile.attack_max_samples, eval_rows)
     per_model = eval_rows * (1 + transforms) + len(profile.attacks) * attacked * profile.attack_budget
-    return _forward(per_model * (STUDENT + (1 if first else 0)), profile.batch_size) + OVERHEAD["gate"]
+    once = FIRST_GATE if first else 0.0
+    return _forward(per_model * (STUDENT + (1 if first else 0)), profile.batch_size) + OVERHEAD["gate"] + once
 
 
 def pipeline_work(profile: Profile, methods: Sequence[str], sizes: dict[str, int], transforms: int,

@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = exc.message if isinstance(exc, MlflowException) else exc
             if isinstance(exc, KeyError) and exc.args:
                 message = exc.args[0]  # str(KeyError) would quote the message
-            print(f"metacompress {args.command}: error: {message}", file=sys.stderr)
+            print(f"metacompress {args.command}: error: {' '.join(str(message).split())}", file=sys.stderr)
             if args.verbose:
                 logger.exception("details")
             return 2

@@ -102,13 +102,15 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
 
     Each stage logs a start, heartbeat and end line with the elapsed time and an
     estimate of the remaining time (:mod:`.progress`). Progress bars are shown only when
-    ``config.progress`` is set and output is a terminal. On Ctrl-C (or the SIGTERM with
+    ``config.progress`` is set and output is a terminal; otherwise no library draws one
+    either (:mod:`..quiet`). On Ctrl-C (or the SIGTERM with
     which ``mlflow run`` cancels its entry point) or a crash, every run the pipeline
     started ends KILLED or FAILED and the temporary folders are removed (:mod:`.interrupts`)."""
     import mlflow
 
     from ..gates.policy import load_policy
     from ..heartbeat import on_terminal
+    from ..quiet import quiet_libraries
     from .data import load_task_data
     from .interrupts import CleanExit, failed_runs
     from .progress import StageClock, pipeline_stages
@@ -129,7 +131,8 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     clock = StageClock(pipeline_stages(methods))
     outcomes: list[GateOutcome] = []
     errors: dict[str, str] = {}
-    with CleanExit() as cleanup, tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \
+    with quiet_libraries(bars), CleanExit() as cleanup, \
+            tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \
             mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run:
         cleanup.root = run.info.run_id
         mlflow.set_tags({"metacompress.pipeline": "main", "metacompress.data": data.source,

@@ -84,7 +84,7 @@ def test_a_mistyped_model_uri_names_its_role_and_leaves_no_run(models, capsys, r
     code = _evaluate(uri, uris["teacher"], uris["student"], data)
     line = _one_error_line(capsys.readouterr().err, "evaluate")
     assert code == 2
-    assert f"{role} model 'models:/s-modle/1' does not resolve" in line and "s-modle" in line, line
+    assert f"{role} model URI 'models:/s-modle/1' does not resolve" in line and "s-modle" in line, line
     assert loads == [] and len(_runs(uri)) == before
 
 
@@ -93,11 +93,11 @@ def test_a_missing_alias_names_the_model_and_its_aliases(models, capsys):
     MlflowClient(uri, uri).set_registered_model_alias("s-model", "candidate", "1")
     assert _evaluate(uri, teacher, "models:/s-model@champion", data) == 2
     line = _one_error_line(capsys.readouterr().err, "evaluate")
-    assert ("student model 'models:/s-model@champion' does not resolve: registered model 's-model' has no alias "
+    assert ("student model URI 'models:/s-model@champion' does not resolve: registered model 's-model' has no alias "
             "'champion' (its aliases: candidate)") in line, line
     assert _evaluate(uri, "models:/nothing@champion", "models:/s-model@candidate", data) == 2
     line = _one_error_line(capsys.readouterr().err, "evaluate")
-    assert "teacher model 'models:/nothing@champion' does not resolve: registered model 'nothing' does not exist" in line
+    assert "teacher model URI 'models:/nothing@champion' does not resolve: registered model 'nothing' does not exist" in line
 
 
 def test_the_evaluator_names_the_teacher_alias_problem_too(models):
@@ -107,7 +107,7 @@ def test_the_evaluator_names_the_teacher_alias_problem_too(models):
 
     uri, _, student, _, _ = models
     with mlflow.start_run(), pytest.raises(MetaCompressInputError,
-                                           match=r"teacher model 'models:/t-model@champion' does not resolve: "
+                                           match=r"teacher model URI 'models:/t-model@champion' does not resolve: "
                                                  r"registered model 't-model' has no alias 'champion'"):
         mlflow.models.evaluate(model=student, data=toy_frame(6), targets="target", model_type="metacompress",
                                evaluators="metacompress",

@@ -49,7 +49,7 @@ def resolve_error(uri: str, role: str, exc: BaseException) -> MetaCompressInputE
         detail = _alias_problem(uri) or _message(exc)
     except Exception:  # the registry itself is unreachable: MLflow's own words
         detail = _message(exc)
-    return MetaCompressInputError(f"{role} model {uri!r} does not resolve: {detail}")
+    return MetaCompressInputError(f"{role} model URI {uri!r} does not resolve: {detail}")
 
 
 def check_model_uri(uri: Any, role: str) -> None:

@@ -18,6 +18,13 @@ caller's runs and temporary folders are closed.
 :mod:`.devices`: with more than one device the ranks are spawned processes (DDP, gloo
 on a CPU); rank zero writes the history and best score next to the checkpoint, and the
 best checkpoint's weights are loaded here, in the launching process, as with one device.
+
+``FitConfig.threads`` sets torch's intra-op threads of the fit
+(:mod:`mlflow_metacompress.threads`; default ``$METACOMPRESS_THREADS``, else the cores
+less one, shared by the ranks). Spawned ranks set it when they start (Lightning would
+otherwise give each rank all cores ÷ ranks). The data loaders tokenise in the training
+process (``num_workers=0``): on the small batches of these models a worker process
+costs more than it saves, and it would add threads of its own.
 """
 
 from __future__ import annotations
@@ -89,6 +96,9 @@ class FitConfig:
     # :func:`.losses.relation_agreement`), both when the validation set carries teacher
     # logits, or "last"
     monitor: str = "val_acc"
+    # torch's intra-op threads per training process (mlflow_metacompress/threads.py): None or "auto"
+    # = $METACOMPRESS_THREADS, else the default for this machine
+    threads: int | str | None = None
 
 
 @dataclass
@@ -166,6 +176,23 @@ class _EpochLines(L.Callback):
         note(text if done >= self.epochs else f"fit epoch {done + 1}/{self.epochs}, ETA {format_seconds(eta)}")
 
 
+class _RankThreads(L.Callback):
+    """Set torch's threads in each spawned rank when it starts (after Lightning's own
+    setting, cores ÷ ranks) and restore them at the end."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.previous: int | None = None
+
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        self.previous = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+
+    def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        if self.previous is not None:
+            torch.set_num_threads(self.previous)
+
+
 @contextlib.contextmanager
 def _quiet_lightning(quiet: bool) -> Iterator[None]:
     """Lightning's INFO notices (accelerators, "💡 Tip" lines, "Loading train_dataloader",
@@ -233,8 +260,12 @@ def fit(
     from lightning.pytorch.callbacks import ModelCheckpoint
     from torch.utils.data import DataLoader
 
+    from ..threads import resolve as resolve_threads
+    from ..threads import using
+
     config = config or FitConfig()
     placement = resolve(config.accelerator, config.devices, config.strategy, config.precision)
+    threads = resolve_threads(config.threads, processes=placement.world_size)
     if placement.world_size > 1:
         ship_by_value(type(module))
     L.seed_everything(config.seed, workers=True, verbose=False)
@@ -255,12 +286,15 @@ def fit(
         history = _History(Path(checkpoint_dir) / "fit_summary.json" if placement.world_size > 1 else None)
         bar = config.progress and on_terminal()
         lines = _EpochLines(config.epochs, logging.INFO if config.epochs > 1 else logging.DEBUG)
+        callbacks: list[Any] = [ckpt, history, lines]
+        if placement.world_size > 1:
+            callbacks.append(_RankThreads(threads))
         sharing = file_system_sharing() if placement.world_size > 1 else contextlib.nullcontext()
-        with _quiet_lightning(not bar), _keeping_sigint(), sharing:
+        with _quiet_lightning(not bar), _keeping_sigint(), sharing, using(threads):
             trainer = L.Trainer(
                 accelerator=placement.accelerator, devices=placement.devices, strategy=placement.strategy,
                 precision=placement.precision, max_epochs=config.epochs, default_root_dir=str(checkpoint_dir),
-                max_steps=config.max_steps, logger=mlflow_logger or False, callbacks=[ckpt, history, lines],
+                max_steps=config.max_steps, logger=mlflow_logger or False, callbacks=callbacks,
                 enable_progress_bar=bar, enable_model_summary=False, num_sanity_val_steps=0, log_every_n_steps=1,
                 deterministic=False,
             )

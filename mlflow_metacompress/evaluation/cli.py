@@ -35,6 +35,9 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
                    help="label column of --data (default: none; accuracy and attacks need it)")
     p.add_argument("--evaluator-config", default="{}",
                    help="extra evaluator_config as a JSON object, e.g. '{\"transforms\": \"all\", \"language\": \"c\"}'")
+    p.add_argument("--threads", default=None,
+                   help="torch threads for inference and speed timings (evaluator_config key threads); "
+                        "default: $METACOMPRESS_THREADS, else the cores less one")
     p.add_argument("--experiment", default=None, help="MLflow experiment name (created if missing)")
     p.add_argument("--run-name", default=None, help="name of the new MLflow run")
     p.add_argument("--json", action="store_true", help="print the run id and every metric as JSON")
@@ -94,6 +97,12 @@ def run(args: argparse.Namespace) -> int:
     from .model_refs import check_model_uri
 
     config = parse_config(args.evaluator_config, args.teacher)
+    if args.threads is not None:
+        from ..threads import parse_threads
+
+        if "threads" in config:
+            raise ValueError("--evaluator-config sets 'threads' and so does --threads; give one")
+        config["threads"] = parse_threads(args.threads, "--threads")
     check_config(config)  # keys and value types: before any model loads or any run starts
     df = read_table(args.data)
     if args.targets is not None and args.targets not in df.columns:

@@ -69,6 +69,7 @@ class EvaluatorConfig:
     slice_columns: tuple[str, ...] | None = None  # relation rates per value of these columns (evaluation/slices.py)
     max_slice_values: int = 20  # per slice column: the most frequent values sliced, the rest skipped
     measure_speed: bool = False  # student_speedup (evaluation/speed.py): both models local pyfuncs
+    threads: Any = None  # torch threads of inference and timing (mlflow_metacompress/threads.py); None/"auto": default
     engine: str = "local"  # "spark": transforms + inference on a SparkSession (evaluation/spark_engine.py)
     attack_engine: str = "driver"  # "spark" (needs engine "spark"): attacked samples split over executors (evaluation/spark_attacks.py)
     sources: tuple[tuple[str, Source], ...] = field(default=(), repr=False, compare=False, metadata={"internal": True})

@@ -71,6 +71,18 @@ def _names(key: str, values: Any) -> None:
         seen.add(v)
 
 
+def _threads(value: Any) -> None:
+    """A positive integer, ``"auto"`` or unset (:func:`mlflow_metacompress.threads.parse_threads`)."""
+    from ..threads import parse_threads
+
+    if isinstance(value, float) or (value is not None and not isinstance(value, (Integral, str))):
+        raise _bad("threads", value, "a positive integer, 'auto' or unset")
+    try:
+        parse_threads(value, "evaluator_config['threads']")
+    except ValueError:
+        raise _bad("threads", value, "a positive integer, 'auto' or unset") from None
+
+
 def check_values(cfg: EvaluatorConfig) -> None:
     """Raise :class:`MetaCompressInputError` naming the first key whose value has the wrong type or range."""
     _real("kl_threshold", cfg.kl_threshold, 0.0)
@@ -90,6 +102,7 @@ def check_values(cfg: EvaluatorConfig) -> None:
     _flag("use_cache", cfg.use_cache)
     _flag("progress", cfg.progress)
     _flag("measure_speed", cfg.measure_speed)
+    _threads(cfg.threads)
     if cfg.measure_speed and cfg.static:
         raise MetaCompressInputError("evaluator_config['measure_speed'] needs models; static mode has only probabilities")
     if cfg.engine not in ("local", "spark"):

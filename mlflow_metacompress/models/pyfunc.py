@@ -39,6 +39,9 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
     ``precision`` and ``max_tokens`` can also be passed per call in ``params``; the
     environment variable ``METACOMPRESS_PRECISION`` sets the precision when neither does.
     ``precision`` and ``max_tokens`` apply to ``CodeClassifier`` directories only.
+    ``threads`` (``params`` or ``model_config``) sets torch's threads for the call;
+    without it a call runs on the threads of the enclosing work (e.g. the evaluator's),
+    else ``$METACOMPRESS_THREADS``, else the cores less one (:mod:`mlflow_metacompress.threads`).
     """
 
     def load_context(self, context: Any) -> None:
@@ -94,6 +97,12 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
         return default
 
     def predict(self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
+        from ..threads import using
+
+        with using(self._option(params, "threads", None), source="threads (params or model_config)"):
+            return self._predict(model_input, params)
+
+    def _predict(self, model_input: pd.DataFrame, params: dict[str, Any] | None) -> pd.DataFrame:
         if isinstance(model_input, pd.Series):
             model_input = model_input.to_frame()
         if not isinstance(model_input, pd.DataFrame):

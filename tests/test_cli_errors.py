@@ -62,7 +62,8 @@ def _evaluate(uri, teacher, student, data, *extra):
 @pytest.mark.parametrize("config, message", [
     ({"code_columns": 5}, "evaluator_config['code_columns'] must be a list of names (or one name); got 5 (int)"),
     ({"attacks": 3}, "evaluator_config['attacks'] must be a list of names"),
-    ({"transfroms": "all"}, "unknown evaluator_config key(s) ['transfroms'] (did you mean 'transfroms' → 'transforms'?)"),
+    ({"transfroms": "all"},
+     "unknown evaluator_config key(s) ['transfroms'] (did you mean 'transfroms' → 'transforms'?)"),
     ({"progres": False}, "did you mean 'progres' → 'progress'?"),
     ({"batch_size": "8"}, "evaluator_config['batch_size'] must be an integer"),
 ])
@@ -97,7 +98,8 @@ def test_a_missing_alias_names_the_model_and_its_aliases(models, capsys):
             "'champion' (its aliases: candidate)") in line, line
     assert _evaluate(uri, "models:/nothing@champion", "models:/s-model@candidate", data) == 2
     line = _one_error_line(capsys.readouterr().err, "evaluate")
-    assert "teacher model URI 'models:/nothing@champion' does not resolve: registered model 'nothing' does not exist" in line
+    assert ("teacher model URI 'models:/nothing@champion' does not resolve: "
+            "registered model 'nothing' does not exist") in line
 
 
 def test_the_evaluator_names_the_teacher_alias_problem_too(models):
@@ -150,7 +152,8 @@ def elsewhere(tmp_path, monkeypatch):
 def test_reading_runs_in_a_folder_without_a_store_names_it_and_creates_nothing(elsewhere, capsys, argv):
     assert main(argv) == 2
     line = _one_error_line(capsys.readouterr().err, argv[0])
-    assert f"no MLflow tracking store at {elsewhere / 'mlflow.db'} (tracking URI sqlite:///{elsewhere}/mlflow.db)" in line
+    db = elsewhere / "mlflow.db"
+    assert f"no MLflow tracking store at {db} (tracking URI sqlite:///{db})" in line
     assert list(elsewhere.iterdir()) == []  # no empty mlflow.db (or anything else) was created
 
 

@@ -146,7 +146,8 @@ WRONG_VALUES = [5, 2.5, True, {"a": 1}, ["x", 3], [], "", object()]
 
 
 @pytest.mark.parametrize("key", [k for k in config_keys() if k != "teacher"])
-@pytest.mark.parametrize("value", WRONG_VALUES, ids=["int", "float", "bool", "dict", "mixed_list", "empty_list", "empty_str", "object"])
+@pytest.mark.parametrize("value", WRONG_VALUES,
+                         ids=["int", "float", "bool", "dict", "mixed_list", "empty_list", "empty_str", "object"])
 def test_every_wrong_type_is_either_accepted_or_named_by_its_key(key, value):
     """A wrong value of any key is either accepted (e.g. ``[]`` for a list) or a
     MetaCompressInputError naming that key; never a bare TypeError or AttributeError."""
@@ -165,7 +166,8 @@ def test_a_list_key_given_an_integer_names_the_key():
     from mlflow_metacompress.evaluation.config import check_config
 
     for key in ("code_columns", "teacher_prob_columns", "transform_columns", "attacks", "slice_columns"):
-        with pytest.raises(MetaCompressInputError, match=rf"evaluator_config\['{key}'\] must be a list of names .*got 5 \(int\)"):
+        pattern = rf"evaluator_config\['{key}'\] must be a list of names .*got 5 \(int\)"
+        with pytest.raises(MetaCompressInputError, match=pattern):
             check_config({key: 5})
         with pytest.raises(MetaCompressInputError, match=rf"evaluator_config\['{key}'\]"):
             parse_config({"teacher": teacher, key: 5}, toy_frame(5), model_given=True)

@@ -200,7 +200,8 @@ def _quiet_lightning(quiet: bool) -> Iterator[None]:
     torch's deprecation of ``LeafSpec``, used inside Lightning, is hidden either way."""
     with warnings.catch_warnings():
         # torch deprecates LeafSpec, which Lightning itself still uses: nothing a user can act on
-        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+                                category=FutureWarning)
         if not quiet:
             yield
             return

@@ -37,10 +37,11 @@ def _alias_problem(uri: str) -> str | None:
         model = MlflowClient().get_registered_model(name)
     except MlflowException:
         return f"registered model {name!r} does not exist"
-    aliases = sorted((getattr(model, "aliases", None) or {}))
+    aliases = sorted(getattr(model, "aliases", None) or {})
     if alias in aliases:
         return None
-    return f"registered model {name!r} has no alias {alias!r} (its aliases: {', '.join(aliases) if aliases else 'none'})"
+    listed = ", ".join(aliases) if aliases else "none"
+    return f"registered model {name!r} has no alias {alias!r} (its aliases: {listed})"
 
 
 def resolve_error(uri: str, role: str, exc: BaseException) -> MetaCompressInputError:

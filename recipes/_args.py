@@ -87,10 +87,13 @@ def job_run(run_name: str) -> Iterator[Any]:
 def run_main(main: Callable[[], int]) -> int:
     """``main()``'s exit code; 130 after Ctrl-C (SIGINT), 143 after SIGTERM. A crash
     propagates (a traceback and exit code 1)."""
+    from mlflow_metacompress.heartbeat import on_terminal
     from mlflow_metacompress.pipeline.interrupts import Terminated
+    from mlflow_metacompress.quiet import quiet_libraries
 
     try:
-        return main()
+        with quiet_libraries(bars=on_terminal()):  # no library bars in a log file
+            return main()
     except KeyboardInterrupt as exc:
         print(f"interrupted ({exc or 'SIGINT'}): the runs it started are marked KILLED", file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130

@@ -161,6 +161,24 @@ def test_stage_lines_and_heartbeats_reach_redirected_output_without_bars(project
     assert "Epoch 0/0" not in out + err and "GPU available" not in err
 
 
+# What the main job must not print into a file (issue 23): MLflow's pickle warning, the
+# pipeline's language warning about its own config, Lightning's tips and deprecation lines,
+# the libraries' progress bars, MLflow's input-example and integer-column hints.
+NOISE = ("may execute arbitrary code", "CloudPickle", "evaluator_config has no 'language'", "💡", "litlogger",
+         "litmodels", "is deprecated", "DeprecationWarning", "FutureWarning", "Loading weights",
+         "Writing model shards", "Downloading artifacts", "Uploading artifacts", "An input example was not provided",
+         "Inferred schema contains integer", "it/s]")
+
+
+def test_redirected_output_holds_no_library_noise_and_no_lock_files(project_run):
+    tmp, proc = project_run
+    output = proc.stdout + proc.stderr
+    found = {noise: next(line for line in output.splitlines() if noise in line)[:160]
+             for noise in NOISE if noise in output}
+    assert not found, found
+    assert not list(tmp.glob("*.lock")) and not list(tmp.glob("mlflow.db.*"))  # nothing beside the store
+
+
 def _shown(value: float):
     """A number as comparison.csv shows it: 4 significant digits (the metric store keeps all)."""
     return pytest.approx(float(f"{value:.4g}"), rel=1e-12, nan_ok=True)

@@ -35,6 +35,7 @@ import json
 import logging
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,20 +195,25 @@ class _RankThreads(L.Callback):
 
 @contextlib.contextmanager
 def _quiet_lightning(quiet: bool) -> Iterator[None]:
-    """Lightning's INFO notices (accelerators, tips, "Loading train_dataloader", "fit
-    stopped") raised to WARNING while ``quiet``: in a log file the epoch lines say it."""
-    if not quiet:
-        yield
-        return
-    names = ("lightning.pytorch", "lightning.fabric")
-    levels = {name: logging.getLogger(name).level for name in names}
-    for name in names:
-        logging.getLogger(name).setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
+    """Lightning's INFO notices (accelerators, "💡 Tip" lines, "Loading train_dataloader",
+    "fit stopped") raised to WARNING while ``quiet``: in a log file the epoch lines say it.
+    torch's deprecation of ``LeafSpec``, used inside Lightning, is hidden either way."""
+    with warnings.catch_warnings():
+        # torch deprecates LeafSpec, which Lightning itself still uses: nothing a user can act on
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+                                category=FutureWarning)
+        if not quiet:
+            yield
+            return
+        names = ("lightning.pytorch", "lightning.fabric")
+        levels = {name: logging.getLogger(name).level for name in names}
+        for name in names:
+            logging.getLogger(name).setLevel(logging.WARNING)
+        try:
+            yield
+        finally:
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
 
 
 @contextlib.contextmanager

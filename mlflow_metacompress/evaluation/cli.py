@@ -93,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..data.tables import read_table
 
+    from .config import check_config
+    from .model_refs import check_model_uri
+
     config = parse_config(args.evaluator_config, args.teacher)
     if args.threads is not None:
         from ..threads import parse_threads
@@ -100,9 +103,12 @@ def run(args: argparse.Namespace) -> int:
         if "threads" in config:
             raise ValueError("--evaluator-config sets 'threads' and so does --threads; give one")
         config["threads"] = parse_threads(args.threads, "--threads")
+    check_config(config)  # keys and value types: before any model loads or any run starts
     df = read_table(args.data)
     if args.targets is not None and args.targets not in df.columns:
         raise ValueError(f"--targets column {args.targets!r} not in {args.data}; it has {list(df.columns)}")
+    check_model_uri(args.teacher, "teacher")  # MLflow's evaluate loads the student before our evaluator runs
+    check_model_uri(args.student, "student")
     experiment_id = _experiment_id(args.experiment) if args.experiment else None
     with mlflow.start_run(run_name=args.run_name, experiment_id=experiment_id) as active:
         result = mlflow.models.evaluate(model=args.student, data=df, targets=args.targets, model_type="metacompress",

@@ -55,9 +55,12 @@ def _text(key: str, value: Any, optional: bool = False) -> None:
 
 
 def _names(key: str, values: Any) -> None:
-    """A tuple of distinct, non-empty strings (or unset)."""
+    """A tuple of distinct, non-empty strings (or unset); lists arrive as tuples, and one
+    name as a one-element tuple (:func:`~.config.parse_config`)."""
     if values is None:
         return
+    if not isinstance(values, (tuple, list)):
+        raise _bad(key, values, "a list of names (or one name)")
     for v in values:
         if not isinstance(v, str) or not v:
             raise _bad(key, v, "a list of non-empty column/attack names (an entry)")

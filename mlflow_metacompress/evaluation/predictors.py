@@ -242,7 +242,9 @@ def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
         try:
             model = mlflow.pyfunc.load_model(model)
         except Exception as exc:
-            raise MetaCompressInputError(f"{name} model URI {uri!r} does not resolve: {exc}") from exc
+            from .model_refs import resolve_error
+
+            raise resolve_error(model, name, exc) from exc
     if hasattr(model, "predict") and is_text_classification(model, name):
         scorer = load_scorer(model, uri, name)
         return Predictor(name, scorer, model_identity(model, uri), scorer.labels, index_labels=True,

@@ -105,13 +105,15 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
 
     Each stage logs a start, heartbeat and end line with the elapsed time and an
     estimate of the remaining time (:mod:`.progress`). Progress bars are shown only when
-    ``config.progress`` is set and output is a terminal. On Ctrl-C (or the SIGTERM with
+    ``config.progress`` is set and output is a terminal; otherwise no library draws one
+    either (:mod:`..quiet`). On Ctrl-C (or the SIGTERM with
     which ``mlflow run`` cancels its entry point) or a crash, every run the pipeline
     started ends KILLED or FAILED and the temporary folders are removed (:mod:`.interrupts`)."""
     import mlflow
 
     from ..gates.policy import load_policy
     from ..heartbeat import on_terminal
+    from ..quiet import quiet_libraries
     from .data import load_task_data
     from .interrupts import CleanExit, failed_runs
     from .budget import pipeline_work, transform_count
@@ -134,14 +136,14 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     data = load_task_data(config.task, config.data_dir, profile, config.seed)
     size_mb = float(config.size_mb) if config.size_mb else profile.size_mb
     bars = config.progress and on_terminal()
-    language = "java" if data.source != "generated" and data.codexglue_task == "bigclonebench" else "c"
-    budget = pipeline_work(profile, methods, data.sizes(), transform_count(profile, language))
+    budget = pipeline_work(profile, methods, data.sizes(), transform_count(profile, data.language))
     clock = StageClock([(w.kind, w.label, w.work) for w in budget])
     logger.info("torch threads: %s (threads=%s, %s)", describe(threads), config.threads or "auto",
                 "the default" if parse_threads(config.threads) is None else "given")
     outcomes: list[GateOutcome] = []
     errors: dict[str, str] = {}
-    with CleanExit() as cleanup, tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \
+    with quiet_libraries(bars), CleanExit() as cleanup, \
+            tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \
             using(threads), mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run:
         cleanup.root = run.info.run_id
         mlflow.set_tags({"metacompress.pipeline": "main", "metacompress.data": data.source,

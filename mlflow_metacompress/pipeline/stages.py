@@ -128,12 +128,14 @@ def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: st
 
 def evaluator_config(data: TaskData, profile: Profile, seed: int = 0, cache_dir: str | Path | None = None,
                      progress: bool = True, threads: int | str | None = None) -> dict[str, Any]:
-    """The metacompress ``evaluator_config`` of the profile (transformations + attacks);
-    ``threads`` (torch threads of inference) only when set."""
+    """The metacompress ``evaluator_config`` of the profile (transformations + attacks),
+    with the data's ``language`` set (:attr:`.data.TaskData.language`); ``threads``
+    (torch threads of inference) only when set."""
     if not profile.attacks:
         raise ValueError(f"profile {profile.name!r} names no attack; the pipeline evaluates with at least one")
     cfg: dict[str, Any] = {
-        "code_columns": list(data.code_columns), "transforms": profile.transforms, "attacks": list(profile.attacks),
+        "code_columns": list(data.code_columns), "language": data.language, "transforms": profile.transforms,
+        "attacks": list(profile.attacks),
         "attack_budget": profile.attack_budget, "attack_max_samples": profile.attack_max_samples,
         "batch_size": profile.eval_batch_size, "seed": seed, "progress": progress,
     }

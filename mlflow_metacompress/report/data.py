@@ -145,10 +145,11 @@ def from_run(run_id: str) -> ReportData:
     import mlflow
     from mlflow import MlflowClient
 
+    from ..stores import existing_store, get_run
     from .provenance import from_run_record
 
-    client = MlflowClient()
-    run = client.get_run(run_id)
+    client = MlflowClient(existing_store())  # a missing sqlite store is named, never created
+    run = get_run(client, run_id)
     names = {a.path for a in client.list_artifacts(run_id, ARTIFACT_DIR)}
     if f"{ARTIFACT_DIR}/summary.json" not in names:
         raise ValueError(f"run {run_id} has no {ARTIFACT_DIR}/summary.json: it is not a metacompress evaluation run")

@@ -12,9 +12,10 @@ every ``METACOMPRESS_HEARTBEAT_S`` seconds (default 30) with what the stage last
 
 The remaining time is the sum of the stages left. A stage with a budget (its ``work``,
 in teacher training steps, from :mod:`.budget`) is estimated as its work × the seconds
-per unit of work measured on the finished stages of its kind (teacher, distill, gate),
-or on the teacher when no stage of its kind has finished: a gate that only predicts is
-then not guessed to take as long as the teacher's training. A stage without a budget
+per unit of work measured on the finished stages: the median over the stages of its kind
+(teacher, distill, gate) and the teacher, or the teacher's alone when no stage of its
+kind has finished. A gate that only predicts is then not guessed to take as long as the
+teacher's training. A stage without a budget
 takes the mean duration of the finished stages of its kind, or of all finished stages.
 The estimate is unknown until the first stage ends.
 """
@@ -22,6 +23,7 @@ The estimate is unknown until the first stage ends.
 from __future__ import annotations
 
 import logging
+import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -74,13 +76,15 @@ class StageClock:
         raise KeyError(f"no pending stage {label!r}; stages: {[s.label for s in self.stages]}")
 
     def _rate(self, kind: str) -> float | None:
-        """Seconds per unit of work of the finished stages of ``kind`` with a budget,
-        else of the finished teacher stages, else of every finished stage."""
-        done = [s for s in self.stages if s.seconds is not None and s.work]
-        for pool in ([s for s in done if s.kind == kind], [s for s in done if s.kind == "teacher"], done):
-            if pool:
-                return sum(s.seconds for s in pool) / sum(s.work for s in pool)  # type: ignore[misc]
-        return None
+        """Seconds per unit of work: the median over the finished stages of ``kind`` and
+        the teacher's (one outlier, such as a searched student that trains 2× slower per
+        step than the others, does not set the pace of every stage left); the teacher's
+        alone while no stage of ``kind`` has finished; else every finished stage's."""
+        done = [(s.kind, s.seconds / s.work) for s in self.stages if s.seconds is not None and s.work]
+        same = [r for k, r in done if k == kind]
+        teacher = [r for k, r in done if k == "teacher"] if kind != "teacher" else []
+        pool = same + teacher or [r for _, r in done]
+        return statistics.median(pool) if pool else None
 
     def _estimate(self, stage: _Stage) -> float | None:
         if stage.work is not None:

@@ -220,8 +220,9 @@ def test_unknown_method_fails_before_training(tmp_path, monkeypatch, capsys):
     assert not (tmp / "mlruns").exists()  # nothing was trained or logged
 
 
-def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(project_run, monkeypatch):
-    """The README's API block, executed as written in the folder where ``mlflow run .`` ran."""
+def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(project_run, client, monkeypatch):
+    """The README's API block, executed as written in the folder where ``mlflow run .`` ran:
+    it judges the student on the rows the run judged it on, so it prints the run's MR1."""
     import re
 
     import mlflow
@@ -246,6 +247,10 @@ def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(proje
         t = np.asarray(teacher.predict(test[["func"]]), dtype=float).argmax(axis=1)
         s = np.asarray(student.predict(test[["func"]]), dtype=float).argmax(axis=1)
         assert metrics["mr1_violation_rate"] == pytest.approx(float(np.mean(t != s)))
+        # the MR1 the main job logged for the same student: same rows, same split
+        logged = client.get_run(client.get_model_version(STUDENT, "1").tags["metacompress.evaluation_run_id"])
+        assert len(test) == int(_main_run(client)[0].data.params["pipeline.rows_test"])
+        assert metrics["mr1_violation_rate"] == pytest.approx(logged.data.metrics["mr1_violation_rate"], abs=1e-12)
     finally:
         if mlflow.active_run():
             mlflow.end_run()

@@ -166,7 +166,7 @@ def cwe401_memory_leak(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], li
         early = [f"if (rand_value() % {cr.rng.randrange(2, 7)} == 0) {{", *([] if bad else [f"    free({p});"]),
                  f"    {fail}", "}"]
         return [f"int {v['n']}"], [*alloc, early, [f"print_int({p}[0]);"], [f"free({p});"]]
-    end = [f"{p} = NULL;"] if bad else [f"free({p});"]  # the last reference dropped, never released
+    end = [] if bad else [f"free({p});"]  # returns without releasing it
     return [f"int {v['n']}"], [*alloc, [f"print_line({p});", *end]]
 
 

@@ -52,7 +52,8 @@ def test_mlproject_declares_the_entry_points_and_parameters():
         assert params <= set(entry.parameters), f"{name} lacks {params - set(entry.parameters)}"
         assert f"recipes/{name}.py" in entry.command
     main = project.get_entry_point("main").parameters
-    assert main["methods"].default == "compressor,avatar,morph,fidelity"
+    assert main["methods"].default == "compressor,avatar,morph,fidelity,quantize"
+    assert project.get_entry_point("distill").parameters["methods"].default == main["methods"].default
     assert main["profile"].default == "quick" and main["data_dir"].default == ""
     conda = (REPO / "conda.yaml").read_text()
     assert "python=3.11" in conda and "torch==2.13.0" in conda

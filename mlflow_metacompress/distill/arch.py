@@ -203,7 +203,15 @@ def measure_model(model: Any) -> dict[str, float]:
     FLOPs are counted on the meta device because on real CPU tensors PyTorch's fused
     attention kernel is invisible to ``FlopCounterMode``, which would drop the
     attention FLOPs; on meta tensors the attention matmuls are counted.
+    A quantized classifier (``meta.extra["quantization"]``, :mod:`..models.quantization`)
+    is measured by the bytes its weights are stored in (int8 values plus scales, or half
+    precision) and its weight count; for float32 models both definitions agree.
     """
     from ..models.classifier import parameter_count, size_mb
 
+    if getattr(getattr(model, "meta", None), "extra", {}).get("quantization"):
+        from ..models.quantization import stored_bytes, weight_count
+
+        return {"params": float(weight_count(model)), "size_mb": stored_bytes(model) / 1e6,
+                "gflops": spec_of(model).gflops()}
     return {"params": float(parameter_count(model)), "size_mb": size_mb(model), "gflops": spec_of(model).gflops()}

@@ -33,8 +33,9 @@ def _key(uri: str, examples: CodeExamples) -> str:
     return cache.entry_key(KIND, model_identity(uri), _rows(examples), VERSION)
 
 
-def load_teacher_classifier(uri: str) -> tuple[object, object]:
-    """``(CodeClassifier, tokenizer)`` from a logged CodeClassifier pyfunc model."""
+def load_teacher_classifier(uri: str, needs: str = "the fidelity method needs its hidden states") -> tuple[object, object]:
+    """``(CodeClassifier, tokenizer)`` from a logged CodeClassifier pyfunc model; ``needs``
+    ends the error when ``uri`` is not one (what the caller needs it for)."""
     import mlflow
 
     from ..models.classifier import META_FILE, CodeClassifier
@@ -43,7 +44,7 @@ def load_teacher_classifier(uri: str) -> tuple[object, object]:
     folder = root / "artifacts" / "hf"
     if not (folder / META_FILE).exists():
         raise ValueError(f"teacher {uri} is not a logged CodeClassifier (no {folder.relative_to(root)}/{META_FILE}); "
-                         "the fidelity method needs its hidden states")
+                         f"{needs}")
     return CodeClassifier.load(folder)
 
 

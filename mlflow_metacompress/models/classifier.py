@@ -7,7 +7,9 @@ their ``[CLS]`` vectors are concatenated before the head (``pair_mode="concat_cl
 ``pair_mode="single_sequence"`` encodes ``<s> A </s></s> B </s>`` instead.
 
 Saved layout (``save``): ``encoder/`` (``save_pretrained``), ``tokenizer/``,
-``head.pt`` and ``metacompress.json`` with the labels, pair mode and max length.
+``head.pt`` and ``metacompress.json`` with the labels, pair mode and max length. A
+quantized classifier (:mod:`.quantization`) keeps only the encoder's config in
+``encoder/`` and its quantized state dict in ``quantized.pt``.
 """
 
 from __future__ import annotations
@@ -147,9 +149,14 @@ class CodeClassifier(nn.Module):
         """Write encoder, tokenizer, head and metadata to ``directory``."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        self.encoder.save_pretrained(directory / "encoder")
+        if self.meta.extra.get("quantization"):  # quantized weights as stored (models/quantization.py)
+            from .quantization import save_weights
+
+            save_weights(self, directory)
+        else:
+            self.encoder.save_pretrained(directory / "encoder")
+            torch.save(self.head.state_dict(), directory / "head.pt")
         tokenizer.save_pretrained(directory / "tokenizer")
-        torch.save(self.head.state_dict(), directory / "head.pt")
         (directory / META_FILE).write_text(json.dumps(asdict(self.meta), indent=2))
         return directory
 
@@ -160,9 +167,13 @@ class CodeClassifier(nn.Module):
 
         directory = Path(directory)
         meta = ClassifierMeta(**json.loads((directory / META_FILE).read_text()))
-        encoder = _load_encoder(AutoModel, directory / "encoder")
-        model = cls(encoder, meta)
-        model.head.load_state_dict(torch.load(directory / "head.pt", map_location="cpu", weights_only=True))
+        if meta.extra.get("quantization"):
+            from .quantization import load_weights
+
+            model: CodeClassifier = load_weights(directory, meta)
+        else:
+            model = cls(_load_encoder(AutoModel, directory / "encoder"), meta)
+            model.head.load_state_dict(torch.load(directory / "head.pt", map_location="cpu", weights_only=True))
         tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer")
         return model.eval(), tokenizer
 

@@ -111,10 +111,12 @@ _QUICK_TRANSFORMS = ["rename_variables"]
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
         name="quick", description="2 CPU cores, minutes: small teacher, ~0.25 MB students, 100 test rows, one attack",
-        generated_rows=2500, train_rows=2000, valid_rows=120, eval_rows=100,
-        teacher_arch=_QUICK_TEACHER, teacher_epochs=15, teacher_lr=5e-4, student_epochs=6, batch_size=16,
+        # 4,000 generated rows: the teacher learns from 1,600 labelled ones (half the training split), at
+        # 1e-3 and 192 tokens (the generated functions' 90th percentile: a flaw at a function's end is read)
+        generated_rows=4000, train_rows=3200, valid_rows=120, eval_rows=100,
+        teacher_arch=_QUICK_TEACHER, teacher_epochs=10, teacher_lr=1e-3, student_epochs=6, batch_size=16,
         method_epochs={"fidelity": 3},  # each fidelity step also trains on variants and aligns states
-        max_length=128, size_mb=0.25,
+        max_length=192, size_mb=0.25,
         method_options={"compressor": {"population": 16, "generations": 8, "lr": 3e-3},
                         "avatar": {**_QUICK_SEARCH, "lr": 3e-3, "energy_samples": 50},
                         "morph": {**_QUICK_SEARCH, "lr": 3e-3},

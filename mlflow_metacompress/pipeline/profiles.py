@@ -55,6 +55,7 @@ class Profile:
     teacher_arch: dict[str, int] = field(default_factory=dict)
     teacher_epochs: int = 3
     teacher_lr: float = 5e-4
+    teacher_patience: int | None = None  # early stopping on the teacher's val_acc (None: every epoch)
     student_epochs: int = 3
     method_epochs: dict[str, int] = field(default_factory=dict)  # per-method override of student_epochs
     batch_size: int = 16
@@ -114,7 +115,7 @@ PROFILES: dict[str, Profile] = {
         # 4,000 generated rows: the teacher learns from 1,600 labelled ones (half the training split), at
         # 1e-3 and 192 tokens (the generated functions' 90th percentile: a flaw at a function's end is read)
         generated_rows=4000, train_rows=3200, valid_rows=120, eval_rows=100,
-        teacher_arch=_QUICK_TEACHER, teacher_epochs=10, teacher_lr=1e-3, student_epochs=6, batch_size=16,
+        teacher_arch=_QUICK_TEACHER, teacher_epochs=10, teacher_lr=1e-3, teacher_patience=3, student_epochs=6, batch_size=16,
         method_epochs={"fidelity": 3},  # each fidelity step also trains on variants and aligns states
         max_length=192, size_mb=0.25,
         method_options={"compressor": {"population": 16, "generations": 8, "lr": 3e-3},

@@ -192,10 +192,11 @@ def _ngrams(code: str, n: int) -> list[str]:
 
 
 def test_the_vulnerability_label_is_in_the_text_an_ngram_model_learns_it():
-    """Learnability oracle: on the quick profile's data (2,500 rows, the teacher's labelled half
-    of the training split), a logistic regression on token 1-6-grams separates vulnerable from
-    fixed functions on the test split, overall and in every CWE class. A teacher below that
-    has a training problem, not a data one; a generator change that buries the flaw fails here."""
+    """Learnability oracle: from 1,000 labelled rows (the labelled half of a 2,500-row training
+    split; the quick teacher gets 2,400), a logistic regression on token 1-6-grams separates
+    vulnerable from fixed functions on the test split, overall and in every CWE class. A
+    teacher below that has a training problem, not a data one; a generator change that buries
+    the flaw fails here."""
     pytest.importorskip("sklearn")
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression

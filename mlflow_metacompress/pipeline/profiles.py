@@ -112,12 +112,14 @@ _QUICK_TRANSFORMS = ["rename_variables"]
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
         name="quick", description="2 CPU cores, minutes: small teacher, ~0.25 MB students, 100 test rows, one attack",
-        # 4,000 generated rows: the teacher learns from 1,600 labelled ones (half the training split), at
-        # 1e-3 and 192 tokens (the generated functions' 90th percentile: a flaw at a function's end is read)
-        generated_rows=4000, train_rows=3200, valid_rows=120, eval_rows=100,
-        teacher_arch=_QUICK_TEACHER, teacher_epochs=10, teacher_lr=1e-3, teacher_patience=3, student_epochs=6, batch_size=16,
-        method_epochs={"fidelity": 3},  # each fidelity step also trains on variants and aligns states
-        max_length=192, size_mb=0.25,
+        # more rows, fewer epochs: generated rows are free, and a scratch teacher that sees 1,000 rows
+        # 15 times memorises their identifiers (test accuracy 0.57-0.61, issue 22); here it sees 2,400
+        # labelled rows (half the training split) up to 5 times at 1e-3, stopping after 2 epochs
+        # without a better val_acc; 160 tokens hold 91% of the generated functions whole
+        generated_rows=6000, train_rows=4800, valid_rows=120, eval_rows=100,
+        teacher_arch=_QUICK_TEACHER, teacher_epochs=5, teacher_lr=1e-3, teacher_patience=2, student_epochs=3,
+        batch_size=16, method_epochs={"fidelity": 2},  # each fidelity step also trains on variants and aligns states
+        max_length=160, size_mb=0.25,
         method_options={"compressor": {"population": 16, "generations": 8, "lr": 3e-3},
                         "avatar": {**_QUICK_SEARCH, "lr": 3e-3, "energy_samples": 50},
                         "morph": {**_QUICK_SEARCH, "lr": 3e-3},

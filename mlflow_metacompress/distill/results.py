@@ -2,8 +2,10 @@
 and registration with the metacompress tags.
 
 Every registered version carries ``metacompress.method``, ``metacompress.size_mb``
-(parameters × 4 bytes / 10^6, as in Compressor, Shi et al., ASE 2022),
-``metacompress.params``, ``metacompress.gflops`` and ``metacompress.teacher``.
+(parameters × 4 bytes / 10^6, as in Compressor, Shi et al., ASE 2022; for a quantized
+copy, the bytes its weights are stored in, :func:`..models.quantization.stored_bytes`,
+which is the same number for float32 weights), ``metacompress.params``,
+``metacompress.gflops`` and ``metacompress.teacher``.
 """
 
 from __future__ import annotations

@@ -31,7 +31,6 @@ PyTorch ships; its deprecation warnings are silenced here, where it is used on p
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import warnings
 from collections.abc import Iterator

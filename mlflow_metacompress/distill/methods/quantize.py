@@ -32,6 +32,7 @@ from ..context import DistillContext, StudentOutcome
 from ..options import MethodOptions
 
 NAME = "quantize"
+TRAINS = False  # post-training: no student steps (the pipeline budgets its time accordingly)
 
 
 @dataclass(frozen=True)

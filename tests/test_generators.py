@@ -210,7 +210,7 @@ def test_the_vulnerability_label_is_in_the_text_an_ngram_model_learns_it():
     right = model.predict(vec.transform(test.func)) == test.target.to_numpy()
     assert right.mean() >= 0.95, right.mean()
     per_cwe = test.assign(right=right).groupby("cwe").right.mean()
-    assert per_cwe.min() >= 0.8, per_cwe.to_dict()
+    assert per_cwe.min() >= 0.85, per_cwe.to_dict()
 
 
 def test_the_clone_label_is_in_the_text_a_pairwise_ngram_model_learns_it():

@@ -9,8 +9,9 @@ machine's measured latency model, :mod:`mlflow_metacompress.distill.latency`), t
 teacher-shaped student (the latency budget's reference and the searches' fallback), and
 optionally the students of a ``bench_distill.py`` report (``--students-json``, e.g.
 AVATAR's). It tokenises the same Devign functions once and times the forward passes
-side by side, alternating models, best of ``--repeats``, on one thread
-(:func:`~mlflow_metacompress.distill.latency.timing_threads`), and prints per-sample
+side by side, alternating models, best of ``--repeats``, on the inference threads
+(:func:`~mlflow_metacompress.distill.latency.timing_threads`: ``$METACOMPRESS_THREADS``,
+else the cores less one; the count is printed), and prints per-sample
 latency and the speedup over the teacher for every model.
 Usage: ``nice -n 5 python benchmarks/bench_speedup.py [--n 32] [--max-length 256]``.
 """
@@ -100,13 +101,13 @@ def main() -> None:
     built = {name: spec.build().eval() for name, spec in models.items()}
     batches = {name: make_batches(lengths, spec.vocab_size, args.batch_size) for name, spec in models.items()}
     best = {name: float("inf") for name in models}
-    with timing_threads():
+    with timing_threads() as threads:
         for _ in range(args.repeats):
             for name in models:
                 best[name] = min(best[name], forward_time(built[name].encoder, batches[name]))
     teacher = "teacher (CodeBERT shape)"
     print(f"{len(lengths)} Devign functions, max length {args.max_length}, batch {args.batch_size}, "
-          f"best of {args.repeats}, 1 thread")
+          f"best of {args.repeats}, {threads} thread(s)")
     print(f"{'model':<40} {'MB':>8} {'GFLOPs':>8} {'ms/sample':>10} {'predicted':>10} {'speedup':>8}")
     for name, spec in models.items():
         ms = 1000 * best[name] / len(lengths)

@@ -11,6 +11,13 @@ whenever evaluation runs, so torch, transformers and tree-sitter are imported la
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _distribution_version
+
+try:
+    # One source of truth: the version in pyproject.toml, as the installed distribution records it.
+    __version__ = _distribution_version("mlflow-metacompress")
+except _PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = ["__version__"]

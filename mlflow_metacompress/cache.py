@@ -24,6 +24,13 @@ rewrites a whole entry on purpose. Writes go to a unique ``tempfile.mkstemp`` na
 same folder and are ``os.replace``-d, so concurrent writers of one key all succeed and a
 reader never sees half a file.
 
+Sharing: an entry is readable by whoever may write the folder. Entries are written
+``0600`` (owner only), plus group read when the folder is group-writable (``chmod g+w``,
+typically with the setgid bit so entries keep the folder's group: ``0640``) and other read
+when it is world-writable. An entry this user cannot read (another user's, written before
+the folder was shared) is reported as "not readable", not as invalid; it is recomputed
+but left in place, never overwritten.
+
 Model identity (:func:`model_identity`) is the logged model's ``model_uuid`` from its
 ``MLmodel`` file: the same whether the model is reached by alias, version number,
 ``runs:/`` or ``models:/m-…`` URI or loaded as a ``PyFuncModel``, and new for every logged
@@ -36,6 +43,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -251,6 +259,11 @@ def load(kind: str, key: str, *, rows: str, n_rows: int, checks: Mapping[str, Ch
         return None
     try:
         entry = _read(path, kind, key, rows, n_rows, checks, classes)
+    except PermissionError as exc:  # another user's entry: say so, and never call it invalid
+        logger.warning("%s cache entry %s is not readable by this user (%s): computing without it and leaving it "
+                       "in place; make the cache folder group-writable to share entries", kind, path,
+                       exc.strerror or exc)
+        return None
     except Exception as exc:  # corrupt, truncated, tampered or foreign: recompute, never trust
         logger.warning("discarding invalid %s cache entry %s (it will be recomputed): %s", kind, path, exc)
         return None
@@ -288,6 +301,18 @@ def _read(path: Path, kind: str, key: str, rows: str, n_rows: int, checks: Mappi
     return Entry(arrays, stored_classes, path)
 
 
+def entry_mode(folder: str | os.PathLike[str]) -> int:
+    """The mode of a new entry in ``folder``: ``0600``, plus read for the group when the
+    folder is group-writable and for others when it is world-writable (module docstring)."""
+    folder_mode = os.stat(folder).st_mode
+    mode = stat.S_IRUSR | stat.S_IWUSR
+    if folder_mode & stat.S_IWGRP:
+        mode |= stat.S_IRGRP
+    if folder_mode & stat.S_IWOTH:
+        mode |= stat.S_IROTH
+    return mode
+
+
 def store(kind: str, key: str, arrays: Mapping[str, np.ndarray], *, rows: str, identity: str = "",
           classes: Sequence[str] | None = None, cache_dir: Any = None) -> Path | None:
     """Write an entry atomically (unique temporary file + ``os.replace``); returns its path,
@@ -299,12 +324,16 @@ def store(kind: str, key: str, arrays: Mapping[str, np.ndarray], *, rows: str, i
         "classes": [str(c) for c in classes] if classes is not None else None,
         "arrays": {n: {"shape": list(a.shape), "dtype": a.dtype.str, "sha256": _checksum(a)} for n, a in arrays.items()},
     }
+    if path.is_file() and not os.access(path, os.R_OK):
+        logger.info("leaving %s cache entry %s in place: it is not readable by this user", kind, path)
+        return None
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, __meta__=np.array(json.dumps(meta)), **arrays)  # no fsync: load() validates
+            os.fchmod(fh.fileno(), entry_mode(path.parent))  # mkstemp makes 0600
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:

@@ -40,6 +40,10 @@ SUBCOMMANDS: list[tuple[str, str]] = [
 ]
 
 
+# the commands that load models (their library bars are switched off when output is not a terminal)
+MODEL_COMMANDS = frozenset({"evaluate", "attack", "distill", "gate"})
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="metacompress", description=(
         "Behavioural fidelity of distilled models of code (MetaCompress, arXiv 2511.05476): "
@@ -64,8 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         mlflow.set_tracking_uri(args.tracking_uri)
         mlflow.set_registry_uri(args.tracking_uri)
     handler: Handler = args.func
+    from .heartbeat import on_terminal
+    from .quiet import quiet_libraries
+
     try:
-        return handler(args)
+        with quiet_libraries(bars=on_terminal(), models=args.command in MODEL_COMMANDS):  # no bars in a file
+            return handler(args)
     except Exception as exc:  # report input problems in one line, not a traceback
         from mlflow.exceptions import MlflowException
 
@@ -75,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = exc.message if isinstance(exc, MlflowException) else exc
             if isinstance(exc, KeyError) and exc.args:
                 message = exc.args[0]  # str(KeyError) would quote the message
-            print(f"metacompress {args.command}: error: {message}", file=sys.stderr)
+            print(f"metacompress {args.command}: error: {' '.join(str(message).split())}", file=sys.stderr)
             if args.verbose:
                 logger.exception("details")
             return 2

@@ -21,12 +21,27 @@ def add_data_args(parser: argparse.ArgumentParser) -> None:
                         help="show progress bars (only when output is a terminal; stage lines are logged anyway)")
 
 
+def add_threads_arg(parser: argparse.ArgumentParser) -> None:
+    """``--threads``: torch's threads for training, inference and speed timings
+    (``mlflow_metacompress/threads.py``)."""
+    parser.add_argument("--threads", default="auto",
+                        help="torch threads per process; auto = $METACOMPRESS_THREADS, else the cores less one")
+
+
+def checked_threads(args: argparse.Namespace) -> int | None:
+    """``--threads`` checked (a bad value fails here, naming it); None for auto."""
+    from mlflow_metacompress.threads import parse_threads
+
+    return parse_threads(args.threads, "--threads (MLproject parameter threads)")
+
+
 def add_device_args(parser: argparse.ArgumentParser) -> None:
     """``--devices``, ``--strategy``, ``--precision``: Lightning's Trainer settings for the fits
-    (``mlflow_metacompress/distill/devices.py``)."""
+    (``mlflow_metacompress/distill/devices.py``), and ``--threads``."""
     parser.add_argument("--devices", default="1", help="processes/GPUs per fit (1; auto = every visible GPU)")
     parser.add_argument("--strategy", default="auto", help="auto, ddp (ranks are spawned), ddp_spawn or ddp_fork")
     parser.add_argument("--precision", default="", help="empty: full precision; e.g. bf16-mixed on a GPU")
+    add_threads_arg(parser)
 
 
 def trainer(args: argparse.Namespace) -> Any:
@@ -34,7 +49,8 @@ def trainer(args: argparse.Namespace) -> Any:
     from mlflow_metacompress.distill.devices import TrainerSettings, parse_devices
 
     devices = "auto" if args.devices.strip().lower() == "auto" else parse_devices(args.devices)
-    settings = TrainerSettings(devices=devices, strategy=args.strategy, precision=args.precision or None)
+    settings = TrainerSettings(devices=devices, strategy=args.strategy, precision=args.precision or None,
+                               threads=checked_threads(args))
     settings.check()
     return settings
 
@@ -71,10 +87,13 @@ def job_run(run_name: str) -> Iterator[Any]:
 def run_main(main: Callable[[], int]) -> int:
     """``main()``'s exit code; 130 after Ctrl-C (SIGINT), 143 after SIGTERM. A crash
     propagates (a traceback and exit code 1)."""
+    from mlflow_metacompress.heartbeat import on_terminal
     from mlflow_metacompress.pipeline.interrupts import Terminated
+    from mlflow_metacompress.quiet import quiet_libraries
 
     try:
-        return main()
+        with quiet_libraries(bars=on_terminal()):  # no library bars in a log file
+            return main()
     except KeyboardInterrupt as exc:
         print(f"interrupted ({exc or 'SIGINT'}): the runs it started are marked KILLED", file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from _args import add_data_args, bars, job_run, run_main, setup
+from _args import add_data_args, add_threads_arg, bars, checked_threads, job_run, run_main, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,7 +16,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-uri", required=True, help="student model URI, e.g. models:/name/1")
     parser.add_argument("--teacher", default="",
                         help="teacher model URI (default: the student's metacompress.teacher tag)")
+    add_threads_arg(parser)
     args = parser.parse_args(argv)
+    threads = checked_threads(args)
     setup()
 
     from mlflow_metacompress.pipeline.data import load_task_data
@@ -27,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
     with job_run(f"evaluate-{data.dataset}"):
         result = evaluate_stage(args.model_uri, data, profile, args.teacher or None, args.seed,
-                                progress=bars(args))
+                                progress=bars(args), threads=threads)
     print(json.dumps(dict(sorted(result.metrics.items())), indent=2))
     return 0
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _args import add_data_args, bars, job_run, run_main, setup
+from _args import add_data_args, add_threads_arg, bars, checked_threads, job_run, run_main, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy", default="auto", help="auto (the profile's), quick, a preset or a policy YAML path")
     parser.add_argument("--evaluation-run-id", default="", help="reuse this evaluation run instead of evaluating")
     parser.add_argument("--alias", default="champion")
+    add_threads_arg(parser)
     args = parser.parse_args(argv)
+    threads = checked_threads(args)
     setup()
     import mlflow
 
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
         outcome = gate_stage("", args.model_name, args.version, data, profile, policy, args.alias, args.seed,
-                             progress=bars(args))
+                             progress=bars(args), threads=threads)
         verdict = outcome.tags.get(TAG_VERDICT)  # passed/failed, also when the promotion was refused
         if verdict in ("passed", "failed"):
             mlflow.set_tag(TAG_VERDICT, verdict)

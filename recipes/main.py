@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run_pipeline(PipelineConfig(
         task=args.task, data_dir=args.data_dir or None, size_mb=args.size_mb or None, policy=args.policy,
         seed=args.seed, profile=args.profile, methods=args.methods, progress=args.progress == "true",
-        devices=devices.devices, strategy=devices.strategy, precision=devices.precision))
+        devices=devices.devices, strategy=devices.strategy, precision=devices.precision, threads=devices.threads))
     print(f"\nMetaCompress pipeline run {result.run_id} (tracking {uri})\n")
     print(result.markdown)
     for method, error in result.errors.items():

@@ -1,7 +1,8 @@
 """Static mode on a ``core`` install: ``python tests/core_smoke.py [--core] [--model-uri URI --registry-uri URI]``.
 
-Run by ``.ci/run`` in a virtualenv with ``pip install -e .`` only (``--core``: torch,
-transformers, Lightning, tokenizers and tree-sitter must not be installed), and by
+Run by ``.ci/run`` in a fresh virtualenv holding only the built wheel, installed without
+extras, from a folder outside the checkout (``--core``: torch, transformers, Lightning,
+tokenizers and tree-sitter must not be installed), and by
 ``tests/test_core_install.py`` under an import hook that hides them. It evaluates
 precomputed probabilities through ``mlflow.models.evaluate`` on a fresh sqlite store and
 checks the logged metrics against NumPy/scikit-learn; then checks that model mode without

@@ -243,3 +243,106 @@ def test_400_concurrent_process_writes_of_one_key_all_succeed(tmp_path):
         results = pool.map(_store_one, [(str(tmp_path), i) for i in range(400)], chunksize=5)
     assert all(results) and len(results) == 400
     _assert_one_valid_entry(tmp_path)
+
+
+# --------------------------------------------------------------------- sharing between users (issue 23)
+NOBODY = 65534  # uid of "nobody" and gid of "nogroup" on Debian
+
+
+@pytest.mark.parametrize("folder_mode, entry_mode", [(0o700, 0o600), (0o755, 0o600), (0o2775, 0o640), (0o3777, 0o644)])
+def test_entry_mode_follows_the_folder(tmp_path, folder_mode, entry_mode):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    folder.chmod(folder_mode)
+    path = cache.store("predictions", "k", {"probs": softmax_rows(4, 2, 0)}, rows="r", cache_dir=folder)
+    assert path.stat().st_mode & 0o777 == entry_mode == cache.entry_mode(folder)
+
+
+def _as_nobody(work):
+    """Run ``work()`` in a forked child whose uid is ``nobody`` and whose only group is
+    ``nogroup`` (the interpreter need not be exec'd, so the venv's location does not matter);
+    returns its result and what the cache logged. The kernel enforces the file modes on
+    the child, so this is a real second user, not a simulation of one."""
+    import os
+    import pickle
+
+    if os.getuid() != 0:
+        pytest.skip("needs root to switch to another user")
+    import encodings.cp437  # noqa: F401  (zipfile's codec, imported lazily: the child may not read the stdlib)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(read)
+            records: list[str] = []
+            handler = logging.Handler()
+            handler.emit = lambda record: records.append(record.getMessage())
+            log = logging.getLogger("mlflow_metacompress.cache")
+            log.addHandler(handler)
+            log.setLevel(logging.INFO)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            result = work()
+            with os.fdopen(write, "wb") as fh:
+                pickle.dump((result, records), fh)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        data = fh.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and data, "the child running as nobody failed"
+    return pickle.loads(data)
+
+
+@pytest.fixture
+def shared_folder():
+    """A cache folder under /tmp (reachable by nobody), owned by root:nogroup, setgid and group-writable."""
+    import os
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="metacompress-shared-cache-", dir="/tmp"))
+    try:
+        os.chown(folder, 0, NOBODY)
+        folder.chmod(0o2775)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _load(folder, key="k"):
+    entry = cache.load("predictions", key, rows="r", n_rows=4, checks={"probs": "probabilities"}, cache_dir=folder)
+    return None if entry is None else entry.arrays["probs"]
+
+
+def test_another_user_of_the_group_reads_an_entry_in_a_shared_folder(shared_folder):
+    probs = softmax_rows(4, 2, 0)
+    path = cache.store("predictions", "k", {"probs": probs}, rows="r", cache_dir=shared_folder)
+    assert path.stat().st_gid == NOBODY  # the setgid folder's group, so the group can share it
+    got, logged = _as_nobody(lambda: _load(shared_folder))
+    np.testing.assert_array_equal(got, probs)  # a hit for the second user: nothing recomputed
+    assert logged == []
+
+
+def test_an_unreadable_entry_is_not_readable_not_invalid_and_is_left_in_place(shared_folder):
+    """An entry written owner-only (before the folder was shared) by root: ``nobody`` may
+    replace it (the folder is group-writable) but cannot read it."""
+    probs = softmax_rows(4, 2, 0)
+    path = cache.store("predictions", "k", {"probs": probs}, rows="r", cache_dir=shared_folder)
+    path.chmod(0o600)
+    before = (path.read_bytes(), path.stat().st_ino)
+
+    def reader():
+        missed = _load(shared_folder)
+        stored = cache.store("predictions", "k", {"probs": softmax_rows(4, 2, 1)}, rows="r", cache_dir=shared_folder)
+        return missed, stored
+
+    (missed, stored), logged = _as_nobody(reader)
+    assert missed is None and stored is None
+    assert any("is not readable by this user" in m and str(path) in m for m in logged), logged
+    assert not any("invalid" in m for m in logged), logged
+    assert (path.read_bytes(), path.stat().st_ino) == before  # root's good entry was not overwritten
+    np.testing.assert_array_equal(_load(shared_folder), probs)

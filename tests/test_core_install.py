@@ -5,7 +5,7 @@ A subprocess hides those packages with a ``sys.meta_path`` finder (as if they we
 installed) and runs ``tests/core_smoke.py``: a static-mode evaluation through
 ``mlflow.models.evaluate`` whose logged metrics are checked against scikit-learn, then
 model mode, which must fail naming the extra. ``.ci/run`` runs the same script in a real
-virtualenv with ``pip install -e .`` only."""
+virtualenv holding only the built wheel (no extras), from outside the checkout."""
 
 from __future__ import annotations
 

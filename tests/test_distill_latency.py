@@ -10,6 +10,7 @@ import pytest
 
 from mlflow_metacompress.distill import latency
 from mlflow_metacompress.distill.arch import ArchSpec
+from mlflow_metacompress.threads import resolve as resolve_threads
 
 # a cost law in the model's own terms: constant, per layer, projections, FFN, softmax
 LAW = np.array([0.05, 0.01, 2.0, 1.0, 0.0, 0.5, 0.0])
@@ -37,7 +38,7 @@ def test_features_are_the_documented_cost_terms():
 def test_calibration_recovers_a_known_law_and_predicts_unseen_shapes():
     model = latency.calibrate(64, 8, timer=law_timer())
     assert model.coef == pytest.approx(LAW, abs=1e-6) and model.residual < 1e-6
-    assert (model.seq_len, model.batch_size, model.threads) == (64, 8, latency.TIMING_THREADS)
+    assert (model.seq_len, model.batch_size, model.threads) == (64, 8, resolve_threads())  # the inference threads
     unseen = ArchSpec(vocab_size=5000, num_hidden_layers=5, hidden_size=96, num_attention_heads=3,
                       intermediate_size=384, max_length=64)
     assert model.predict_ms(unseen) == pytest.approx(float(LAW @ latency.features(unseen)))
@@ -64,12 +65,13 @@ def test_latency_model_is_cached_per_setting_and_recalibrated_when_corrupt(tmp_p
     assert len(calls) == len(latency.CALIBRATION) and again.coef == pytest.approx(first.coef)
 
 
-def test_real_timing_is_positive_and_threads_are_restored():
+def test_real_timing_is_positive_and_threads_are_restored(monkeypatch):
     import torch
 
+    monkeypatch.setenv("METACOMPRESS_THREADS", "3")
     before = torch.get_num_threads()
     with latency.timing_threads() as n:
-        assert torch.get_num_threads() == n == latency.TIMING_THREADS
+        assert torch.get_num_threads() == n == 3  # the inference threads: here $METACOMPRESS_THREADS
         ms = latency.time_shape(ArchSpec(vocab_size=100, num_hidden_layers=1, hidden_size=16, num_attention_heads=1,
                                          intermediate_size=32, max_length=8), 8, 2, repeats=1)
     assert torch.get_num_threads() == before

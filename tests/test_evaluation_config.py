@@ -139,3 +139,50 @@ def test_every_field_but_sources_is_a_key():
     names = {f.name for f in dataclasses.fields(EvaluatorConfig)}
     assert set(config_keys()) == names - {"sources"}
     assert {"teacher", "language", "transforms", "attacks", "attack_budget", "code_columns"} <= set(config_keys())
+
+
+# ------------------------------------------------------------------ issue 23: every type error names its key
+WRONG_VALUES = [5, 2.5, True, {"a": 1}, ["x", 3], [], "", object()]
+
+
+@pytest.mark.parametrize("key", [k for k in config_keys() if k != "teacher"])
+@pytest.mark.parametrize("value", WRONG_VALUES,
+                         ids=["int", "float", "bool", "dict", "mixed_list", "empty_list", "empty_str", "object"])
+def test_every_wrong_type_is_either_accepted_or_named_by_its_key(key, value):
+    """A wrong value of any key is either accepted (e.g. ``[]`` for a list) or a
+    MetaCompressInputError naming that key; never a bare TypeError or AttributeError."""
+    from mlflow_metacompress.evaluation.config import check_config
+
+    raw = {"teacher": teacher, "language": "c", key: value}
+    for check in (lambda: check_config(raw), lambda: parse_config(raw, toy_frame(5), model_given=True)):
+        try:
+            check()
+        except MetaCompressInputError as exc:
+            assert key in str(exc), (key, value, str(exc))
+            assert "\n" not in str(exc)
+
+
+def test_a_list_key_given_an_integer_names_the_key():
+    from mlflow_metacompress.evaluation.config import check_config
+
+    for key in ("code_columns", "teacher_prob_columns", "transform_columns", "attacks", "slice_columns"):
+        pattern = rf"evaluator_config\['{key}'\] must be a list of names .*got 5 \(int\)"
+        with pytest.raises(MetaCompressInputError, match=pattern):
+            check_config({key: 5})
+        with pytest.raises(MetaCompressInputError, match=rf"evaluator_config\['{key}'\]"):
+            parse_config({"teacher": teacher, key: 5}, toy_frame(5), model_given=True)
+
+
+def test_unknown_keys_suggest_the_near_miss_without_data_or_models():
+    from mlflow_metacompress.evaluation.config import check_config
+
+    with pytest.raises(MetaCompressInputError) as err:
+        check_config({"transfroms": "all", "kl_treshold": 0.1, "zzz": 1})
+    text = str(err.value)
+    assert "did you mean 'kl_treshold' → 'kl_threshold', 'transfroms' → 'transforms'?" in text
+    assert "'zzz' →" not in text and "['kl_treshold', 'transfroms', 'zzz']" in text
+    with pytest.raises(MetaCompressInputError, match="did you mean 'attack_buget' → 'attack_budget'"):
+        parse_config({"teacher": teacher, "attack_buget": 3}, toy_frame(5), model_given=True)
+    with pytest.raises(MetaCompressInputError, match="evaluator_config must be a dict of keys; got list"):
+        check_config([("transforms", "all")])
+    check_config({"transforms": "all", "col_mapping": {}, "code_columns": "func"})  # valid: nothing raised

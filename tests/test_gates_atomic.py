@@ -203,3 +203,32 @@ def test_lock_timeout_is_a_clear_error_and_nothing_is_written(store):
             pass
     assert gates.TAG_VERDICT not in _tags(client, name, 1)
     assert promote(name, 1, _run(store, GOOD, T0), "standard", client=client).alias_moved  # released
+
+
+def test_lock_files_are_removed_and_the_lock_still_excludes(tmp_path):
+    """Issue 23: no ``mlflow.db.metacompress-*.lock`` is left beside the store. The holder
+    removes the file before releasing it; 8 threads (each its own descriptor, so flock
+    treats them like processes) taking the lock 40 times each never overlap."""
+    import threading
+    import time
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    guard, inside, peaks = threading.Lock(), [0], []
+
+    def worker():
+        for _ in range(40):
+            with promotion_lock(uri, "m", timeout=120):
+                with guard:
+                    inside[0] += 1
+                    peaks.append(inside[0])
+                time.sleep(0.0002)
+                with guard:
+                    inside[0] -= 1
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(peaks) == 320 and max(peaks) == 1  # mutual exclusion held throughout
+    assert list(tmp_path.iterdir()) == []  # no lock file left

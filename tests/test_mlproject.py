@@ -20,11 +20,11 @@ REPO = Path(__file__).resolve().parents[1]
 TEACHER = "metacompress-generated-vulnerability-teacher"
 STUDENT = "metacompress-generated-vulnerability-compressor"
 ENTRY_POINTS = {
-    "main": {"task", "data_dir", "size_mb", "policy", "seed", "profile", "methods"},
-    "teacher": {"task", "data_dir", "seed", "profile"},
-    "distill": {"teacher", "task", "data_dir", "methods", "size_mb", "seed", "profile"},
-    "evaluate": {"model_uri", "teacher", "task", "data_dir", "seed", "profile"},
-    "gate": {"model_name", "version", "policy", "task", "data_dir", "seed", "profile"},
+    "main": {"task", "data_dir", "size_mb", "policy", "seed", "profile", "methods", "threads"},
+    "teacher": {"task", "data_dir", "seed", "profile", "threads"},
+    "distill": {"teacher", "task", "data_dir", "methods", "size_mb", "seed", "profile", "threads"},
+    "evaluate": {"model_uri", "teacher", "task", "data_dir", "seed", "profile", "threads"},
+    "gate": {"model_name", "version", "policy", "task", "data_dir", "seed", "profile", "threads"},
 }
 
 
@@ -51,6 +51,7 @@ def test_mlproject_declares_the_entry_points_and_parameters():
         entry = project.get_entry_point(name)
         assert params <= set(entry.parameters), f"{name} lacks {params - set(entry.parameters)}"
         assert f"recipes/{name}.py" in entry.command
+        assert entry.parameters["threads"].default == "auto" and "--threads {threads}" in entry.command
     main = project.get_entry_point("main").parameters
     assert main["methods"].default == "compressor,avatar,morph,fidelity,quantize"
     assert project.get_entry_point("distill").parameters["methods"].default == main["methods"].default
@@ -160,6 +161,24 @@ def test_stage_lines_and_heartbeats_reach_redirected_output_without_bars(project
     assert "Epoch 0/0" not in out + err and "GPU available" not in err
 
 
+# What the main job must not print into a file (issue 23): MLflow's pickle warning, the
+# pipeline's language warning about its own config, Lightning's tips and deprecation lines,
+# the libraries' progress bars, MLflow's input-example and integer-column hints.
+NOISE = ("may execute arbitrary code", "CloudPickle", "evaluator_config has no 'language'", "💡", "litlogger",
+         "litmodels", "is deprecated", "DeprecationWarning", "FutureWarning", "Loading weights",
+         "Writing model shards", "Downloading artifacts", "Uploading artifacts", "An input example was not provided",
+         "Inferred schema contains integer", "it/s]")
+
+
+def test_redirected_output_holds_no_library_noise_and_no_lock_files(project_run):
+    tmp, proc = project_run
+    output = proc.stdout + proc.stderr
+    found = {noise: next(line for line in output.splitlines() if noise in line)[:160]
+             for noise in NOISE if noise in output}
+    assert not found, found
+    assert not list(tmp.glob("*.lock")) and not list(tmp.glob("mlflow.db.*"))  # nothing beside the store
+
+
 def _shown(value: float):
     """A number as comparison.csv shows it: 4 significant digits (the metric store keeps all)."""
     return pytest.approx(float(f"{value:.4g}"), rel=1e-12, nan_ok=True)
@@ -241,6 +260,15 @@ def test_unknown_method_fails_before_training(tmp_path, monkeypatch, capsys):
     with pytest.raises(ValueError, match=r"unknown distillation method\(s\) \['nope'\]"):
         _recipe("main", ["--methods", "compressor,nope", "--profile", "tiny"], tmp, monkeypatch)
     assert not (tmp / "mlruns").exists()  # nothing was trained or logged
+
+
+@pytest.mark.parametrize("name", ["main", "teacher", "evaluate"])
+def test_bad_threads_fail_before_anything_runs_naming_the_parameter(name, tmp_path, monkeypatch):
+    tmp = _copy_project(tmp_path / "p")
+    args = ["--threads", "lots", "--profile", "tiny"] + (["--model-uri", "models:/x/1"] if name == "evaluate" else [])
+    with pytest.raises(ValueError, match=r"--threads \(MLproject parameter threads\) must be a positive integer"):
+        _recipe(name, args, tmp, monkeypatch)
+    assert not (tmp / "mlruns").exists() and not (tmp / "mlflow.db").exists()
 
 
 def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(project_run, client, monkeypatch):

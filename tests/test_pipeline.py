@@ -302,3 +302,29 @@ def test_a_crashing_method_is_reported_the_others_run_and_the_run_ends_failed(tr
     assert [m.name for m in client.search_registered_models()] == ["metacompress-generated-vulnerability-teacher"]
     assert result.teacher_uri == "models:/metacompress-generated-vulnerability-teacher/1"
     assert "| pipeline_boom | metacompress-generated-vulnerability-pipeline_boom | error |" in result.markdown
+
+
+@pytest.mark.parametrize("task", ["vulnerability", "clone"])
+def test_evaluator_config_sets_the_language_the_detector_finds(task, caplog):
+    """The pipeline names the language itself (issue 23): the evaluator's detector, run on
+    the same data, is the oracle, and parsing the pipeline's config warns about nothing."""
+    import logging
+
+    from mlflow_metacompress.evaluation.config import detect_language, parse_config
+
+    data = load_task_data(task, None, get_profile("tiny"))
+    cfg = evaluator_config(data, get_profile("tiny"))
+    test = data.frames["test"]
+    with caplog.at_level(logging.WARNING, logger="mlflow_metacompress.evaluation.config"):
+        assert cfg["language"] == detect_language(test[data.code_columns[0]].tolist()) == "c"
+        caplog.clear()
+        parsed = parse_config({"teacher": "models:/t/1", **cfg}, test, model_given=True)
+    assert parsed.language == "c" and parsed.config_sources()["language"] == "given"
+    assert "evaluator_config has no 'language'" not in caplog.text
+
+
+def test_real_bigclonebench_is_java_as_the_detector_says(shared_data):
+    from mlflow_metacompress.evaluation.config import detect_language
+
+    data = load_task_data("clone", shared_data / "bigclonebench", get_profile("tiny"))
+    assert data.language == "java" == detect_language(data.frames["test"]["func1"].tolist())

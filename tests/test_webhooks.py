@@ -268,8 +268,9 @@ def test_manual_alias_on_failing_version_is_reverted(env):
     only = _register(env, "wh-c", "fail")
     assert _judged(env, "wh-c", only)[VERDICT] == "failed"
     client.set_registered_model_alias("wh-c", ALIAS, only)
-    _wait(lambda: _holder(env, "wh-c") is None, 30, "the alias to be deleted")
-    assert "metacompress.alias_reverted" in _tags(env, "wh-c", only)
+    # the guard deletes the alias, then tags the version: wait for the tag, the last step
+    _wait(lambda: "metacompress.alias_reverted" in _tags(env, "wh-c", only), 30, "the revert tag")
+    assert _holder(env, "wh-c") is None
     assert "v2 was given alias 'champion' without passing" in (env["tmp"] / "service.log").read_text()
 
 

@@ -52,6 +52,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     hw.add_argument("--strategy", default="auto", help="auto, ddp (run spawned), ddp_spawn or ddp_fork")
     hw.add_argument("--precision", default=None,
                     help="e.g. bf16-mixed on a GPU, 16-mixed on an older GPU; default full precision (32-true)")
+    hw.add_argument("--threads", default="auto",
+                    help="torch threads per process for training, inference and the speed tags; "
+                         "auto = $METACOMPRESS_THREADS, else the cores less one")
 
 
 def add_distill(subparsers: argparse._SubParsersAction) -> None:
@@ -162,12 +165,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def trainer_settings(args: argparse.Namespace) -> Any:
-    """``--accelerator/--devices/--strategy/--precision`` as a :class:`.devices.TrainerSettings`."""
+    """``--accelerator/--devices/--strategy/--precision/--threads`` as a :class:`.devices.TrainerSettings`."""
+    from ..threads import parse_threads
     from .devices import TrainerSettings, parse_devices
 
     devices = args.devices if str(args.devices).strip().lower() == "auto" else parse_devices(args.devices)
     return TrainerSettings(accelerator=args.accelerator, devices=devices, strategy=args.strategy,
-                           precision=args.precision or None)
+                           precision=args.precision or None,
+                           threads=parse_threads(getattr(args, "threads", None), "--threads"))
 
 
 def dataset_name(args: argparse.Namespace) -> str:

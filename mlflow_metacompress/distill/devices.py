@@ -47,22 +47,34 @@ class Placement:
 @dataclass(frozen=True)
 class TrainerSettings:
     """The Lightning settings a command passes to every fit it runs (``--accelerator``,
-    ``--devices``, ``--strategy``, ``--precision``; the pipeline's ``PipelineConfig``).
+    ``--devices``, ``--strategy``, ``--precision``; the pipeline's ``PipelineConfig``), and
+    the torch ``threads`` of the command's training and inference (``--threads``; None or
+    ``"auto"``: ``$METACOMPRESS_THREADS``, else the default of :mod:`mlflow_metacompress.threads`).
     Architecture-search probes always train on one device in the launching process."""
 
     accelerator: str = "auto"
     devices: int | str = 1
     strategy: str = "auto"
     precision: str | None = None
+    threads: int | str | None = None
 
     def check(self) -> Placement:
-        """:func:`resolve` these settings, so a bad value fails before data or runs."""
-        return resolve(self.accelerator, self.devices, self.strategy, self.precision)
+        """:func:`resolve` these settings (and the thread count), so a bad value fails
+        before data or runs."""
+        placement = resolve(self.accelerator, self.devices, self.strategy, self.precision)
+        self.thread_count()
+        return placement
+
+    def thread_count(self) -> int:
+        """The torch threads of the launching process (:func:`mlflow_metacompress.threads.resolve`)."""
+        from ..threads import resolve as resolve_threads
+
+        return resolve_threads(self.threads)
 
     def params(self) -> dict[str, Any]:
-        """MLflow params of a run that uses them."""
+        """MLflow params of a run that uses them (``threads``: the resolved count)."""
         return {"accelerator": self.accelerator, "devices": self.devices, "strategy": self.strategy,
-                "precision": self.precision or "32-true"}
+                "precision": self.precision or "32-true", "threads": self.thread_count()}
 
 
 def parse_devices(value: Any) -> int:

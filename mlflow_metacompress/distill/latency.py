@@ -19,10 +19,12 @@ predictor. This module does that at the task's sequence length and batch size:
    (:func:`mlflow_metacompress.cache.location`), keyed by device, torch version, thread
    count, sequence length and batch size, so each machine calibrates once.
 
-On a CPU every timing runs on :data:`TIMING_THREADS` thread(s) (:func:`timing_threads`):
-on a shared machine, more threads make PyTorch's workers wait on each other and the
-times vary several-fold between runs, while speed *ratios* measured on one thread are
-stable (the whole forward pass is serial work on one core).
+Every timing runs on the threads inference uses (:func:`timing_threads`,
+:mod:`mlflow_metacompress.threads`: the enclosing run's count, ``$METACOMPRESS_THREADS``,
+else the cores less one), so the latency searched for is the one the student will
+have. Timings used to run on one thread, which stabilised them on shared machines but
+measured another program: the same pair of models read 11.8× apart on one thread and
+6.3× at the default threads (issue 22). The thread count is part of the cache key.
 
 Rotary (ESM-style) students are predicted as their RoBERTa equivalent: rotary
 embeddings add element-wise products only.
@@ -59,7 +61,7 @@ CALIBRATION: tuple[tuple[int, int, int, int, float], ...] = (
     (1, 16, 1, 2048, 1.0), (2, 192, 3, 768, 1.0), (4, 128, 8, 128, 1.0), (2, 128, 4, 512, 0.5),
     (1, 64, 16, 256, 0.5),
 )
-TIMING_THREADS = 1
+TIMING_THREADS: int | None = None  # None: the inference threads (mlflow_metacompress.threads.resolve)
 Timer = Callable[[ArchSpec, int, int], float]  # (shape, sequence length, batch) -> ms per sample
 
 
@@ -126,20 +128,15 @@ def device_name(device: str = "cpu") -> str:
 
 
 @contextmanager
-def timing_threads(device: str = "cpu", threads: int = TIMING_THREADS) -> Iterator[int]:
-    """Run the block with ``threads`` intra-op threads on a CPU (restored afterwards);
-    yields the thread count in effect."""
-    import torch
+def timing_threads(device: str = "cpu", threads: int | str | None = TIMING_THREADS) -> Iterator[int]:
+    """Run the block with ``threads`` torch threads (default: the inference threads,
+    :func:`mlflow_metacompress.threads.resolve`), restored afterwards; yields the count
+    in effect. ``device`` is kept for callers: on a GPU the host threads still tokenise
+    and launch kernels, so the same count applies."""
+    from ..threads import using
 
-    previous = torch.get_num_threads()
-    if device.startswith("cuda"):
-        yield previous
-        return
-    torch.set_num_threads(threads)
-    try:
-        yield threads
-    finally:
-        torch.set_num_threads(previous)
+    with using(threads) as count:
+        yield count
 
 
 def time_shape(spec: ArchSpec, seq_len: int, batch_size: int, *, device: str = "cpu", repeats: int = 3) -> float:
@@ -202,7 +199,9 @@ def cache_key(seq_len: int, batch_size: int, device: str = "cpu") -> str:
     """The cache key: device name, torch version, threads, sequence length, batch size."""
     import torch
 
-    threads = torch.get_num_threads() if device.startswith("cuda") else TIMING_THREADS
+    from ..threads import resolve
+
+    threads = resolve(TIMING_THREADS)
     text = "|".join(map(str, (FORMAT, device_name(device), torch.__version__, threads, seq_len,
                               batch_size, CALIBRATION)))
     return hashlib.sha256(text.encode()).hexdigest()[:24]

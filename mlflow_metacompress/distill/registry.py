@@ -6,7 +6,10 @@ A method module declares, once each:
   model ``metacompress-<dataset>-NAME`` and the ``metacompress.method`` tag);
 - ``Options``: a frozen dataclass subclassing :class:`.options.MethodOptions`, whose
   defaults are the method's;
-- ``run(ctx, options) -> StudentOutcome``.
+- ``run(ctx, options) -> StudentOutcome``;
+- optionally ``TRAINS = False`` for a method that trains nothing (post-training
+  quantization): the pipeline's remaining-time estimate then budgets it no training
+  steps (:mod:`mlflow_metacompress.pipeline.budget`).
 
 :func:`list_methods` imports every module of the package (``pkgutil``), so a new module
 dropped there is found with no other edit. An import error of a module that exists is
@@ -39,6 +42,7 @@ class Method:
     run: Callable[..., Any]
     module: str
     summary: str = ""
+    trains: bool = True
 
     def parse(self, values: Mapping[str, Any] | None = None) -> Any:
         """This method's ``Options`` from ``values`` (unknown keys refused by name)."""
@@ -58,7 +62,8 @@ def _method_of(module: ModuleType) -> Method:
     if problems:
         raise TypeError(f"distillation method module {module.__name__}: {'; '.join(problems)}")
     summary = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
-    return Method(name, options, run, module.__name__, summary)  # type: ignore[arg-type]
+    return Method(name, options, run, module.__name__, summary,  # type: ignore[arg-type]
+                  bool(getattr(module, "TRAINS", True)))
 
 
 def discover() -> dict[str, Method]:

@@ -58,7 +58,8 @@ def distill_student(
     with method, size, params, GFLOPs and the teacher URI.
 
     ``trainer`` (:class:`.devices.TrainerSettings`) sets Lightning's accelerator, devices,
-    strategy and precision of the student's training; it is checked first. With several
+    strategy and precision of the student's training, and the torch threads of the whole
+    run (soft labels, training, the speed tags); it is checked first. With several
     devices only the fit runs in the spawned ranks: the soft labels are computed (or read
     from the cache) here, once, and logging and registration happen here, once.
     """
@@ -80,7 +81,11 @@ def distill_student(
     pinned = resolve_model_uri(teacher_uri)
     started = time.perf_counter()
     dataset = dataset or task
-    with mlflow.start_run(run_name=f"{method}-{dataset}", nested=mlflow.active_run() is not None) as run:
+    from ..threads import using
+
+    with using(trainer.threads) as threads, \
+            mlflow.start_run(run_name=f"{method}-{dataset}", nested=mlflow.active_run() is not None) as run:
+        logger.info("distillation with %s on %d torch thread(s)", method, threads)
         soft = teacher_logits(pinned, unlabeled, cols, cache_dir if cache_dir is not None else DEFAULT_CACHE)
         ctx = DistillContext(
             task=task, code_columns=cols, unlabeled=CodeExamples.from_frame(unlabeled, cols, teacher_logits=soft),
@@ -90,7 +95,7 @@ def distill_student(
             cache_dir=Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE,
             fit_config=FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress,
                                  accelerator=trainer.accelerator, devices=trainer.devices, strategy=trainer.strategy,
-                                 precision=trainer.precision),
+                                 precision=trainer.precision, threads=trainer.threads),
         )
         mlflow.log_params({"method": method, "task": task, "teacher": pinned, "size_mb_target": size_mb,
                            "max_length": max_length, "epochs": epochs, "batch_size": batch_size, "seed": seed,
@@ -110,7 +115,7 @@ def distill_student(
                                        code_columns=cols, teacher=pinned, extra_tags={"task": dataset, **fallback})
         metrics.update(sizes)
         # side-by-side speed (and energy) tags on the version (distill/speed.py)
-        metrics.update(tag_student(uri, pinned, frames["test"], cols, registered_name, version))
+        metrics.update(tag_student(uri, pinned, frames["test"], cols, registered_name, version, threads=threads))
         mlflow.log_metrics(metrics)
     logger.info("student %s: %s", uri, metrics)
     return TrainingResult(uri, run.info.run_id, registered_name, version, metrics, outcome.config)

@@ -10,14 +10,18 @@ registering if it delivers that on the machine at hand, so every student gets:
   teacher on the same inputs, the runs alternating teacher, student, teacher, … so that
   both see the same machine load;
 - ``metacompress.device``: where it ran (CPU model or GPU name);
+- ``metacompress.speed_threads``: the torch threads both models ran on;
 - with the ``energy`` extra (codecarbon), ``metacompress.energy_j_per_1k`` and
   ``metacompress.teacher_energy_j_per_1k`` (joules per 1,000 inferences) and
   ``metacompress.energy_note``: ``measured`` with power counters (RAPL, NVML), else
   ``estimated`` (codecarbon's model of the CPU's power; CPU-only containers often have
   no counters). Without codecarbon, no energy tag is written.
 
-CPU timings run on :data:`..latency.TIMING_THREADS` thread(s) (:func:`..latency.timing_threads`),
-which keeps ratios stable on shared machines.
+Timings run on the threads inference uses (:func:`..latency.timing_threads`: the
+distillation run's ``threads``, ``$METACOMPRESS_THREADS``, else the cores less one;
+:mod:`mlflow_metacompress.threads`), and the tag says how many: a speedup is a property
+of the pair *and* the thread count (the same pair read 11.8× on one thread and 6.3× on
+the default threads, issue 22).
 """
 
 from __future__ import annotations
@@ -91,6 +95,7 @@ class SpeedReport:
     repeats: int = REPEATS
     energy: dict[str, float] = field(default_factory=dict)  # j_per_1k of student / teacher
     energy_note: str | None = None
+    threads: int | None = None  # torch threads of the timings
 
     @property
     def speedup(self) -> float:
@@ -99,6 +104,8 @@ class SpeedReport:
     def tags(self) -> dict[str, str]:
         tags = {f"{TAG}latency_ms": f"{self.student_ms:.4f}", f"{TAG}teacher_latency_ms": f"{self.teacher_ms:.4f}",
                 f"{TAG}speedup_vs_teacher": f"{self.speedup:.3f}", f"{TAG}device": self.device}
+        if self.threads is not None:
+            tags[f"{TAG}speed_threads"] = str(self.threads)
         if "student" in self.energy:
             tags[f"{TAG}energy_j_per_1k"] = f"{self.energy['student']:.4g}"
         if "teacher" in self.energy:
@@ -115,10 +122,12 @@ class SpeedReport:
 
 
 def measure(student: Any, teacher: Any, frame: pd.DataFrame, columns: Sequence[str], *, batch_size: int = BATCH,
-            repeats: int = REPEATS, clock: Clock = time.perf_counter, energy: bool = True) -> SpeedReport:
+            repeats: int = REPEATS, clock: Clock = time.perf_counter, energy: bool = True,
+            threads: int | str | None = None) -> SpeedReport:
     """Time the pyfunc ``student`` and ``teacher`` (URIs or loaded models) on the same
-    ``batch_size`` rows of ``frame``, alternating, best of ``repeats``; add energy per
-    1,000 inferences when codecarbon is installed."""
+    ``batch_size`` rows of ``frame``, alternating, best of ``repeats``, on ``threads``
+    torch threads (default: the inference threads); add energy per 1,000 inferences when
+    codecarbon is installed."""
     import mlflow
     import torch
 
@@ -128,14 +137,14 @@ def measure(student: Any, teacher: Any, frame: pd.DataFrame, columns: Sequence[s
     t = mlflow.pyfunc.load_model(teacher) if isinstance(teacher, str) else teacher
     rows = batch_of(frame, columns, batch_size)
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the pyfuncs place themselves
-    with timing_threads(device):
+    with timing_threads(device, threads) as count:
         best = side_by_side({"teacher": lambda: t.predict(rows), "student": lambda: s.predict(rows)}, repeats, clock)
         report = SpeedReport(1000 * best["student"] / batch_size, 1000 * best["teacher"] / batch_size,
-                             device_name(device), batch_size, repeats)
+                             device_name(device), batch_size, repeats, threads=count)
         if energy:
             report.energy, report.energy_note = _energy(s, t, rows)
-    logger.info("student %.3f ms/sample, teacher %.3f ms/sample: %.2f× on %s", report.student_ms, report.teacher_ms,
-                report.speedup, report.device)
+    logger.info("student %.3f ms/sample, teacher %.3f ms/sample: %.2f× on %s, %d thread(s)", report.student_ms,
+                report.teacher_ms, report.speedup, report.device, count)
     return report
 
 

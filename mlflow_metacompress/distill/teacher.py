@@ -112,7 +112,11 @@ def train_teacher(
     texts = [str(t) for c in cols for t in labelled[c]]
     started = time.perf_counter()
     dataset = dataset or task  # the run name and metacompress.task tag (e.g. generated-vulnerability)
-    with mlflow.start_run(run_name=f"teacher-{dataset}", nested=mlflow.active_run() is not None) as run:
+    from ..threads import using
+
+    with using(trainer.threads) as threads, \
+            mlflow.start_run(run_name=f"teacher-{dataset}", nested=mlflow.active_run() is not None) as run:
+        logger.info("teacher training on %d torch thread(s)", threads)
         model, tokenizer = build_teacher(init, texts, labels, pair_mode if spec.is_pair else None, arch)
         config = {"task": task, "init": init, "arch": arch.to_dict(), "pair_mode": model.meta.pair_mode,
                   "max_length": model.meta.max_length, "vocab_size": len(tokenizer)}
@@ -128,7 +132,7 @@ def train_teacher(
                      CodeExamples.from_frame(frames["valid"], cols, label_col),
                      FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress,
                                monitor=monitor, patience=patience, accelerator=trainer.accelerator, devices=trainer.devices,
-                               strategy=trainer.strategy, precision=trainer.precision))
+                               strategy=trainer.strategy, precision=trainer.precision, threads=trainer.threads))
         train_s = time.perf_counter() - started
         metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
                    **monitored_metrics(result), "train_seconds": train_s}

@@ -19,6 +19,13 @@ caller's runs and temporary folders are closed.
 :mod:`.devices`: with more than one device the ranks are spawned processes (DDP, gloo
 on a CPU); rank zero writes the history and best score next to the checkpoint, and the
 best checkpoint's weights are loaded here, in the launching process, as with one device.
+
+``FitConfig.threads`` sets torch's intra-op threads of the fit
+(:mod:`mlflow_metacompress.threads`; default ``$METACOMPRESS_THREADS``, else the cores
+less one, shared by the ranks). Spawned ranks set it when they start (Lightning would
+otherwise give each rank all cores ÷ ranks). The data loaders tokenise in the training
+process (``num_workers=0``): on the small batches of these models a worker process
+costs more than it saves, and it would add threads of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import json
 import logging
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +100,9 @@ class FitConfig:
     # stop once the monitored metric has not improved for this many epochs (Lightning's
     # EarlyStopping; the best checkpoint is still the one reloaded); None trains every epoch
     patience: int | None = None
+    # torch's intra-op threads per training process (mlflow_metacompress/threads.py): None or "auto"
+    # = $METACOMPRESS_THREADS, else the default for this machine
+    threads: int | str | None = None
 
 
 @dataclass
@@ -169,22 +180,44 @@ class _EpochLines(L.Callback):
         note(text if done >= self.epochs else f"fit epoch {done + 1}/{self.epochs}, ETA {format_seconds(eta)}")
 
 
+class _RankThreads(L.Callback):
+    """Set torch's threads in each spawned rank when it starts (after Lightning's own
+    setting, cores ÷ ranks) and restore them at the end."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.previous: int | None = None
+
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        self.previous = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+
+    def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        if self.previous is not None:
+            torch.set_num_threads(self.previous)
+
+
 @contextlib.contextmanager
 def _quiet_lightning(quiet: bool) -> Iterator[None]:
-    """Lightning's INFO notices (accelerators, tips, "Loading train_dataloader", "fit
-    stopped") raised to WARNING while ``quiet``: in a log file the epoch lines say it."""
-    if not quiet:
-        yield
-        return
-    names = ("lightning.pytorch", "lightning.fabric")
-    levels = {name: logging.getLogger(name).level for name in names}
-    for name in names:
-        logging.getLogger(name).setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
+    """Lightning's INFO notices (accelerators, "💡 Tip" lines, "Loading train_dataloader",
+    "fit stopped") raised to WARNING while ``quiet``: in a log file the epoch lines say it.
+    torch's deprecation of ``LeafSpec``, used inside Lightning, is hidden either way."""
+    with warnings.catch_warnings():
+        # torch deprecates LeafSpec, which Lightning itself still uses: nothing a user can act on
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+                                category=FutureWarning)
+        if not quiet:
+            yield
+            return
+        names = ("lightning.pytorch", "lightning.fabric")
+        levels = {name: logging.getLogger(name).level for name in names}
+        for name in names:
+            logging.getLogger(name).setLevel(logging.WARNING)
+        try:
+            yield
+        finally:
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
 
 
 @contextlib.contextmanager
@@ -232,8 +265,12 @@ def fit(
     from lightning.pytorch.callbacks import ModelCheckpoint
     from torch.utils.data import DataLoader
 
+    from ..threads import resolve as resolve_threads
+    from ..threads import using
+
     config = config or FitConfig()
     placement = resolve(config.accelerator, config.devices, config.strategy, config.precision)
+    threads = resolve_threads(config.threads, processes=placement.world_size)
     if placement.world_size > 1:
         ship_by_value(type(module))
     L.seed_everything(config.seed, workers=True, verbose=False)
@@ -261,12 +298,15 @@ def fit(
             stopping = [EarlyStopping(monitor=monitor, mode="max", patience=config.patience, verbose=False)]
         bar = config.progress and on_terminal()
         lines = _EpochLines(config.epochs, logging.INFO if config.epochs > 1 else logging.DEBUG)
+        callbacks: list[Any] = [ckpt, history, lines, *stopping]
+        if placement.world_size > 1:
+            callbacks.append(_RankThreads(threads))
         sharing = file_system_sharing() if placement.world_size > 1 else contextlib.nullcontext()
-        with _quiet_lightning(not bar), _keeping_sigint(), sharing:
+        with _quiet_lightning(not bar), _keeping_sigint(), sharing, using(threads):
             trainer = L.Trainer(
                 accelerator=placement.accelerator, devices=placement.devices, strategy=placement.strategy,
                 precision=placement.precision, max_epochs=config.epochs, default_root_dir=str(checkpoint_dir),
-                max_steps=config.max_steps, logger=mlflow_logger or False, callbacks=[ckpt, history, lines, *stopping],
+                max_steps=config.max_steps, logger=mlflow_logger or False, callbacks=callbacks,
                 enable_progress_bar=bar, enable_model_summary=False, num_sanity_val_steps=0, log_every_n_steps=1,
                 deterministic=False,
             )

@@ -5,7 +5,8 @@
   were inferred or detected (``detected``), the classes and notes (``language``, rows run);
 - ``per_sample.parquet``: one row per (variant, sample) with both models' probabilities,
   predictions, KL and every relation flag (and the code of rewritten variants);
-- ``worst_discrepancies.csv``: the failing examples first (CheckList's lesson), by KL;
+- ``worst_discrepancies.csv``: the failing examples (CheckList's lesson), by KL, distinct
+  samples first (:func:`worst_discrepancies`);
 - ``reliability.png``: teacher and student reliability curves on one plot;
 - ``kl_histogram.png``: the per-sample KL(P_T‖P_S) as one ECDF per variant group and one box
   per variant, with the MR2 threshold drawn;
@@ -15,6 +16,8 @@
 
 The plots are drawn by :mod:`.plots`; with ``slice_columns`` set, ``summary.json`` also has
 ``slices`` (:mod:`.slices`: the values sliced, their sample counts and the values skipped).
+When a model is a Hugging Face pipeline, ``input_limits`` names, per role, the most tokens
+its inputs were cut to and where that number comes from (:func:`.hf_pipeline.input_limit`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from .plots import confusion_counts, write_plots
 
@@ -40,8 +45,7 @@ def write_artifacts(outcome: Outcome, cfg: EvaluatorConfig, out: Path) -> list[s
                                                "columns": "student prediction", "counts": counts.tolist()}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
     outcome.per_sample.to_parquet(out / "per_sample.parquet", index=False)
-    worst = outcome.per_sample[outcome.per_sample["any_violation"]].sort_values("kl", ascending=False).head(cfg.max_examples)
-    worst.to_csv(out / "worst_discrepancies.csv", index=False)
+    worst_discrepancies(outcome.per_sample, cfg.max_examples).to_csv(out / "worst_discrepancies.csv", index=False)
     written = ["summary.json", "per_sample.parquet", "worst_discrepancies.csv"]
     written += write_plots(outcome.per_sample, outcome.classes, cfg.calibration_bins, cfg.kl_threshold, out)
     for name, table in outcome.extra_tables.items():
@@ -53,3 +57,14 @@ def write_artifacts(outcome: Outcome, cfg: EvaluatorConfig, out: Path) -> list[s
             table.to_csv(path, index=False)
         written.append(str(path.relative_to(out)))
     return written
+
+
+def worst_discrepancies(per_sample: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """The ``limit`` violating rows to show first: each sample's (``row``'s) largest-KL
+    variant, by KL(P_T‖P_S), then the other variants by KL, so one sample's rewrites
+    cannot fill the top of the list (the report shows the same order)."""
+    failing = per_sample[per_sample["any_violation"].astype(bool)].sort_values("kl", ascending=False, kind="stable")
+    if "row" in failing:
+        first = ~failing["row"].duplicated()
+        failing = pd.concat([failing[first], failing[~first]])
+    return failing.head(limit)

@@ -35,6 +35,9 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
                    help="label column of --data (default: none; accuracy and attacks need it)")
     p.add_argument("--evaluator-config", default="{}",
                    help="extra evaluator_config as a JSON object, e.g. '{\"transforms\": \"all\", \"language\": \"c\"}'")
+    p.add_argument("--threads", default=None,
+                   help="torch threads for inference and speed timings (evaluator_config key threads); "
+                        "default: $METACOMPRESS_THREADS, else the cores less one")
     p.add_argument("--experiment", default=None, help="MLflow experiment name (created if missing)")
     p.add_argument("--run-name", default=None, help="name of the new MLflow run")
     p.add_argument("--json", action="store_true", help="print the run id and every metric as JSON")
@@ -90,10 +93,22 @@ def run(args: argparse.Namespace) -> int:
 
     from ..data.tables import read_table
 
+    from .config import check_config
+    from .model_refs import check_model_uri
+
     config = parse_config(args.evaluator_config, args.teacher)
+    if args.threads is not None:
+        from ..threads import parse_threads
+
+        if "threads" in config:
+            raise ValueError("--evaluator-config sets 'threads' and so does --threads; give one")
+        config["threads"] = parse_threads(args.threads, "--threads")
+    check_config(config)  # keys and value types: before any model loads or any run starts
     df = read_table(args.data)
     if args.targets is not None and args.targets not in df.columns:
         raise ValueError(f"--targets column {args.targets!r} not in {args.data}; it has {list(df.columns)}")
+    check_model_uri(args.teacher, "teacher")  # MLflow's evaluate loads the student before our evaluator runs
+    check_model_uri(args.student, "student")
     experiment_id = _experiment_id(args.experiment) if args.experiment else None
     with mlflow.start_run(run_name=args.run_name, experiment_id=experiment_id) as active:
         result = mlflow.models.evaluate(model=args.student, data=df, targets=args.targets, model_type="metacompress",

@@ -11,7 +11,9 @@ as if the user had set it.
 from __future__ import annotations
 
 import logging
+import difflib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +22,7 @@ import pandas as pd
 
 from ..relations import RelationConfig
 from .config_checks import check_values
-from .slices import check_slice_config
+from .slices import check_slice_config, check_slice_keys
 from .validation import MetaCompressInputError, check_code_columns, check_probability_columns
 
 logger = logging.getLogger(__name__)
@@ -67,6 +69,7 @@ class EvaluatorConfig:
     slice_columns: tuple[str, ...] | None = None  # relation rates per value of these columns (evaluation/slices.py)
     max_slice_values: int = 20  # per slice column: the most frequent values sliced, the rest skipped
     measure_speed: bool = False  # student_speedup (evaluation/speed.py): both models local pyfuncs
+    threads: Any = None  # torch threads of inference and timing (mlflow_metacompress/threads.py); None/"auto": default
     engine: str = "local"  # "spark": transforms + inference on a SparkSession (evaluation/spark_engine.py)
     attack_engine: str = "driver"  # "spark" (needs engine "spark"): attacked samples split over executors (evaluation/spark_attacks.py)
     sources: tuple[tuple[str, Source], ...] = field(default=(), repr=False, compare=False, metadata={"internal": True})
@@ -141,6 +144,43 @@ def _loggable(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+def _normalised(raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``raw`` without reserved keys, lists as tuples; unknown keys are rejected by name,
+    each with the known key it most resembles (:func:`difflib.get_close_matches`)."""
+    if raw is not None and not isinstance(raw, Mapping):
+        raise MetaCompressInputError(f"evaluator_config must be a dict of keys; got {type(raw).__name__}")
+    raw = {k: v for k, v in (raw or {}).items() if k not in RESERVED}
+    known = config_keys()
+    unknown = sorted(set(raw) - set(known), key=str)
+    if unknown:
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"{key!r} → {close[0]!r}")
+        hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+        raise MetaCompressInputError(f"unknown evaluator_config key(s) {unknown}{hint}; known keys are {sorted(known)}")
+    for key in LIST_KEYS:
+        if isinstance(raw.get(key), str):
+            raw[key] = (raw[key],)
+        elif isinstance(raw.get(key), list):
+            raw[key] = tuple(raw[key])
+    if isinstance(raw.get("transforms"), list):
+        raw["transforms"] = tuple(raw["transforms"])
+    return raw
+
+
+def check_config(raw: Mapping[str, Any] | None) -> None:
+    """The checks of :func:`parse_config` that need neither the data nor a model: every
+    key is known (with a "did you mean" for near misses) and every value has its type
+    and range. Callers that load models (``metacompress evaluate``, ``gate_version``)
+    run it first, so a typo costs no model load and leaves no FAILED run; MLflow's
+    ``evaluate`` loads the student before any evaluator sees the config."""
+    cfg = EvaluatorConfig(**_normalised(raw))
+    check_values(cfg)
+    check_slice_keys(cfg)
+
+
 def parse_config(
     raw: dict[str, Any] | None, data: pd.DataFrame, model_given: bool, labels_given: bool = True
 ) -> EvaluatorConfig:
@@ -149,18 +189,7 @@ def parse_config(
     ``model_given``: a student model was passed (static mode needs none). ``labels_given``:
     the data has targets (attacks need them).
     """
-    raw = {k: v for k, v in (raw or {}).items() if k not in RESERVED}
-    known = config_keys()
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        raise MetaCompressInputError(f"unknown evaluator_config key(s) {unknown}; known keys are {sorted(known)}")
-    for key in LIST_KEYS:
-        if isinstance(raw.get(key), str):
-            raw[key] = (raw[key],)
-        elif isinstance(raw.get(key), list):
-            raw[key] = tuple(raw[key])
-    if isinstance(raw.get("transforms"), list):
-        raw["transforms"] = tuple(raw["transforms"])
+    raw = _normalised(raw)
     sources: dict[str, Source] = {key: "given" for key in raw}
     cfg = EvaluatorConfig(**raw)
     check_values(cfg)

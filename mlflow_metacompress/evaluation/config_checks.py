@@ -55,9 +55,12 @@ def _text(key: str, value: Any, optional: bool = False) -> None:
 
 
 def _names(key: str, values: Any) -> None:
-    """A tuple of distinct, non-empty strings (or unset)."""
+    """A tuple of distinct, non-empty strings (or unset); lists arrive as tuples, and one
+    name as a one-element tuple (:func:`~.config.parse_config`)."""
     if values is None:
         return
+    if not isinstance(values, (tuple, list)):
+        raise _bad(key, values, "a list of names (or one name)")
     for v in values:
         if not isinstance(v, str) or not v:
             raise _bad(key, v, "a list of non-empty column/attack names (an entry)")
@@ -66,6 +69,18 @@ def _names(key: str, values: Any) -> None:
         if v in seen:
             raise MetaCompressInputError(f"evaluator_config[{key!r}] names {v!r} twice: {list(values)}")
         seen.add(v)
+
+
+def _threads(value: Any) -> None:
+    """A positive integer, ``"auto"`` or unset (:func:`mlflow_metacompress.threads.parse_threads`)."""
+    from ..threads import parse_threads
+
+    if isinstance(value, float) or (value is not None and not isinstance(value, (Integral, str))):
+        raise _bad("threads", value, "a positive integer, 'auto' or unset")
+    try:
+        parse_threads(value, "evaluator_config['threads']")
+    except ValueError:
+        raise _bad("threads", value, "a positive integer, 'auto' or unset") from None
 
 
 def check_values(cfg: EvaluatorConfig) -> None:
@@ -87,6 +102,7 @@ def check_values(cfg: EvaluatorConfig) -> None:
     _flag("use_cache", cfg.use_cache)
     _flag("progress", cfg.progress)
     _flag("measure_speed", cfg.measure_speed)
+    _threads(cfg.threads)
     if cfg.measure_speed and cfg.static:
         raise MetaCompressInputError("evaluator_config['measure_speed'] needs models; static mode has only probabilities")
     if cfg.engine not in ("local", "spark"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -81,8 +81,27 @@ def run_evaluation(
     With ``cfg.engine == "spark"`` (``model_uris``: teacher's and student's URIs), the
     transformations and both models' inference run on a SparkSession first
     (:mod:`.spark_engine`), and with ``cfg.attack_engine == "spark"`` the attacks too
-    (:mod:`.spark_attacks`); the loop below then judges the collected predictions."""
+    (:mod:`.spark_attacks`); the loop below then judges the collected predictions.
+
+    In model mode, inference and the speed timings run on ``cfg.threads`` torch threads
+    (:mod:`mlflow_metacompress.threads`: default the enclosing run's, ``$METACOMPRESS_THREADS``
+    or the cores less one), recorded as ``notes["threads"]`` (and ``notes["speed_threads"]``
+    with ``measure_speed``) for ``summary.json``."""
     df = df.reset_index(drop=True)
+    if cfg.static or teacher is None or student is None:
+        return _evaluate(df, y, cfg, teacher, student, model_uris)
+    from ..threads import using
+
+    with using(cfg.threads, source="evaluator_config['threads']") as threads:
+        outcome = _evaluate(df, y, cfg, teacher, student, model_uris)
+    notes = {**outcome.notes, "threads": threads}
+    if cfg.measure_speed and "student_speedup" in outcome.metrics:
+        notes["speed_threads"] = threads
+    return replace(outcome, notes=notes)
+
+
+def _evaluate(df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: Predictor | None,
+              student: Predictor | None, model_uris: tuple[str, str] | None) -> Outcome:
     if cfg.engine == "spark" and teacher is not None and student is not None and model_uris is not None:
         from .spark_engine import prepare
         from .spark_session import session
@@ -141,6 +160,9 @@ def _run(df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: 
     if models is not None:
         notes["teacher_rows_run"] = models.teacher.rows_run
         notes["student_rows_run"] = models.student.rows_run
+        limits = {p.name: p.input_limit for p in (models.teacher, models.student) if p.input_limit is not None}
+        if limits:  # Hugging Face pipelines: the max input tokens each was cut to, and where that came from
+            notes["input_limits"] = limits
     per_sample = pd.concat(rows, ignore_index=True)
     if cfg.slice_columns:
         from .slices import slice_metrics

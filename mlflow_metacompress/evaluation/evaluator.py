@@ -92,6 +92,8 @@ class MetaCompressEvaluator(ModelEvaluator):
             for start in range(0, len(items), 1000):
                 client.log_batch(run_id, metrics=items[start : start + 1000], synchronous=True)
             client.log_artifacts(run_id, str(out), ARTIFACT_DIR)
+        if "speed_threads" in outcome.notes:  # the thread count student_speedup was measured on
+            client.set_tag(run_id, "metacompress.speed_threads", str(outcome.notes["speed_threads"]))
         root = client.get_run(run_id).info.artifact_uri.rstrip("/")
         artifacts = {}
         for rel in written:

@@ -8,10 +8,20 @@ DataFrame of ``{label, score}`` cells (``model_config={"top_k": None}``). MetaCo
 (arXiv 2511.05476) compares the teacher's and the student's full output distributions
 (MR2's KL divergence, MR4's calibration), so neither is enough. :class:`PipelineScorer`
 calls the pipeline itself instead: the first code column becomes ``text``, the second
-(clone pairs) ``text_pair``, and it asks for all scores (``top_k=None``,
-``truncation=True``). Columns come back in the model's label-id order
-(``config.id2label``), so labels are matched by name between teacher and student, and
-integer targets are read as the teacher's label ids.
+(clone pairs) ``text_pair``, and it asks for all scores (``top_k=None``). Columns come
+back in the model's label-id order (``config.id2label``), so labels are matched by name
+between teacher and student, and integer targets are read as the teacher's label ids.
+
+**Long code is cut to the model's real limit** (:func:`input_limit`): ``truncation=True``
+alone truncates to the tokenizer's ``model_max_length``, which ``transformers`` sets to a
+sentinel of about 1e30 when the tokenizer does not say (common for tokenizers trained with
+``tokenizers``), so nothing is cut and the position embeddings overflow. The limit is the
+tokenizer's ``model_max_length`` when it is set, otherwise the model's
+``max_position_embeddings`` minus its position offset (RoBERTa numbers positions from
+``padding_idx + 1``, so 514 embeddings hold 512 tokens); a tokenizer limit above what the
+model's positions hold is capped to them. It is passed as ``max_length`` with
+``truncation=True`` and recorded in ``summary.json`` (``input_limits``). Input that still
+cannot run is a :class:`MetaCompressInputError` naming the limit.
 
 ``transformers`` is imported only when a pipeline is actually loaded.
 """
@@ -20,6 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -32,8 +43,78 @@ logger = logging.getLogger(__name__)
 FLAVOR = "transformers"
 TASKS = ("text-classification", "sentiment-analysis")  # the second is transformers' alias of the first
 PIPELINE_TYPES = ("TextClassificationPipeline",)
+# transformers' "no limit" sentinel for model_max_length is int(1e30); any value this large means unset
+UNSET_MAX_LENGTH = 10**12
 
-__all__ = ["PipelineScorer", "is_label_score", "is_text_classification", "label_scores_to_array", "load_scorer"]
+__all__ = ["InputLimit", "PipelineScorer", "input_limit", "is_label_score", "is_text_classification",
+           "label_scores_to_array", "load_scorer"]
+
+
+@dataclass(frozen=True)
+class InputLimit:
+    """The most tokens a pipeline's model takes, and where that number comes from.
+
+    ``source`` is ``"tokenizer.model_max_length"``, ``"model.max_position_embeddings"``
+    (minus ``position_offset``), ``"model_config.max_length"`` (the logged model's
+    ``model_config`` asks for fewer tokens) or ``"unknown"`` (``max_length`` None: nothing is cut)."""
+
+    max_length: int | None
+    source: str
+    model_max_length: int | None = None
+    max_position_embeddings: int | None = None
+    position_offset: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None or k == "max_length"}
+
+    def describe(self) -> str:
+        if self.max_length is None:
+            return ("no input limit is known (the tokenizer sets no model_max_length and the model config no "
+                    "max_position_embeddings); set the tokenizer's model_max_length")
+        if self.source == "tokenizer.model_max_length":
+            return f"input limit {self.max_length} tokens (the tokenizer's model_max_length)"
+        if self.source == "model_config.max_length":
+            return f"input limit {self.max_length} tokens (max_length in the logged model_config)"
+        return (f"input limit {self.max_length} tokens (the model's max_position_embeddings {self.max_position_embeddings} "
+                f"minus position offset {self.position_offset})")
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _position_offset(model: Any) -> int:
+    """Positions the model's embeddings reserve below the first token: RoBERTa-style
+    embeddings number positions from ``padding_idx + 1`` (``padding_idx`` is the pad token id)."""
+    base = getattr(model, "base_model", model)
+    embeddings = getattr(base, "embeddings", None)
+    pad = getattr(embeddings, "padding_idx", None)
+    if isinstance(pad, int) and pad >= 0 and hasattr(embeddings, "position_embeddings"):
+        return pad + 1
+    return 0
+
+
+def input_limit(pipeline: Any) -> InputLimit:
+    """The model's real input limit in tokens (module docstring): the tokenizer's
+    ``model_max_length`` when set (below ~1e12), else ``max_position_embeddings`` minus the
+    position offset; a tokenizer limit above the model's positions is capped to them."""
+    tokenizer_limit = _int(getattr(getattr(pipeline, "tokenizer", None), "model_max_length", None))
+    if tokenizer_limit is not None and tokenizer_limit >= UNSET_MAX_LENGTH:
+        tokenizer_limit = None
+    model = getattr(pipeline, "model", None)
+    positions = _int(getattr(getattr(model, "config", None), "max_position_embeddings", None))
+    offset = _position_offset(model) if positions is not None else None
+    capacity = positions - offset if positions is not None and offset is not None and positions > offset else None
+    if tokenizer_limit is not None and (capacity is None or tokenizer_limit <= capacity):
+        return InputLimit(tokenizer_limit, "tokenizer.model_max_length", model_max_length=tokenizer_limit)
+    if capacity is not None:
+        if tokenizer_limit is not None:
+            logger.warning("the tokenizer's model_max_length %d exceeds the %d tokens the model's positions hold "
+                           "(max_position_embeddings %d - offset %d): cutting inputs to %d", tokenizer_limit, capacity,
+                           positions, offset, capacity)
+        return InputLimit(capacity, "model.max_position_embeddings", model_max_length=tokenizer_limit,
+                          max_position_embeddings=positions, position_offset=offset)
+    return InputLimit(None, "unknown")
 
 
 def is_text_classification(model: Any, who: str = "model") -> bool:
@@ -106,9 +187,9 @@ class PipelineScorer:
     """``DataFrame → DataFrame`` of class probabilities, one column per label in label-id order.
 
     The frame's first column is the pipeline's ``text``, its second (if any) ``text_pair``.
-    ``model_config`` (from the logged model) is passed on, with ``top_k=None`` and
-    ``truncation=True`` forced so every class is scored and long code is cut to the
-    model's maximum length instead of failing.
+    ``model_config`` (from the logged model) is passed on, with ``top_k=None``,
+    ``truncation=True`` and ``max_length`` (:func:`input_limit`) forced so every class is
+    scored and long code is cut to the model's maximum length instead of failing.
     """
 
     def __init__(self, pipeline: Any, who: str, model_config: dict[str, Any] | None = None) -> None:
@@ -121,7 +202,13 @@ class PipelineScorer:
                 f"{who} is a pipeline whose model scores {len(self.labels)} label(s) {self.labels}; "
                 "metacompress needs a classifier with at least 2 labels (config.id2label)"
             )
+        self.limit = input_limit(pipeline)
+        given = _int((model_config or {}).get("max_length"))
+        if given is not None and (self.limit.max_length is None or given < self.limit.max_length):
+            self.limit = InputLimit(given, "model_config.max_length")  # the logged model asks for less
         self.call_kwargs = {**(model_config or {}), "top_k": None, "truncation": True}
+        if self.limit.max_length is not None:
+            self.call_kwargs["max_length"] = self.limit.max_length
         tokenizer = getattr(pipeline, "tokenizer", None)
         self.can_batch = getattr(tokenizer, "pad_token_id", None) is not None
 
@@ -134,11 +221,28 @@ class PipelineScorer:
         else:
             inputs = texts
         kwargs = {"batch_size": max(1, len(inputs)) if self.can_batch else 1, **self.call_kwargs}
-        out = self.pipeline(inputs, **kwargs)
+        try:
+            out = self.pipeline(inputs, **kwargs)
+        except (RuntimeError, IndexError) as exc:  # e.g. "index 130 is out of bounds" from the position embeddings
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise MetaCompressInputError(
+                f"{self.who} cannot run on inputs of up to {self._longest(frame)} tokens: {self.limit.describe()}; "
+                f"the model failed with {type(exc).__name__}: {first:.200}"
+            ) from None
         if len(inputs) == 1 and out and isinstance(out[0], dict):  # one input: transformers returns its list unwrapped
             out = [out]
         probs, _ = label_scores_to_array(out, who=self.who, labels=self.labels)
         return pd.DataFrame(probs, columns=self.labels, index=frame.index)
+
+
+    def _longest(self, frame: pd.DataFrame) -> str:
+        """The longest input's token count (untruncated), for an error message."""
+        try:
+            columns = [frame.iloc[:, j].tolist() for j in range(frame.shape[1])]
+            lengths = [len(ids) for ids in self.pipeline.tokenizer(*columns, truncation=False)["input_ids"]]
+            return str(max(lengths))
+        except Exception:
+            return "?"
 
 
 def is_label_score(item: Any) -> bool:

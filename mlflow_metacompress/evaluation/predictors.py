@@ -145,6 +145,7 @@ class Predictor:
     batch_size: int = 64
     progress: bool = True
     index_labels: bool = False  # class j is the model's label id j (integer targets may name it)
+    input_limit: dict[str, Any] | None = None  # a pipeline's max input tokens and their source (hf_pipeline.InputLimit)
     calls: int = field(default=0, init=False)
     rows_run: int = field(default=0, init=False)
     _memory: dict[str, tuple[np.ndarray, list[str] | None]] = field(default_factory=dict, init=False, repr=False)
@@ -171,7 +172,7 @@ class Predictor:
     def uncached(self) -> Predictor:
         """The same model without disk cache or progress bar (attack queries cache themselves)."""
         return Predictor(self.name, self.fn, None, self.classes, cache_dir=None, batch_size=self.batch_size, progress=False,
-                         index_labels=self.index_labels)
+                         index_labels=self.index_labels, input_limit=self.input_limit)
 
     def _run(self, df: pd.DataFrame, code_columns: list[str]) -> tuple[np.ndarray, list[str] | None]:
         from tqdm.auto import tqdm
@@ -241,10 +242,13 @@ def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
         try:
             model = mlflow.pyfunc.load_model(model)
         except Exception as exc:
-            raise MetaCompressInputError(f"{name} model URI {uri!r} does not resolve: {exc}") from exc
+            from .model_refs import resolve_error
+
+            raise resolve_error(model, name, exc) from exc
     if hasattr(model, "predict") and is_text_classification(model, name):
         scorer = load_scorer(model, uri, name)
-        return Predictor(name, scorer, model_identity(model, uri), scorer.labels, index_labels=True, **kw)
+        return Predictor(name, scorer, model_identity(model, uri), scorer.labels, index_labels=True,
+                         input_limit=scorer.limit.as_dict(), **kw)
     if hasattr(model, "predict") and hasattr(model, "metadata"):
         return Predictor(name, model.predict, model_identity(model, uri), declared_classes(model), **kw)
     if hasattr(model, "predict"):  # MLflow wraps a plain callable student in a metadata-less pyfunc

@@ -98,11 +98,16 @@ def value_text(value: Any) -> str:
     return str(value)
 
 
+def check_slice_keys(cfg: EvaluatorConfig) -> None:
+    """The types of ``slice_columns`` and ``max_slice_values``, without the data."""
+    _int("max_slice_values", cfg.max_slice_values, 1)
+    _names("slice_columns", cfg.slice_columns)
+
+
 def check_slice_config(cfg: EvaluatorConfig, data: pd.DataFrame) -> None:
     """``slice_columns`` (names of columns of ``data`` with hashable cells) and ``max_slice_values`` (≥ 1);
     :class:`MetaCompressInputError` naming the key, the column or the value otherwise."""
-    _int("max_slice_values", cfg.max_slice_values, 1)
-    _names("slice_columns", cfg.slice_columns)
+    check_slice_keys(cfg)
     for column in cfg.slice_columns or ():
         if column not in data.columns:
             raise MetaCompressInputError(

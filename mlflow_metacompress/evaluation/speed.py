@@ -5,8 +5,11 @@ Both models must be local pyfuncs (``PyFuncModel`` objects loaded in this proces
 ``mlflow.models.evaluate`` makes of ``models:/`` and ``runs:/`` URIs): a callable or a
 served endpoint would time the network or the wrapper, not the model. They run on the
 same 32 rows of the evaluation data, alternating teacher and student, best of several
-runs (:func:`mlflow_metacompress.distill.speed.side_by_side`), on the thread count the
-distillation timings use. Compressor (Shi et al., ASE 2022) and AVATAR (Shi et al.,
+runs (:func:`mlflow_metacompress.distill.speed.side_by_side`), on the torch threads of the
+evaluation's inference (``evaluator_config["threads"]``, default ``$METACOMPRESS_THREADS``
+or the cores less one; :mod:`mlflow_metacompress.threads`), as the distillation's speed
+tags are. ``summary.json`` records the count (``speed_threads``) and the run is tagged
+``metacompress.speed_threads``. Compressor (Shi et al., ASE 2022) and AVATAR (Shi et al.,
 ICSE-SEIS 2024) report such speedups for their students; a policy can require one,
 e.g. ``student_speedup: ">= 2"``.
 """
@@ -52,7 +55,7 @@ def speed_metrics(df: pd.DataFrame, cfg: EvaluatorConfig, teacher: Predictor, st
                        " and ".join(missing) + (" is" if len(missing) == 1 else " are"))
         return {}
     rows = batch_of(df, list(cfg.code_columns or ()), BATCH)
-    with timing_threads():
+    with timing_threads(threads=cfg.threads):
         best = side_by_side({n: (lambda m=m: m.predict(rows)) for n, m in models.items()}, repeats, clock)
     t_ms, s_ms = 1000 * best["teacher"] / BATCH, 1000 * best["student"] / BATCH
     return {"student_speedup": t_ms / s_ms if s_ms > 0 else float("inf"), "student_latency_ms": s_ms,

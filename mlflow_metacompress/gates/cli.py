@@ -77,8 +77,11 @@ def _gate(args: argparse.Namespace) -> int:
 
     from ..evaluation.cli import json_object
 
+    from ..stores import existing_store
+
     config = json_object(args.evaluator_config)  # may set "teacher": it overrides the version's tag
     version_text(args.version)  # "1 " or "x": exit 2 before anything runs
+    existing_store()  # the wrong folder: name the tracking URI instead of creating an empty mlflow.db
     common = dict(policy=load_policy(args.policy), alias=args.alias or None, force=args.force, stage=args.stage)
     try:
         if args.data:

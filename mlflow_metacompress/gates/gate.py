@@ -61,6 +61,10 @@ def gate_version(model_name: str, version: str | int, data: "pd.DataFrame | str 
 
     from .promotion import PromotionRefusedError, _client, promote, version_text
 
+    from ..evaluation.config import check_config
+    from ..evaluation.model_refs import check_model_uri
+
+    check_config(evaluator_config)  # a config typo fails before any model loads or any run starts
     client = _client(client)
     policy = load_policy(policy)
     version = version_text(version)
@@ -73,6 +77,7 @@ def gate_version(model_name: str, version: str | int, data: "pd.DataFrame | str 
     df = load_eval_data(data) if isinstance(data, (str, Path)) else data
     if targets not in df.columns:
         raise KeyError(f"targets column {targets!r} is not in the evaluation data; it has {list(df.columns)}")
+    check_model_uri(teacher, "teacher")
     with mlflow.start_run(run_name=f"gate-{model_name}-v{version}", nested=mlflow.active_run() is not None) as run:
         mlflow.set_tags({"metacompress.gate_model": f"models:/{model_name}/{version}", TAG_POLICY: policy.name,
                          TAG_TEACHER: teacher})

@@ -13,6 +13,10 @@ file:
   the URI and model name: it serialises the processes of one machine only, and
   ``promote`` re-reads the alias after moving it to report a lost race truthfully.
 
+The holder removes the lock file before releasing it (a waiter that then holds the lock of
+the removed file notices and retries on the current one), so no ``*.lock`` file is left
+beside the database; ``.gitignore`` covers one left by a killed process.
+
 On platforms without ``fcntl`` the lock is skipped with a warning (the read-back still
 applies).
 """
@@ -25,7 +29,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 logger = logging.getLogger(__name__)
 
@@ -46,17 +50,9 @@ def _cache_dir() -> Path:
 
 def _sqlite_file(registry_uri: str) -> Path | None:
     """The database file of a ``sqlite:///`` URI, or None (not sqlite, or in memory)."""
-    if not registry_uri.startswith("sqlite:"):
-        return None
-    from sqlalchemy.engine import make_url
+    from ..stores import sqlite_file
 
-    try:
-        database = make_url(registry_uri).database
-    except Exception:  # a malformed URI: MLflow itself will report it
-        return None
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return None
-    return Path(database).resolve()
+    return sqlite_file(registry_uri)
 
 
 def lock_path(registry_uri: str, model_name: str) -> Path:
@@ -86,22 +82,46 @@ def promotion_lock(registry_uri: str, model_name: str, timeout: float | None = N
     path.parent.mkdir(parents=True, exist_ok=True)
     if timeout is None:
         timeout = DEFAULT_TIMEOUT_S
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    deadline = time.monotonic() + timeout
+    fd = _acquire(fcntl, path, model_name, deadline, timeout)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise PromotionLockError(
-                        f"another promotion of {model_name!r} held the lock {path} for more than {timeout:g} s; "
-                        "retry when it finishes (the lock is released when its holder exits)") from None
-                time.sleep(_POLL_S)
-        try:
-            yield path
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        yield path
     finally:
+        try:
+            os.unlink(path)  # still holding the lock: a waiter sees the file gone and retries (_acquire)
+        except OSError:
+            pass
+        fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _acquire(fcntl: Any, path: Path, model_name: str, deadline: float, timeout: float) -> int:
+    """An open descriptor of ``path`` holding its exclusive lock.
+
+    The holder removes the file before releasing it, so nothing is left beside the store.
+    A waiter may then hold the lock of the removed file while a newcomer creates a new one:
+    after locking, the descriptor must still be the file at ``path`` (same inode), else the
+    waiter starts over on the new file."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise PromotionLockError(
+                            f"another promotion of {model_name!r} held the lock {path} for more than {timeout:g} s; "
+                            "retry when it finishes (the lock is released when its holder exits)") from None
+                    time.sleep(_POLL_S)
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                current = None
+            if current is not None and current.st_ino == os.fstat(fd).st_ino:
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the lock of a file its holder removed: try again on the file at ``path``

@@ -133,12 +133,9 @@ def _check_run_complete(client: "MlflowClient", run: Any) -> None:
 def _evaluation_metrics(evaluation: "EvaluationResult | str", client: "MlflowClient") -> tuple[dict[str, float], str | None, int]:
     """(metrics, run id, evaluation time in ms) from a result or a run id."""
     if isinstance(evaluation, str):
-        from mlflow.exceptions import MlflowException
+        from ..stores import get_run
 
-        try:
-            run = client.get_run(evaluation)
-        except MlflowException as exc:
-            raise ValueError(f"evaluation run {evaluation!r} not found: {exc.message}") from None
+        run = get_run(client, evaluation, "evaluation run")  # a missing run names the tracking store
         _check_run_complete(client, run)
         when = run.info.end_time or run.info.start_time or int(time.time() * 1000)
         return dict(run.data.metrics), evaluation, int(when)

@@ -75,6 +75,16 @@ class CodeClassifier(nn.Module):
     def num_labels(self) -> int:
         return len(self.meta.labels)
 
+    def to(self, *args: Any, **kwargs: Any) -> CodeClassifier:
+        """``nn.Module.to``, except that an int8-quantized copy (:mod:`.quantization`) stays
+        on the CPU, where its dynamic kernels run."""
+        if (self.meta.extra.get("quantization") or {}).get("dtype") == "int8":
+            device = torch._C._nn._parse_to(*args, **kwargs)[0]
+            if device is not None and torch.device(device).type != "cpu":
+                logger.info("int8 dynamic quantization runs on the CPU: the model stays there (asked: %s)", device)
+                return self
+        return super().to(*args, **kwargs)
+
     def _cls(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, hidden: bool) -> tuple[torch.Tensor, Any]:
         out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=hidden)
         return out.last_hidden_state[:, 0, :], (out.hidden_states if hidden else None)
@@ -170,7 +180,7 @@ class CodeClassifier(nn.Module):
         if meta.extra.get("quantization"):
             from .quantization import load_weights
 
-            model: CodeClassifier = load_weights(directory, meta)
+            model: CodeClassifier = load_weights(directory, meta, cls)
         else:
             model = cls(_load_encoder(AutoModel, directory / "encoder"), meta)
             model.head.load_state_dict(torch.load(directory / "head.pt", map_location="cpu", weights_only=True))

@@ -1,7 +1,9 @@
 """An MLflow ``PythonModel`` returning class probabilities for code classifiers.
 
 ``pyfunc.predict(df)`` returns a DataFrame with one float column per class, in the
-model's label order. It wraps either a :class:`~.classifier.CodeClassifier` directory
+model's label order. Models are logged from code (``python_model=`` the path of
+:mod:`.pyfunc_model`, which calls ``mlflow.models.set_model``), so nothing is pickled and
+loading runs this package's code. It wraps either a :class:`~.classifier.CodeClassifier` directory
 (``metacompress.json`` present) or any Hugging Face sequence classifier saved with
 ``save_pretrained`` (tokenizer in the same directory). Loading works offline.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ import pandas as pd
 logger = logging.getLogger(__name__)
 
 HF_ARTIFACT = "hf_dir"
+MODEL_CODE = Path(__file__).with_name("pyfunc_model.py")  # the models-from-code file MLflow runs on load
 PRECISION_ENV = "METACOMPRESS_PRECISION"
 
 
@@ -35,6 +39,9 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
     ``precision`` and ``max_tokens`` can also be passed per call in ``params``; the
     environment variable ``METACOMPRESS_PRECISION`` sets the precision when neither does.
     ``precision`` and ``max_tokens`` apply to ``CodeClassifier`` directories only.
+    ``threads`` (``params`` or ``model_config``) sets torch's threads for the call;
+    without it a call runs on the threads of the enclosing work (e.g. the evaluator's),
+    else ``$METACOMPRESS_THREADS``, else the cores less one (:mod:`mlflow_metacompress.threads`).
     """
 
     def load_context(self, context: Any) -> None:
@@ -90,6 +97,12 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
         return default
 
     def predict(self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
+        from ..threads import using
+
+        with using(self._option(params, "threads", None), source="threads (params or model_config)"):
+            return self._predict(model_input, params)
+
+    def _predict(self, model_input: pd.DataFrame, params: dict[str, Any] | None) -> pd.DataFrame:
         if isinstance(model_input, pd.Series):
             model_input = model_input.to_frame()
         if not isinstance(model_input, pd.DataFrame):
@@ -158,20 +171,27 @@ def log_code_classifier(
             signature = infer_signature(example, wrapper.predict(ctx, example))
         except Exception as exc:  # signature is a nicety; logging must not fail on it
             logger.warning("could not infer a signature: %s", exc)
-        info = mlflow.pyfunc.log_model(
-            name=name,
-            python_model=CodeClassifierPyfunc(),
-            artifacts={HF_ARTIFACT: str(directory)},
-            model_config={"code_columns": cols},
-            signature=signature,
-            registered_model_name=registered_model_name,
-            pip_requirements=_requirements(),
-        )
+        with warnings.catch_warnings():  # the signature comes from our own example: no input_example needed
+            warnings.filterwarnings("ignore", message=r"(\x1b\[[0-9;]*m)?An input example was not provided")
+            info = _log(name, directory, cols, signature, registered_model_name)
     if registered_model_name and tags:
         client = mlflow.MlflowClient()
         for k, v in tags.items():
             client.set_model_version_tag(registered_model_name, str(info.registered_model_version), k, str(v))
     return info
+
+
+def _log(name: str, directory: Path, cols: list[str], signature: Any, registered_model_name: str | None) -> Any:
+    """``mlflow.pyfunc.log_model`` from code (:data:`MODEL_CODE`) with ``directory`` as the ``hf_dir`` artifact."""
+    return mlflow.pyfunc.log_model(
+        name=name,
+        python_model=str(MODEL_CODE),  # models from code: nothing is pickled
+        artifacts={HF_ARTIFACT: str(directory)},
+        model_config={"code_columns": cols},
+        signature=signature,
+        registered_model_name=registered_model_name,
+        pip_requirements=_requirements(),
+    )
 
 
 def _requirements() -> list[str]:

@@ -34,14 +34,15 @@ import contextlib
 import logging
 import warnings
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from .classifier import ClassifierMeta, CodeClassifier
+if TYPE_CHECKING:  # the classifier imports this module to save and load quantized weights
+    from .classifier import ClassifierMeta, CodeClassifier
 
 logger = logging.getLogger(__name__)
 
@@ -103,29 +104,16 @@ def quantize_modules(model: nn.Module, spec: QuantSpec) -> nn.Module:
     return model
 
 
-class QuantizedCodeClassifier(CodeClassifier):
-    """A :class:`CodeClassifier` whose weights were quantized after training. int8
-    dynamic kernels run on the CPU only, so an int8 model stays there when moved."""
-
-    def to(self, *args: Any, **kwargs: Any) -> QuantizedCodeClassifier:
-        spec = QuantSpec.from_meta(self.meta)
-        if spec is not None and spec.dtype == "int8":
-            device = torch._C._nn._parse_to(*args, **kwargs)[0]
-            if device is not None and torch.device(device).type != "cpu":
-                logger.info("int8 dynamic quantization runs on the CPU: the model stays there (asked: %s)", device)
-                return self
-        return super().to(*args, **kwargs)  # type: ignore[return-value]
-
-
-def quantize_classifier(model: CodeClassifier, spec: QuantSpec) -> QuantizedCodeClassifier:
-    """A quantized copy of ``model`` (which is left as it is), in eval mode."""
-    meta = ClassifierMeta(labels=list(model.meta.labels), pair_mode=model.meta.pair_mode,
-                          max_length=model.meta.max_length, extra={**model.meta.extra, META_KEY: asdict(spec)})
+def quantize_classifier(model: CodeClassifier, spec: QuantSpec) -> CodeClassifier:
+    """A quantized copy of ``model`` (which is left as it is), in eval mode. An int8 copy
+    stays on the CPU when moved (:meth:`~.classifier.CodeClassifier.to`)."""
+    meta = replace(model.meta, labels=list(model.meta.labels), extra={**model.meta.extra, META_KEY: asdict(spec)})
     import copy
 
-    out = QuantizedCodeClassifier(copy.deepcopy(model.encoder).cpu(), meta)
+    out = type(model)(copy.deepcopy(model.encoder).cpu(), meta)
     out.head.load_state_dict(model.head.state_dict())
-    return quantize_modules(out.float().eval(), spec)  # type: ignore[return-value]
+    quantize_modules(out.float().eval(), spec)
+    return out
 
 
 # ---------------------------------------------------------------------- sizes
@@ -187,7 +175,7 @@ def save_weights(model: CodeClassifier, directory: Path) -> None:
         torch.save(model.state_dict(), directory / WEIGHTS_FILE)
 
 
-def load_weights(directory: Path, meta: ClassifierMeta) -> QuantizedCodeClassifier:
+def load_weights(directory: Path, meta: ClassifierMeta, cls: type[CodeClassifier]) -> CodeClassifier:
     """The classifier :func:`save_weights` wrote: the float skeleton built from the
     config, quantized as ``meta`` records, then given the saved quantized state."""
     from transformers import AutoConfig, AutoModel
@@ -206,7 +194,7 @@ def load_weights(directory: Path, meta: ClassifierMeta) -> QuantizedCodeClassifi
             logger.debug("building the encoder with %s failed (%s); trying without", kwargs, exc)
     if encoder is None:
         encoder = AutoModel.from_config(config)
-    model = QuantizedCodeClassifier(encoder.float(), meta)
+    model = cls(encoder.float(), meta)
     quantize_modules(model.eval(), spec)
     with _quiet_deprecations():
         state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)

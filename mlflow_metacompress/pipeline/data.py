@@ -45,6 +45,13 @@ class TaskData:
         """Short name used in registered model names: ``generated-<task>`` or the CodeXGLUE task."""
         return f"generated-{self.task}" if self.source == "generated" else self.codexglue_task
 
+    @property
+    def language(self) -> str:
+        """The code's language: C for Devign and for every generated task (the clone
+        generator writes C too), Java for BigCloneBench. The pipeline sets it in
+        ``evaluator_config``, so the evaluator never has to detect (and warn about) it."""
+        return "c" if self.source == "generated" or self.codexglue_task == "devign" else "java"
+
     def model_name(self, role: str) -> str:
         """Registered model name of the teacher (``role="teacher"``) or of a method's student."""
         return f"metacompress-{self.dataset}-{role}"

@@ -8,10 +8,15 @@ terminal::
 
 While a stage runs, a :class:`~mlflow_metacompress.heartbeat.Heartbeat` repeats its line
 every ``METACOMPRESS_HEARTBEAT_S`` seconds (default 30) with what the stage last said
-(:func:`~mlflow_metacompress.heartbeat.note`, e.g. Lightning's epoch). The remaining
-time is the sum, over the stages left, of the mean duration of the finished stages of
-the same kind (teacher, distill, gate), or of all finished stages for a kind not seen
-yet; it is unknown until the first stage ends.
+(:func:`~mlflow_metacompress.heartbeat.note`, e.g. Lightning's epoch).
+
+The remaining time is the sum of the stages left. A stage with a budget (its ``work``,
+in teacher training steps, from :mod:`.budget`) is estimated as its work × the seconds
+per unit of work measured on the finished stages of its kind (teacher, distill, gate),
+or on the teacher when no stage of its kind has finished: a gate that only predicts is
+then not guessed to take as long as the teacher's training. A stage without a budget
+takes the mean duration of the finished stages of its kind, or of all finished stages.
+The estimate is unknown until the first stage ends.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ logger = logging.getLogger(__name__)
 class _Stage:
     kind: str  # teacher | distill | gate
     label: str
+    work: float | None = None  # budgeted work (pipeline/budget.py); None: estimated by mean duration
     seconds: float | None = None  # set when done
     skipped: bool = False
 
@@ -48,11 +54,13 @@ class StageClock:
     """Times the pipeline's stages and logs a line when each starts and ends, and a
     heartbeat while it runs (``interval`` seconds, default ``$METACOMPRESS_HEARTBEAT_S``)."""
 
-    def __init__(self, stages: Sequence[tuple[str, str]], interval: float | None = None,
+    def __init__(self, stages: Sequence[tuple[str, str] | tuple[str, str, float]], interval: float | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        """``stages``: ``(kind, label)`` or ``(kind, label, work)`` (e.g. the
+        :class:`~.budget.StageWork` of :func:`~.budget.pipeline_work`, as tuples)."""
         if not stages:
             raise ValueError("a pipeline has at least one stage")
-        self.stages = [_Stage(kind, label) for kind, label in stages]
+        self.stages = [_Stage(*stage) for stage in stages]
         self.interval = interval
         self.clock = clock
         self.started = clock()
@@ -65,7 +73,20 @@ class StageClock:
                 return i  # the first pending stage of that name
         raise KeyError(f"no pending stage {label!r}; stages: {[s.label for s in self.stages]}")
 
+    def _rate(self, kind: str) -> float | None:
+        """Seconds per unit of work of the finished stages of ``kind`` with a budget,
+        else of the finished teacher stages, else of every finished stage."""
+        done = [s for s in self.stages if s.seconds is not None and s.work]
+        for pool in ([s for s in done if s.kind == kind], [s for s in done if s.kind == "teacher"], done):
+            if pool:
+                return sum(s.seconds for s in pool) / sum(s.work for s in pool)  # type: ignore[misc]
+        return None
+
     def _estimate(self, stage: _Stage) -> float | None:
+        if stage.work is not None:
+            rate = self._rate(stage.kind)
+            if rate is not None:
+                return stage.work * rate
         done = [s for s in self.stages if s.seconds is not None]
         same = [s.seconds for s in done if s.kind == stage.kind]
         pool = same or [s.seconds for s in done]

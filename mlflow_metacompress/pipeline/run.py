@@ -80,6 +80,9 @@ class PipelineConfig:
     devices: int | str = 1
     strategy: str = "auto"
     precision: str | None = None
+    # torch threads of every stage's training, inference and speed timings (mlflow_metacompress/threads.py):
+    # None/"auto" = $METACOMPRESS_THREADS, else the cores less one
+    threads: int | str | None = None
 
 
 @dataclass
@@ -102,16 +105,19 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
 
     Each stage logs a start, heartbeat and end line with the elapsed time and an
     estimate of the remaining time (:mod:`.progress`). Progress bars are shown only when
-    ``config.progress`` is set and output is a terminal. On Ctrl-C (or the SIGTERM with
+    ``config.progress`` is set and output is a terminal; otherwise no library draws one
+    either (:mod:`..quiet`). On Ctrl-C (or the SIGTERM with
     which ``mlflow run`` cancels its entry point) or a crash, every run the pipeline
     started ends KILLED or FAILED and the temporary folders are removed (:mod:`.interrupts`)."""
     import mlflow
 
     from ..gates.policy import load_policy
     from ..heartbeat import on_terminal
+    from ..quiet import quiet_libraries
     from .data import load_task_data
     from .interrupts import CleanExit, failed_runs
-    from .progress import StageClock, pipeline_stages
+    from .budget import pipeline_work, transform_count
+    from .progress import StageClock
     from .report import comparison_table, log_comparison
     from .stages import gate_stage, resolve_methods, student_stage, teacher_stage
     from .profiles import get_profile, resolve_policy
@@ -120,29 +126,38 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
 
     profile = get_profile(config.profile)
     methods = resolve_methods(config.methods)  # fail before any training
-    trainer = TrainerSettings(devices=config.devices, strategy=config.strategy, precision=config.precision or None)
+    from ..threads import describe, parse_threads, using
+
+    trainer = TrainerSettings(devices=config.devices, strategy=config.strategy, precision=config.precision or None,
+                              threads=config.threads)
     trainer.check()
+    threads = trainer.thread_count()
     policy = load_policy(resolve_policy(config.policy, profile))
     data = load_task_data(config.task, config.data_dir, profile, config.seed)
     size_mb = float(config.size_mb) if config.size_mb else profile.size_mb
     bars = config.progress and on_terminal()
-    clock = StageClock(pipeline_stages(methods))
+    budget = pipeline_work(profile, methods, data.sizes(), transform_count(profile, data.language))
+    clock = StageClock([(w.kind, w.label, w.work) for w in budget])
+    logger.info("torch threads: %s (threads=%s, %s)", describe(threads), config.threads or "auto",
+                "the default" if parse_threads(config.threads) is None else "given")
     outcomes: list[GateOutcome] = []
     errors: dict[str, str] = {}
-    with CleanExit() as cleanup, tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \
-            mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run:
+    with quiet_libraries(bars), CleanExit() as cleanup, \
+            tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \
+            using(threads), mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run:
         cleanup.root = run.info.run_id
         mlflow.set_tags({"metacompress.pipeline": "main", "metacompress.data": data.source,
                          "metacompress.task": data.dataset, "metacompress.profile": profile.name,
                          "metacompress.policy": policy.name})
         resolved = {"task": data.task, "data_source": data.source, "profile": profile.name,
                     "methods": ",".join(methods),
-                    "policy": policy.name, "size_mb_target": size_mb, "seed": config.seed,
+                    "policy": policy.name, "size_mb_target": size_mb, "seed": config.seed, "threads": threads,
                     **{f"rows_{k}": v for k, v in data.sizes().items()}}
         # "pipeline." keeps these apart from the raw MLproject parameters mlflow run logs
         mlflow.log_params({f"pipeline.{k}": v for k, v in resolved.items()})
         mlflow.log_dict({"profile": profile.to_dict(), "config": asdict(config) | {"methods": methods},
-                         "policy": policy.describe()}, "pipeline/config.json")
+                         "policy": policy.describe(), "stage_work": [asdict(w) for w in budget]},
+                        "pipeline/config.json")
         with clock.stage("teacher"):
             teacher = teacher_stage(data, profile, config.seed, bars, trainer=trainer)
         for method in methods:
@@ -153,7 +168,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
                 with clock.stage(f"gate {method}"):
                     outcomes.append(gate_stage(method, data.model_name(method), str(student.version), data,
                                                profile, policy, config.alias, config.seed,
-                                               Path(cache) / "predictions", bars))
+                                               Path(cache) / "predictions", bars, threads=threads))
             except Exception as exc:  # keep the other methods going; the table says what broke
                 logger.exception("method %s failed", method)
                 errors[method] = f"{type(exc).__name__}: {exc}"

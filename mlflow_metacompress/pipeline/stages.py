@@ -127,17 +127,22 @@ def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: st
 
 
 def evaluator_config(data: TaskData, profile: Profile, seed: int = 0, cache_dir: str | Path | None = None,
-                     progress: bool = True) -> dict[str, Any]:
-    """The metacompress ``evaluator_config`` of the profile (transformations + attacks)."""
+                     progress: bool = True, threads: int | str | None = None) -> dict[str, Any]:
+    """The metacompress ``evaluator_config`` of the profile (transformations + attacks),
+    with the data's ``language`` set (:attr:`.data.TaskData.language`); ``threads``
+    (torch threads of inference) only when set."""
     if not profile.attacks:
         raise ValueError(f"profile {profile.name!r} names no attack; the pipeline evaluates with at least one")
     cfg: dict[str, Any] = {
-        "code_columns": list(data.code_columns), "transforms": profile.transforms, "attacks": list(profile.attacks),
+        "code_columns": list(data.code_columns), "language": data.language, "transforms": profile.transforms,
+        "attacks": list(profile.attacks),
         "attack_budget": profile.attack_budget, "attack_max_samples": profile.attack_max_samples,
         "batch_size": profile.eval_batch_size, "seed": seed, "progress": progress,
     }
     if cache_dir is not None:
         cfg["cache_dir"] = str(cache_dir)
+    if threads not in (None, "", "auto", 0):
+        cfg["threads"] = threads
     return cfg
 
 
@@ -169,12 +174,12 @@ def evaluation_run_name(model_uri: str) -> str:
 
 
 def evaluate_stage(model_uri: str, data: TaskData, profile: Profile, teacher: str | None = None, seed: int = 0,
-                   cache_dir: str | Path | None = None, progress: bool = True) -> Any:
+                   cache_dir: str | Path | None = None, progress: bool = True, threads: int | str | None = None) -> Any:
     """Run the metacompress evaluator on the test split in its own (nested) run."""
     import mlflow
 
     teacher = teacher or teacher_of(model_uri)
-    cfg = evaluator_config(data, profile, seed, cache_dir, progress)
+    cfg = evaluator_config(data, profile, seed, cache_dir, progress, threads)
     with mlflow.start_run(run_name=evaluation_run_name(model_uri), nested=mlflow.active_run() is not None):
         mlflow.set_tags({"metacompress.model": model_uri, "metacompress.teacher": teacher})
         return mlflow.models.evaluate(model=model_uri, data=data.frames["test"], targets=data.label_column,
@@ -184,7 +189,7 @@ def evaluate_stage(model_uri: str, data: TaskData, profile: Profile, teacher: st
 
 def gate_stage(method: str, model_name: str, version: str, data: TaskData, profile: Profile, policy: Any,
                alias: str = "champion", seed: int = 0, cache_dir: str | Path | None = None,
-               progress: bool = True) -> GateOutcome:
+               progress: bool = True, threads: int | str | None = None) -> GateOutcome:
     """Evaluate a registered student against its tagged teacher and promote it if it passes.
 
     A refusal (the alias holder passed on a fresher evaluation) is reported as verdict
@@ -195,7 +200,7 @@ def gate_stage(method: str, model_name: str, version: str, data: TaskData, profi
     from ..gates.gate import gate_version
     from ..gates.promotion import PromotionRefusedError
 
-    cfg = evaluator_config(data, profile, seed, cache_dir, progress)
+    cfg = evaluator_config(data, profile, seed, cache_dir, progress, threads)
     try:
         decision = gate_version(model_name, version, data.frames["test"], policy, targets=data.label_column,
                                 alias=alias, evaluator_config=cfg)

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from . import fmt
 from .data import ReportData, from_run
 from .page import page
-from .provenance import teacher_identity
+from .provenance import short_label, teacher_identity
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +26,7 @@ ROWS = (("teacher_accuracy", "original", "teacher accuracy"), ("student_accuracy
         ("any_violation_rate", "metamorphic", "any violation · transformed"),
         ("mr1_violation_rate", "metamorphic", "MR1 violation · transformed"),
         ("student_flip_rate", "metamorphic", "student flips · transformed"))
+LABEL_CHARS = 56  # a forest-plot label longer than this is cut at its start
 FOREST = (("student_accuracy", "original"), ("any_violation_rate", "original"), ("any_violation_rate", "metamorphic"))
 
 
@@ -48,10 +49,16 @@ def check_comparable(runs: Sequence[ReportData]) -> None:
 
 
 def _label(data: ReportData) -> str:
+    """The student's short label (:func:`~.provenance.short_label`); its run name when it has no URI."""
+    p = data.provenance
+    return short_label(p.get("student_uri"), p.get("student_version"), str(p.get("run_name") or "student"))
+
+
+def _uri(data: ReportData) -> str:
+    """The student's full URI (or its run name), shown on hover and in the provenance."""
     p = data.provenance
     uri = p.get("student_uri")
-    name = uri if isinstance(uri, str) and not uri.startswith("<") else (p.get("run_name") or "student")
-    return f"{name}"
+    return uri if isinstance(uri, str) and uri else str(p.get("run_name") or "student")
 
 
 def _cell(data: ReportData, name: str, variant: str, best: bool, overlaps: bool) -> str:
@@ -114,7 +121,10 @@ def forest(runs: Sequence[ReportData], name: str, variant: str) -> str:
     lo = min(min(v for v in (p[1], p[2]) if v is not None) for p in points)
     hi = max(max(v for v in (p[1], p[3]) if v is not None) for p in points)
     lo, hi = max(0.0, lo - 0.05), min(1.0, hi + 0.05) if hi <= 1 else hi + 0.05
-    w, left, right, row = 520, 210, 20, 26
+    labels = [_label(d) for d, *_ in points]
+    longest = min(max(len(lab) for lab in labels), LABEL_CHARS)
+    left, right, row = max(120, int(16 + 6.2 * longest)), 20, 26  # room for the longest label at 11px
+    w = left + 310
     h = 30 + row * len(points) + 24
     def x(v: float) -> float:
         return left + (v - lo) / max(hi - lo, 1e-9) * (w - left - right)
@@ -126,11 +136,12 @@ def forest(runs: Sequence[ReportData], name: str, variant: str) -> str:
     for i, (d, v, a, b) in enumerate(points):
         y = 34 + row * i
         color = PALETTE[i % len(PALETTE)]
-        label = _label(d)
-        parts.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{escape(label if len(label) <= 32 else "…" + label[-31:])}</text>')
+        label = labels[i]
+        parts.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">'
+                     f'{escape(label if len(label) <= LABEL_CHARS else "…" + label[-(LABEL_CHARS - 1):])}</text>')
         if a is not None and b is not None:
             parts.append(f'<line x1="{x(a):.1f}" x2="{x(b):.1f}" y1="{y}" y2="{y}" stroke="{color}" stroke-width="3"/>')
-        parts.append(f'<circle cx="{x(v):.1f}" cy="{y}" r="5" fill="{color}"><title>{escape(label)}: {fmt.rate(v)} '
+        parts.append(f'<circle cx="{x(v):.1f}" cy="{y}" r="5" fill="{color}"><title>{escape(_uri(d))}: {fmt.rate(v)} '
                      f'{fmt.interval(a, b)}</title></circle>')
     title = name if variant == "original" else f"{name}/{variant}"
     parts.append(f'<text x="8" y="14" class="svg-title">{escape(title)}</text>')
@@ -142,7 +153,7 @@ def render_comparison(runs: Sequence[ReportData], title: str | None = None) -> s
     """The comparison page of already loaded runs (checked comparable first); ``title``
     is added to the heading (the pipeline passes its task, data and profile)."""
     check_comparable(runs)
-    heads = "".join(f'<th title="run {escape(str(d.provenance.get("run_id")))}">{escape(_label(d))}'
+    heads = "".join(f'<th title="{escape(_uri(d))}">{escape(_label(d))}'
                     f'<div class="sub">run {escape(str(d.provenance.get("run_id"))[:8])}</div></th>' for d in runs)
     body = []
     for name, variant, label in _rows(runs):
@@ -151,17 +162,20 @@ def render_comparison(runs: Sequence[ReportData], title: str | None = None) -> s
         body.append(f'<tr><th scope="row">{escape(label)}</th>{cells}</tr>')
     table = (f'<section id="table"><h2>Side by side</h2><p class="note">Best student per row in bold; ≈ marks a best whose 95% '
              f'interval overlaps another student\'s (not a clear difference). Intervals appear when the evaluations logged them.</p>'
-             f'<table class="compare"><thead><tr><th>metric</th>{heads}</tr></thead><tbody>{"".join(body)}</tbody></table></section>')
+             f'<div class="scroll"><table class="compare"><thead><tr><th>metric</th>{heads}</tr></thead><tbody>{"".join(body)}</tbody>'
+             f'</table></div></section>')
     plots = "".join(forest(runs, n, v) for n, v in FOREST)
     plots = f'<section id="intervals"><h2>Intervals</h2><div class="plots wide">{plots}</div></section>' if plots else ""
     first = runs[0].provenance
     prov_rows = "".join(
-        f'<tr><th scope="row">{escape(_label(d))}</th><td><code>{escape(str(d.provenance.get("run_id")))}</code></td>'
+        f'<tr><th scope="row">{escape(_label(d))}</th><td><code>{escape(_uri(d))}</code></td>'
+        f'<td><code>{escape(str(d.provenance.get("run_id")))}</code></td>'
         f'<td>{escape(str(d.provenance.get("student_version") or "–"))}</td><td>{escape(str(d.provenance.get("evaluated_at") or "–"))}</td></tr>'
         for d in runs)
     prov = (f'<section id="provenance"><h2>Provenance</h2><p>Teacher <code>{escape(teacher_identity(first))}</code> · data '
             f'{escape(str(first.get("data_name") or "–"))}, digest <code>{escape(str(first.get("data_digest") or "–"))}</code></p>'
-            f'<table><thead><tr><th>student</th><th>run</th><th>version</th><th>evaluated</th></tr></thead><tbody>{prov_rows}</tbody></table></section>')
+            f'<div class="scroll"><table class="runs"><thead><tr><th>student</th><th>model URI</th><th>run</th><th>version</th><th>evaluated</th>'
+            f'</tr></thead><tbody>{prov_rows}</tbody></table></div></section>')
     subtitle = f"{len(runs)} students against teacher <code>{escape(teacher_identity(first))}</code>"
     if title:
         subtitle = f"{escape(title)} · {subtitle}"

@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 ARTIFACT_DIR = "metacompress"
 SPECIAL_VARIANTS = ("original", "metamorphic")
+SLICE_PREFIX = "slice:"  # ``<metric>/slice:<column>:<value>`` (evaluation/slices.py): a data segment, not a variant
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,8 +70,10 @@ class ReportData:
         return self.metric(f"{name}_ci_low", variant), self.metric(f"{name}_ci_high", variant)
 
     def variants(self) -> list[str]:
-        """Every variant suffix among the metrics: original, metamorphic, transformations, attacks."""
+        """Every variant suffix among the metrics: original, metamorphic, transformations, attacks
+        (slices are segments of the original inputs, not variants: :meth:`slices`)."""
         seen = {key.split("/", 1)[1] for key in self.metrics if "/" in key and not key.startswith("attack_")}
+        seen = {v for v in seen if not v.startswith(SLICE_PREFIX)}
         transforms = sorted(v for v in seen if v not in SPECIAL_VARIANTS and not v.startswith("attack_"))
         attacks = sorted(v for v in seen if v.startswith("attack_"))
         return ["original", *(["metamorphic"] if "metamorphic" in seen else []), *transforms, *attacks]
@@ -80,6 +83,28 @@ class ReportData:
         names = {k.split("/", 1)[1] for k in self.metrics if k.startswith("transform_applicable_rate/")}
         names |= {v for v in self.variants() if v not in SPECIAL_VARIANTS and not v.startswith("attack_")}
         return sorted(names)
+
+    def slices(self) -> dict[str, list[dict[str, Any]]]:
+        """Per slice column: its sliced values in ``summary.json``'s order (most samples
+        first), each ``{"value", "token", "samples", "suffix"}`` with ``suffix`` the metric
+        suffix (``slice:<column token>:<value token>``). Values with metrics but no note (an
+        older summary) follow, named by their token."""
+        notes = self.summary.get("slices") or {}
+        out: dict[str, list[dict[str, Any]]] = {}
+        for column, note in notes.items():
+            token = str(note.get("token", column))
+            out[str(column)] = [{"value": str(v.get("value")), "token": str(v.get("token")), "samples": v.get("samples"),
+                                 "suffix": f"{SLICE_PREFIX}{token}:{v.get('token')}"} for v in note.get("sliced") or ()]
+        known = {v["suffix"] for values in out.values() for v in values}
+        by_token = {str(n.get("token", c)): str(c) for c, n in notes.items()}
+        for key in sorted(self.metrics):
+            suffix = key.split("/", 1)[1] if "/" in key else ""
+            if suffix.startswith(SLICE_PREFIX) and suffix not in known:
+                column, _, value = suffix[len(SLICE_PREFIX):].partition(":")
+                out.setdefault(by_token.get(column, column), []).append({"value": value, "token": value, "samples": None,
+                                                                         "suffix": suffix})
+                known.add(suffix)
+        return out
 
     def attack_names(self) -> list[str]:
         """Attacks with metrics (``attack_<a>/student_asr``) or a table."""
@@ -120,10 +145,11 @@ def from_run(run_id: str) -> ReportData:
     import mlflow
     from mlflow import MlflowClient
 
+    from ..stores import existing_store, get_run
     from .provenance import from_run_record
 
-    client = MlflowClient()
-    run = client.get_run(run_id)
+    client = MlflowClient(existing_store())  # a missing sqlite store is named, never created
+    run = get_run(client, run_id)
     names = {a.path for a in client.list_artifacts(run_id, ARTIFACT_DIR)}
     if f"{ARTIFACT_DIR}/summary.json" not in names:
         raise ValueError(f"run {run_id} has no {ARTIFACT_DIR}/summary.json: it is not a metacompress evaluation run")

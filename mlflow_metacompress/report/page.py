@@ -27,7 +27,9 @@ h2{margin:0 0 12px;font-size:18px}h3{font-size:15px;margin:0 0 6px}h4{margin:16p
 .p{display:block;font-size:12px;color:var(--mute)}.hint,.sub{color:var(--mute);font-size:11px;font-weight:400}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
 th,td{padding:6px 10px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
-th:first-child,td:first-child{text-align:left}thead th{background:var(--bg);font-size:12px;color:var(--mute);white-space:nowrap}
+th:first-child,td:first-child{text-align:left}thead th{background:var(--bg);font-size:12px;color:var(--mute)}
+.scroll{overflow-x:auto;max-width:100%}td code,th code,.who code,p code{overflow-wrap:anywhere}
+table.compare thead th{overflow-wrap:break-word;min-width:120px}table.compare td{white-space:nowrap}table.runs td,table.runs th{text-align:left}
 table.sortable thead th{cursor:pointer}tr.total{font-weight:700;background:#fffaf0}td.best{font-weight:700;background:#f0fff4}
 .bar{display:block;height:4px;background:var(--line);border-radius:2px;margin:3px 0 0 auto;width:90px}
 .bar span{display:block;height:4px;background:var(--bad);border-radius:2px}
@@ -40,16 +42,22 @@ table.sortable thead th{cursor:pointer}tr.total{font-weight:700;background:#fffa
 .example{border:1px solid var(--line);border-radius:8px;padding:10px 14px;margin:12px 0}
 .facts{display:flex;flex-wrap:wrap;gap:16px;color:var(--mute);margin-bottom:6px}
 table.probs{width:auto;margin:4px 0 8px}table.probs td,table.probs th{padding:2px 10px}
-.diff{display:grid;grid-template-columns:1fr 1fr;gap:10px}.pane-title{font-size:11px;color:var(--mute);text-transform:uppercase}
+.diff{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:10px}.pane-title{font-size:11px;color:var(--mute);text-transform:uppercase}
 pre.code{margin:0;padding:8px 10px;background:#f7fafc;border:1px solid var(--line);border-radius:6px;overflow:auto;max-height:420px;
 font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre}
 del{background:#fed7d7;color:#742a2a;text-decoration:line-through}ins{background:#c6f6d5;color:#22543d;text-decoration:none}
 .clip{color:var(--mute);font-style:italic}code{background:#edf2f7;padding:1px 4px;border-radius:3px;font-size:12px}
 ul.renaming{margin:4px 0 8px;padding-left:18px}
-table.facts-table th{width:140px;color:var(--mute)}table.facts-table td{text-align:left}table.config td:last-child{color:var(--mute)}
+table.facts-table>tbody>tr>th{width:140px;color:var(--mute)}table.facts-table>tbody>tr>td{text-align:left}
+table.config td:last-child{color:var(--mute)}table.kv{width:auto;font-size:12px}table.kv th,table.kv td{padding:2px 8px}
+table.kv th{color:var(--mute);font-weight:600}table.stats{width:auto;min-width:50%;margin-top:8px}
+table.stats td{white-space:nowrap}table.stats .ci{display:inline}h3.stats-title{margin-top:16px}
 tr.src-given td:last-child{color:var(--good);font-weight:600}tr.src-detected td:last-child,tr.src-inferred td:last-child{color:var(--s)}
 details summary{cursor:pointer;margin:12px 0 6px;font-weight:600}
 .interval-plot text{font-size:11px}
+@media (max-width:960px){header{padding:14px 16px}nav{padding:8px 16px}nav a{margin-right:12px}main{padding:4px 10px 32px}
+section{padding:12px 14px;margin:12px 0}th,td{padding:5px 6px}.bar{width:56px}.big{font-size:26px}}
+@media (max-width:640px){.diff{grid-template-columns:minmax(0,1fr)}}
 @media print{nav{display:none}section{break-inside:avoid}}
 """
 

@@ -70,9 +70,13 @@ def _describe(model: Any) -> str | None:
     return f"<{type(model).__name__}>"
 
 
-def data_digest(features: Any, labels: Any, student_columns: Any = ()) -> str | None:
-    """A digest of the evaluation data: every column but the student's probabilities (static
-    mode), and the labels. Two students evaluated on the same rows share it, in either mode."""
+def data_digest(features: Any, labels: Any, columns: Any = None) -> str | None:
+    """A digest of the evaluation data: the feature ``columns`` (None: every column), in the
+    frame's order, and the labels. Two students evaluated on the same rows share it.
+
+    :func:`digest_columns` chooses the columns: in static mode the code columns and the
+    teacher's probabilities, never a student's, so students whose probabilities sit side by
+    side in one frame are comparable."""
     import hashlib
 
     import numpy as np
@@ -80,13 +84,27 @@ def data_digest(features: Any, labels: Any, student_columns: Any = ()) -> str | 
 
     if not isinstance(features, pd.DataFrame):
         return None
-    frame = features.drop(columns=[c for c in (student_columns or ()) if c in features.columns])
+    frame = features
+    if columns is not None:
+        wanted = {str(c) for c in columns}
+        frame = features[[c for c in features.columns if str(c) in wanted]]
     frame = frame.reset_index(drop=True)
     h = hashlib.sha256(",".join(map(str, frame.columns)).encode())
     h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
     if labels is not None:
         h.update(pd.util.hash_array(np.asarray(labels).astype(str)).tobytes())
     return h.hexdigest()[:16]
+
+
+def digest_columns(cfg: Any) -> list[str] | None:
+    """The feature columns :func:`data_digest` covers: every column in model mode (the teacher
+    is identified by its URI); in static mode the code columns and the teacher's probability
+    columns, so the student's own probabilities and any other student's in the same frame
+    are left out. For a frame holding only code, teacher and student columns this is the
+    digest earlier versions logged (every column but the student's)."""
+    if not cfg.static:
+        return None
+    return [*(cfg.code_columns or ()), *(cfg.teacher_prob_columns or ())]
 
 
 def at_evaluation(cfg: Any, model: Any, dataset: Any, model_id: str | None, run_id: str) -> dict[str, Any]:
@@ -109,7 +127,7 @@ def at_evaluation(cfg: Any, model: Any, dataset: Any, model_id: str | None, run_
         "teacher_uri": teacher, "teacher_version": registered_version(teacher),
         "student_uri": student, "student_version": registered_version(student), "student_model_id": model_id,
         "data_name": getattr(dataset, "name", None), "mlflow_dataset_digest": getattr(dataset, "digest", None),
-        "data_digest": data_digest(features, getattr(dataset, "labels_data", None), cfg.student_prob_columns),
+        "data_digest": data_digest(features, getattr(dataset, "labels_data", None), digest_columns(cfg)),
         "data_rows": None if features is None else int(len(features)),
         "mode": "static" if cfg.static else "model",
         "evaluated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
@@ -138,6 +156,34 @@ def from_run_record(run: Any, summary: dict[str, Any], logged: dict[str, Any]) -
             out["data_digest"], out["data_name"] = inputs[-1].dataset.digest, inputs[-1].dataset.name
     out.setdefault("mode", "static" if (summary.get("config") or {}).get("teacher_prob_columns") else "model")
     return out
+
+
+_RUNS_URI = re.compile(r"^runs:/(?P<run>[0-9a-f]{8,})/(?P<path>.+)$")
+_MODEL_ID_URI = re.compile(r"^models:/(?P<id>m-[0-9a-f]{8,})$")
+LABEL_LIMIT = 48
+
+
+def short_label(uri: Any, version: Any = None, fallback: str = "student") -> str:
+    """A model's short name for a column header (the full URI goes on hover and in the
+    provenance): ``models:/name/3`` → ``name v3``; ``models:/name@alias`` → ``name@alias``
+    (``name v3`` when the version it pointed at is known); ``models:/m-<id>`` → ``model m-1234abcd``;
+    ``runs:/<run id>/path`` → ``run 1234abcd · path``; other URIs end-trimmed to 48 characters."""
+    if not isinstance(uri, str) or not uri or uri.startswith("<"):
+        return fallback
+    match = _MODELS_URI.match(uri)
+    if match is not None:
+        if match["version"] and match["version"] != "latest":
+            return f"{match['name']} v{match['version']}"
+        if version:
+            return f"{match['name']} v{version}"
+        return f"{match['name']}@{match['alias']}" if match["alias"] else f"{match['name']} latest"
+    found = _MODEL_ID_URI.match(uri)
+    if found is not None:
+        return f"model {found['id'][:10]}"
+    found = _RUNS_URI.match(uri)
+    if found is not None:
+        return f"run {found['run'][:8]} · {found['path']}"
+    return uri if len(uri) <= LABEL_LIMIT else "…" + uri[-(LABEL_LIMIT - 1):]
 
 
 def teacher_identity(provenance: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import sections
+from . import facts, sections
 from .data import ReportData, from_outcome, from_run
 from .page import page
 
@@ -23,15 +23,15 @@ logger = logging.getLogger(__name__)
 
 REPORT_NAME = "report.html"
 PROVENANCE_NAME = "provenance.json"
-NAV = (("headline", "Headline"), ("transformations", "Transformations"), ("plots", "Plots"),
+NAV = (("headline", "Headline"), ("transformations", "Transformations"), ("slices", "Slices"), ("plots", "Plots"),
        ("worst", "Worst discrepancies"), ("attacks", "Attacks"), ("provenance", "Provenance"))
 
 
 def render_report(data: ReportData) -> str:
     """The whole page; sections that do not apply (static mode: no transformations, no attacks) are left out."""
     parts = {"headline": sections.headline(data), "transformations": sections.transformations(data),
-             "plots": sections.plots(data), "worst": sections.worst(data), "attacks": sections.attacks(data),
-             "provenance": sections.provenance(data)}
+             "slices": sections.slices(data), "plots": sections.plots(data), "worst": sections.worst(data), "attacks": sections.attacks(data),
+             "provenance": facts.provenance(data)}
     p = data.provenance
     rows = len(data.per_sample[data.per_sample["variant"] == "original"]) if "variant" in data.per_sample else 0
     subtitle = f"{who(data)} · {rows:,} samples · run <code>{escape(str(p.get('run_id') or '–'))}</code>"

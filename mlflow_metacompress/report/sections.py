@@ -1,5 +1,5 @@
 """The sections of ``report.html``, in the order a reviewer reads them (issue 14):
-headline, per-transformation table, plots, worst discrepancies, attacks, provenance.
+headline, per-transformation table, slices, plots, worst discrepancies, attacks (provenance: :mod:`.facts`).
 
 Each function takes a :class:`~.data.ReportData` and returns an HTML fragment, or ``""``
 when the section does not apply (static mode has no transformations or attacks). Every
@@ -117,8 +117,8 @@ def headline(data: ReportData) -> str:
         cells = "".join(f"<td>{num(data, name, v)}{_bar(data.metric(name, v))}{ci(data, name, v)}</td>" for v in variants)
         cls = ' class="total"' if name == "any_violation_rate" else ""
         rows.append(f'<tr{cls}><th scope="row">{escape(label)}<div class="sub">{escape(name)}</div></th>{cells}</tr>')
-    table = (f'<table class="mr"><thead><tr><th>violation rate (lower is better)</th>{head}</tr></thead>'
-             f'<tbody>{"".join(rows)}</tbody></table>')
+    table = (f'<div class="scroll"><table class="mr"><thead><tr><th>violation rate (lower is better)</th>{head}</tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table></div>')
     return (f'<section id="headline"><h2>Headline</h2>{verdict}<div class="cards">{"".join(cards)}</div>{table}'
             f'<p class="note">Intervals are 95% percentile-bootstrap intervals over samples, shown when the evaluation logged them.</p></section>')
 
@@ -145,7 +145,32 @@ def transformations(data: ReportData) -> str:
     return (f'<section id="transformations"><h2>Per transformation</h2>'
             f'<p class="note">Rates over the samples each transformation changed (n); flips: the model\'s own prediction changed '
             f'from the original. Worst first; click a header to sort.</p>'
-            f'<table class="sortable"><thead><tr><th>transformation</th><th>n</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
+            f'<div class="scroll"><table class="sortable"><thead><tr><th>transformation</th><th>n</th>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div></section>')
+
+
+def slices(data: ReportData) -> str:
+    """Relation rates per value of each ``slice_columns`` column (original inputs only; evaluation/slices.py)."""
+    columns = data.slices()
+    if not columns:
+        return ""
+    cols = [*((n, n.split("_")[0].upper()) for n, _ in MRS[:4]), ("any_violation_rate", "any")]
+    head = "".join(f"<th>{escape(label)}</th>" for _, label in cols)
+    tables = []
+    for column, values in columns.items():
+        order = sorted(values, key=lambda v: -(data.metric("any_violation_rate", v["suffix"]) or -1.0))
+        rows = []
+        for v in order:
+            n = v["samples"]
+            cells = "".join(f"<td{_heat(data.metric(key, v['suffix']))}>{num(data, key, v['suffix'])}</td>" for key, _ in cols)
+            rows.append(f'<tr><th scope="row">{escape(v["value"])}</th>'
+                        f'<td class="n" data-sort="{n if n is not None else -1}">{fmt.count(n)}</td>{cells}</tr>')
+        tables.append(f'<h3>{escape(column)}</h3><div class="scroll"><table class="sortable slice"><thead><tr><th>value</th><th>n</th>'
+                      f'{head}</tr></thead>'
+                      f'<tbody>{"".join(rows)}</tbody></table></div>')
+    return (f'<section id="slices"><h2>Slices</h2><p class="note">Rates on the original inputs of each value of a '
+            f'<code>slice_columns</code> column (n samples; MR3 over the value\'s high-confidence samples). Worst first; '
+            f'click a header to sort.</p>{"".join(tables)}</section>')
 
 
 def plots(data: ReportData) -> str:
@@ -170,15 +195,17 @@ def _probabilities(row: Any, classes: list[str]) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in classes)
     t = "".join(f"<td>{fmt.prob(row.get(f'teacher_prob_{c}'))}</td>" for c in classes)
     s = "".join(f"<td>{fmt.prob(row.get(f'student_prob_{c}'))}</td>" for c in classes)
-    return (f'<table class="probs"><thead><tr><th>P(class)</th>{head}</tr></thead>'
-            f'<tbody><tr><th>teacher</th>{t}</tr><tr><th>student</th>{s}</tr></tbody></table>')
+    return (f'<div class="scroll"><table class="probs"><thead><tr><th>P(class)</th>{head}</tr></thead>'
+            f'<tbody><tr><th>teacher</th>{t}</tr><tr><th>student</th>{s}</tr></tbody></table></div>')
 
 
 def worst(data: ReportData) -> str:
     per = data.per_sample
     if per.empty or "any_violation" not in per or data.max_examples == 0:
         return ""
-    failing = per[per["any_violation"].astype(bool)].sort_values("kl", ascending=False, kind="stable").head(data.max_examples)
+    from ..evaluation.artifacts import worst_discrepancies
+
+    failing = worst_discrepancies(per, data.max_examples)
     if failing.empty:
         return '<section id="worst"><h2>Worst discrepancies</h2><p>No sample violates a relation.</p></section>'
     originals: dict[int, str] = {}
@@ -205,9 +232,10 @@ def worst(data: ReportData) -> str:
     if len(items) > OPEN_EXAMPLES:
         items = [*items[:OPEN_EXAMPLES], f'<details><summary>{len(items) - OPEN_EXAMPLES} more</summary>{"".join(items[OPEN_EXAMPLES:])}</details>']
     total = int(per["any_violation"].astype(bool).sum())
-    return (f'<section id="worst"><h2>Worst discrepancies</h2><p class="note">The {len(failing)} violating samples with the largest '
-            f'KL(P_T‖P_S) of {total:,} (all variants; <code>max_examples</code> = {data.max_examples}). Rewritten code is shown beside '
-            f'its original, changed tokens highlighted.</p>{"".join(items)}</section>')
+    return (f'<section id="worst"><h2>Worst discrepancies</h2><p class="note">{len(failing)} of the {total:,} violating rows (all '
+            f'variants; <code>max_examples</code> = {data.max_examples}), by KL(P_T‖P_S): each sample\'s worst variant first, then '
+            f'further variants of the same samples. Rewritten code is shown beside its original, changed tokens highlighted.</p>'
+            f'{"".join(items)}</section>')
 
 
 def _renaming(text: Any) -> str:
@@ -264,41 +292,7 @@ def attacks(data: ReportData) -> str:
                              f'{side_by_side(r.get("original_code", ""), r.get("adversarial_code", ""), "original", "adversarial")}</article>')
             if parts:
                 examples = f'<h4>Successful adversarial examples against the student ({len(parts)} shown)</h4>{"".join(parts)}'
-        blocks.append(f'<div class="attack"><h3>{escape(a)}</h3><table><thead><tr><th></th><th>success rate</th><th>mean queries</th>'
-                      f'<th>accuracy under attack</th><th>accuracy drop</th></tr></thead><tbody>{rows}</tbody></table>{summary}{examples}</div>')
+        blocks.append(f'<div class="attack"><h3>{escape(a)}</h3><div class="scroll"><table><thead><tr><th></th><th>success rate</th>'
+                      f'<th>mean queries</th><th>accuracy under attack</th><th>accuracy drop</th></tr></thead><tbody>{rows}</tbody></table></div>'
+                      f'{summary}{examples}</div>')
     return f'<section id="attacks"><h2>Attacks</h2>{"".join(blocks)}</section>'
-
-
-def _value(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) or "[]"
-    return "–" if value is None else str(value)
-
-
-def provenance(data: ReportData) -> str:
-    p = data.provenance
-    def version(v: Any) -> str:
-        return f' <span class="sub">version {escape(str(v))}</span>' if v else ""
-    rows = [("Run", f'<code>{escape(str(p.get("run_id") or "–"))}</code>' + (f' ({escape(str(p["run_name"]))})' if p.get("run_name") else "")),
-            ("Teacher", f'<code>{escape(_value(p.get("teacher_uri")))}</code>{version(p.get("teacher_version"))}'),
-            ("Student", f'<code>{escape(_value(p.get("student_uri")))}</code>{version(p.get("student_version"))}'),
-            ("Data", f'{escape(_value(p.get("data_name")))} · digest <code>{escape(_value(p.get("data_digest")))}</code>'
-                     + (f' · {fmt.count(p["data_rows"])} rows' if p.get("data_rows") is not None else "")),
-            ("Mode", escape(_value(p.get("mode")))), ("Evaluated", escape(_value(p.get("evaluated_at"))))]
-    packages = p.get("packages") or {}
-    if packages:
-        rows.append(("Packages", " · ".join(f"{escape(k)} {escape(str(v))}" for k, v in packages.items())))
-    facts = "".join(f"<tr><th scope='row'>{k}</th><td>{v}</td></tr>" for k, v in rows)
-    cfg, sources, detected = data.config, data.summary.get("config_sources") or {}, data.summary.get("detected") or {}
-    cfg_rows = []
-    for key in sorted(set(cfg) | set(detected)):
-        source = sources.get(key, "")
-        shown = detected.get(key, cfg.get(key)) if source in ("inferred", "detected") else cfg.get(key)
-        cfg_rows.append(f'<tr class="src-{escape(source)}"><th scope="row">{escape(key)}</th><td><code>{escape(_value(shown))}</code></td>'
-                        f'<td>{escape(source)}</td></tr>')
-    notes = {k: v for k, v in data.summary.items() if k not in ("config", "config_sources", "detected", "classes", "metrics")}
-    note_rows = "".join(f"<tr><th scope='row'>{escape(k)}</th><td>{escape(_value(v))}</td></tr>" for k, v in sorted(notes.items()))
-    return (f'<section id="provenance"><h2>Provenance</h2><table class="facts-table">{facts}{note_rows}</table>'
-            f'<details><summary>Configuration ({sum(1 for k in sources.values() if k == "given")} keys given)</summary>'
-            f'<table class="config"><thead><tr><th>key</th><th>value</th><th>source</th></tr></thead>'
-            f'<tbody>{"".join(cfg_rows)}</tbody></table></details></section>')

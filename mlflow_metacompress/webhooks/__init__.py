@@ -6,6 +6,8 @@ hand-set alias on a version that did not pass.
 Modules: :mod:`.config` (``gates.yaml``), :mod:`.signature` (HMAC verification),
 :mod:`.events` (event → jobs), :mod:`.queue` (persistent sqlite queue and delivery
 ledger), :mod:`.worker` (evaluation jobs, retries), :mod:`.guard` (alias guard),
-:mod:`.app` (FastAPI), :mod:`.service` (wiring, uvicorn), :mod:`.install` (webhook
-registration), :mod:`.cli`. Nothing heavy is imported here.
+:mod:`.app` (FastAPI; body limit, bounded queue waits), :mod:`.limits` and
+:mod:`.protocol` (request deadline, idle timeout, connection cap), :mod:`.service`
+(wiring, uvicorn), :mod:`.install` (webhook registration), :mod:`.cli`. Nothing heavy is
+imported here.
 """

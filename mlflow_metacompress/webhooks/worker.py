@@ -16,12 +16,16 @@ Failures:
   dropped;
 - any other error (the teacher does not resolve, bad data, a bad evaluator config): the
   version is tagged ``metacompress.error=<message>`` then ``metacompress.verdict=error``,
-  no alias moves, and the worker goes on with the next job.
+  no alias moves, and the worker goes on with the next job;
+- the queue itself busy past its wait (another process holding the sqlite write lock) or
+  failing: the worker logs it and tries again every ``poll_s``; it never dies of it, and
+  a job's outcome is written once the queue is back.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from typing import TYPE_CHECKING, Callable
@@ -136,13 +140,35 @@ class Worker(threading.Thread):
 
     def run(self) -> None:
         while not self.stop.is_set():
-            job = self.queue.claim(self.kinds)
-            if job is None:
-                due = self.queue.next_due_in(self.kinds)
-                self.wake.wait(self.poll_s if due is None else min(self.poll_s, max(due, 0.05)))
-                self.wake.clear()
+            try:
+                job = self.queue.claim(self.kinds)
+                if job is None:
+                    due = self.queue.next_due_in(self.kinds)
+                    self.wake.wait(self.poll_s if due is None else min(self.poll_s, max(due, 0.05)))
+                    self.wake.clear()
+                    continue
+            except sqlite3.Error as exc:
+                self._queue_unavailable(exc)
                 continue
             self.run_one(job)
+
+    def _queue_unavailable(self, exc: BaseException) -> None:
+        logger.warning("%s: queue %s unavailable (%s); trying again in %g s", self.name, self.queue.path, exc,
+                       self.poll_s)
+        self.stop.wait(self.poll_s)
+
+    def _write(self, action: Callable[[], None]) -> None:
+        """Write a job's outcome, waiting out a busy queue (until ``stop``: the job then stays
+        ``running`` and is resumed on the next start)."""
+        while True:
+            try:
+                action()
+                return
+            except sqlite3.Error as exc:
+                if self.stop.is_set():
+                    logger.warning("%s: stopping with a job's outcome unwritten (%s)", self.name, exc)
+                    return
+                self._queue_unavailable(exc)
 
     def run_one(self, job: Job) -> None:
         """Run ``job`` and record its outcome; never raises."""
@@ -152,7 +178,7 @@ class Worker(threading.Thread):
         except Exception as exc:  # noqa: BLE001 - every failure is recorded on the job
             self._failed(job, exc)
             return
-        self.queue.finish(job.id, state, message)
+        self._write(lambda: self.queue.finish(job.id, state, message))
         logger.info("job %d %s %s v%s: %s (%.1f s) %s", job.id, job.kind, job.model, job.version, state,
                     time.monotonic() - started, message)
 
@@ -161,7 +187,7 @@ class Worker(threading.Thread):
             delay = backoff_s(job.attempts)
             logger.warning("job %d %s %s v%s: tracking server unavailable (%s); retrying in %.0f s",
                            job.id, job.kind, job.model, job.version, " ".join(str(exc).split())[:200], delay)
-            self.queue.retry_later(job.id, delay, f"tracking server unavailable: {exc}")
+            self._write(lambda: self.queue.retry_later(job.id, delay, f"tracking server unavailable: {exc}"))
             return
         logger.warning("job %d %s %s v%s failed: %s", job.id, job.kind, job.model, job.version, exc, exc_info=True)
         message = _short(f"{type(exc).__name__}: {exc}")
@@ -170,7 +196,8 @@ class Worker(threading.Thread):
                 message = tag_error(self.client, job, exc)
             except Exception as tag_exc:  # noqa: BLE001 - the server went away while tagging: retry
                 if is_transient(tag_exc) or not tracking_reachable(self.tracking_uri):
-                    self.queue.retry_later(job.id, backoff_s(job.attempts), f"tracking server unavailable: {tag_exc}")
+                    self._write(lambda: self.queue.retry_later(job.id, backoff_s(job.attempts),
+                                                               f"tracking server unavailable: {tag_exc}"))
                     return
                 logger.exception("could not tag %s v%s with the error", job.model, job.version)
-        self.queue.finish(job.id, "error", message)
+        self._write(lambda: self.queue.finish(job.id, "error", message))

@@ -1,0 +1,147 @@
+"""The work each pipeline stage is budgeted, from the profile, in one unit: the
+teacher's training step (:class:`StageWork`).
+
+The remaining-time estimate (:class:`~.progress.StageClock`) multiplies each pending
+stage's work by the seconds per unit measured on the finished stages of its kind
+(teacher, distill, gate), or on the teacher for a kind not seen yet. Stages differ
+tenfold in cost: the quick profile's teacher trains for hundreds of steps, a gate only
+predicts, and ``quantize`` trains nothing. Copying the teacher's time to every stage
+said 1 h 44 min where 18 minutes remained (issue 22); the budgets below make the
+estimate follow each stage's own size.
+
+Work counted per stage, in teacher steps of ``batch_size`` rows:
+
+- **teacher**: ``teacher_epochs × ⌈labelled rows / batch⌉`` steps (``max_steps`` caps
+  them), plus the forward passes of validation (each epoch) and the test split;
+- **distill** (method ``m``): ``epochs_for(m) × ⌈unlabeled rows / batch⌉`` student steps
+  (× ``1 + variants_per_step / 2`` for methods that also train on transformed variants), the
+  search probes (``probes × probe_steps`` steps, and ``probe_valid`` rows each), the
+  test split, the speed timings, and, in the first distillation only, the teacher's soft
+  labels on the unlabeled rows (cached afterwards); a method whose module says
+  ``TRAINS = False`` (post-training quantization) or whose epochs are 0 trains nothing;
+- **gate**: both models on ``eval_rows × (1 + transformations)`` rows and on the attack
+  queries (``attack_max_samples × attack_budget`` per attack); the teacher only in the
+  first gate (its predictions are cached for the others), which also pays
+  :data:`FIRST_GATE` once.
+
+A forward pass over ``r`` rows counts ``r / (3 × batch)`` steps (the backward pass costs
+about twice the forward), a student's forward pass half the teacher's
+(``benchmarks/bench_threads.py`` measures 1.5–1.9× the teacher's throughput for a quick
+student), an architecture search (a method with a ``population``) :data:`SEARCH` steps,
+and every stage a fixed :data:`OVERHEAD` (loading, logging and registering models; for a
+gate also rewriting code, bootstrap intervals, plots and the report).
+
+The fixed costs come from one quick main job on the shared 2-core machine (1 thread,
+load average 15–20): the teacher took 1,275 s for its 1,005 units (1.27 s each); AVATAR
+830 s, of which about 320 s before its first epoch (soft labels, latency calibration,
+probes, search) and Compressor about 350 s before its first; the first gate 324 s (about
+255 teacher units, of which predictions are under 60), the next ones 73–81 s (about 60):
+the first gate attacks and predicts with the teacher, which later gates read from the
+prediction cache.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .profiles import Profile
+
+FORWARD = 1.0 / 3.0  # a forward pass's share of a training step on the same rows
+STUDENT = 0.5  # a student's forward pass, relative to the teacher's
+# fixed work per stage, in teacher steps: loading, logging and registering models; a gate also
+# rewrites code (tree-sitter), bootstraps intervals, draws plots and writes its report
+OVERHEAD = {"teacher": 20.0, "distill": 20.0, "gate": 40.0}
+FIRST_GATE = 160.0  # the first gate's one-time work: attacking the teacher (cached for the others), loading grammars
+VARIANT = 0.5  # a training step's extra cost per transformed variant (fidelity: 1.5× a KD step, measured)
+SEARCH = 200.0  # an architecture search (latency calibration, GA/NSGA generations), in teacher steps
+SPEED_ROWS = 6 * 32  # rows each model predicts for the speed tags (warm-up + 5 rounds of 32)
+
+
+@dataclass(frozen=True)
+class StageWork:
+    """One stage of the pipeline and its budgeted work in teacher steps."""
+
+    kind: str  # teacher | distill | gate
+    label: str
+    work: float
+
+
+def _steps(epochs: int, rows: int, batch: int, max_steps: int = -1) -> float:
+    steps = max(epochs, 0) * math.ceil(max(rows, 0) / max(batch, 1))
+    return float(min(steps, max_steps) if max_steps and max_steps > 0 else steps)
+
+
+def _forward(rows: float, batch: int) -> float:
+    return FORWARD * rows / max(batch, 1)
+
+
+def trains(method: str) -> bool:
+    """False for a method whose module declares ``TRAINS = False`` (e.g. post-training
+    quantization); True for every other method, and for a name not discovered."""
+    from ..distill.registry import get_method
+
+    try:
+        return get_method(method).trains
+    except ValueError:
+        return True
+
+
+def teacher_work(profile: Profile, sizes: dict[str, int]) -> float:
+    labelled = sizes.get("train", 0) // 2
+    steps = _steps(profile.teacher_epochs, labelled, profile.batch_size, profile.max_steps)
+    epochs_run = min(profile.teacher_epochs, math.ceil(steps / max(1, math.ceil(labelled / profile.batch_size))))
+    rows = epochs_run * sizes.get("valid", 0) + sizes.get("test", 0)
+    return steps + _forward(rows, profile.batch_size) + OVERHEAD["teacher"]
+
+
+def distill_work(profile: Profile, sizes: dict[str, int], method: str, first: bool, training: bool = True) -> float:
+    b = profile.batch_size
+    unlabeled = sizes.get("train", 0) - sizes.get("train", 0) // 2
+    options = profile.options_for(method)
+    epochs = profile.epochs_for(method) if training else 0
+    steps = _steps(epochs, unlabeled, b, profile.max_steps) * (1 + VARIANT * int(options.get("variants_per_step", 0)))
+    probes = int(options.get("probes", 0))
+    if training:
+        steps += probes * int(options.get("probe_steps", 0)) + (SEARCH if "population" in options else 0.0)
+    student_rows = (epochs * sizes.get("valid", 0) + probes * int(options.get("probe_valid", 0))
+                    + sizes.get("test", 0) + SPEED_ROWS)
+    teacher_rows = SPEED_ROWS + (unlabeled if first else 0)  # soft labels once, then cached
+    return steps + _forward(STUDENT * student_rows + teacher_rows, b) + OVERHEAD["distill"]
+
+
+def gate_work(profile: Profile, sizes: dict[str, int], transforms: int, first: bool) -> float:
+    eval_rows = sizes.get("test", 0) if profile.eval_rows is None else min(profile.eval_rows, sizes.get("test", 0))
+    attacked = eval_rows if profile.attack_max_samples is None else min(profile.attack_max_samples, eval_rows)
+    per_model = eval_rows * (1 + transforms) + len(profile.attacks) * attacked * profile.attack_budget
+    once = FIRST_GATE if first else 0.0
+    return _forward(per_model * (STUDENT + (1 if first else 0)), profile.batch_size) + OVERHEAD["gate"] + once
+
+
+def pipeline_work(profile: Profile, methods: Sequence[str], sizes: dict[str, int], transforms: int,
+                  training: dict[str, bool] | None = None) -> list[StageWork]:
+    """Every stage of a pipeline run (teacher, then distill and gate per method) with its
+    budgeted work; ``transforms``: the transformations each gate runs; ``training``:
+    which methods train (default: :func:`trains`)."""
+    training = training if training is not None else {m: trains(m) for m in methods}
+    out = [StageWork("teacher", "teacher", teacher_work(profile, sizes))]
+    for i, method in enumerate(methods):
+        out.append(StageWork("distill", f"distill {method}",
+                             distill_work(profile, sizes, method, i == 0, training.get(method, True))))
+        out.append(StageWork("gate", f"gate {method}", gate_work(profile, sizes, transforms, i == 0)))
+    return out
+
+
+def transform_count(profile: Profile, language: str = "c") -> int:
+    """How many transformations a gate runs under ``profile`` (``"all"``: every one for ``language``)."""
+    names: Any = profile.transforms
+    if names in (None, "", (), []):
+        return 0
+    if names == "all":
+        from ..transforms import list_transforms
+
+        return len(list_transforms(language))
+    return 1 if isinstance(names, str) else len(list(names))

@@ -1,0 +1,114 @@
+"""The remaining-time estimate from each stage's own budget (pipeline/budget.py and
+StageClock), checked with a fake clock: from the third stage on it must be within ±50%
+of the time that really remained (issue 22: after the teacher, the old estimate copied
+the teacher's time to every stage and said 1 h 44 min where 18 minutes remained)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from mlflow_metacompress.pipeline.budget import pipeline_work, trains
+from mlflow_metacompress.pipeline.profiles import get_profile
+from mlflow_metacompress.pipeline.progress import StageClock
+
+SIZES = {"train": 2000, "valid": 120, "test": 100}
+METHODS = ["compressor", "avatar", "morph", "fidelity", "quantize"]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _work(profile=None, methods=METHODS):
+    return pipeline_work(profile or get_profile("quick"), methods, SIZES, transforms=10,
+                         training={m: m != "quantize" for m in methods})
+
+
+def test_budgets_follow_each_stage_s_own_size():
+    work = {w.label: w.work for w in _work()}
+    assert [w.label for w in _work()][:3] == ["teacher", "distill compressor", "gate compressor"]
+    assert work["teacher"] > work["distill compressor"] > 2 * work["gate avatar"]
+    assert work["distill quantize"] < work["distill avatar"] / 5  # trains nothing
+    assert work["gate compressor"] > work["gate avatar"]  # the teacher's predictions are cached after the first gate
+    quick = get_profile("quick")
+    longer = {w.label: w.work for w in _work(replace(quick, teacher_epochs=2 * quick.teacher_epochs))}
+    assert longer["teacher"] / work["teacher"] == pytest.approx(2, rel=0.05)
+    capped = {w.label: w.work for w in _work(replace(quick, max_steps=10))}
+    assert capped["teacher"] < work["teacher"] / 10
+    assert capped["distill compressor"] < work["distill compressor"] / 2  # the search is not capped by max_steps
+
+
+def test_a_method_says_whether_it_trains():
+    assert trains("compressor") and trains("fidelity")
+    assert trains("no-such-method")  # unknown names are budgeted as training methods
+
+
+def _replay(stages, seconds, clock_work=True):
+    """Run the stages with a fake clock taking ``seconds[label]`` each; return, for every
+    stage's start, (stage number, estimate, truth)."""
+    clock = FakeClock()
+    sc = StageClock([(w.kind, w.label, w.work) if clock_work else (w.kind, w.label) for w in stages],
+                    interval=3600, clock=clock)
+    total = sum(seconds.values())
+    out = []
+    for i, w in enumerate(stages, 1):
+        with sc.stage(w.label):
+            out.append((i, sc.remaining(), total - clock.now))
+            clock.now += seconds[w.label]
+    return out
+
+
+def _truth(stages):
+    """Stage times from a model unlike the estimator's: every kind at its own speed (students
+    step faster than the teacher, gates pay more for MLflow and reports), jittered ±25%."""
+    rate = {"teacher": 1.0, "distill": 0.6, "gate": 2.0}
+    jitter = [1.0, 1.25, 0.8, 1.2, 0.75, 1.1, 0.9, 1.25, 0.8, 1.0, 1.2]
+    return {w.label: w.work * rate[w.kind] * jitter[i % len(jitter)] for i, w in enumerate(stages)}
+
+
+def test_estimate_is_within_half_of_the_truth_from_the_third_stage_on():
+    stages = _work()
+    seconds = _truth(stages)
+    for number, estimate, truth in _replay(stages, seconds):
+        if number >= 3:
+            assert estimate == pytest.approx(truth, rel=0.5), (number, estimate, truth)
+    # the mean-duration estimate it replaces copies the teacher's time to the gates: far off
+    old = [(n, e, t) for n, e, t in _replay(stages, seconds, clock_work=False) if n >= 3]
+    assert max(abs(e / t - 1) for _, e, t in old) > 0.5
+
+
+def test_a_stage_kind_not_seen_yet_is_priced_at_the_teacher_s_rate():
+    clock = FakeClock()
+    sc = StageClock([("teacher", "teacher", 100.0), ("distill", "distill a", 50.0), ("gate", "gate a", 10.0),
+                     ("distill", "distill q", 5.0)], interval=3600, clock=clock)
+    assert sc.remaining() is None
+    with sc.stage("teacher"):
+        clock.now += 200  # 2 s per unit of work
+    assert sc.remaining() == pytest.approx(2 * (50 + 10 + 5))
+    with sc.stage("distill a"):
+        clock.now += 50  # students: 1 s per unit
+    assert sc.remaining() == pytest.approx(2 * 10 + 1 * 5)  # the gate still at the teacher's rate
+    with sc.stage("gate a"):
+        clock.now += 4
+        assert sc.remaining() == pytest.approx(20 - 4 + 5)  # the running stage's estimate less its time so far
+        clock.now += 30  # far over its estimate
+        assert sc.remaining() == pytest.approx(5)
+
+
+def test_a_method_module_declaring_trains_false_is_budgeted_without_training(monkeypatch):
+    import types
+
+    from mlflow_metacompress.distill import registry
+
+    module = types.ModuleType("fake_ptq")
+    module.NAME, module.Options, module.run, module.TRAINS = "ptq", registry.MethodOptions, lambda c, o: None, False
+    monkeypatch.setattr(registry, "discover", lambda: {"ptq": registry._method_of(module)})
+    assert not trains("ptq") and registry.get_method("ptq").trains is False
+    work = {w.label: w.work for w in pipeline_work(get_profile("quick"), ["ptq"], SIZES, transforms=10)}
+    assert work["distill ptq"] < work["teacher"] / 10

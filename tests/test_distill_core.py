@@ -137,3 +137,22 @@ def test_monitor_errors_name_the_problem(tok):
         train_student(_student(tok), tok, [ex], ex, fit_config=FitConfig(epochs=1, progress=False, monitor="loss"))
     with pytest.raises(ValueError, match="val_agreement.*teacher_logits"):
         train_student(_student(tok), tok, [ex], ex, fit_config=FitConfig(epochs=1, progress=False, monitor="val_agreement"))
+
+
+def test_patience_stops_a_fit_whose_score_has_stopped_improving(tok):
+    """With a zero learning rate val_acc never improves on epoch 0's, so patience=2 ends the
+    fit after epochs 0, 1 and 2 instead of 8; without patience every epoch runs."""
+    df = toy_frame(16, seed=2)
+    ex = CodeExamples.from_frame(df, ["func"], "target")
+    cfg = FitConfig(epochs=8, batch_size=8, progress=False, patience=2)
+    from mlflow_metacompress.distill.training import fit
+
+    module = ClassifierModule(_student(tok), lr=0.0)
+    stopped = fit(module, tok, ex, ex, cfg, mlflow_logger=False)
+    assert len(stopped.history) == 3 and stopped.best_score == pytest.approx(stopped.history[0]["val_acc"])
+    full = fit(ClassifierModule(_student(tok), lr=0.0), tok, ex, ex, FitConfig(**{**cfg.__dict__, "patience": None}),
+               mlflow_logger=False)
+    assert len(full.history) == 8
+    with pytest.raises(ValueError, match="patience must be at least 1"):
+        fit(ClassifierModule(_student(tok), lr=0.0), tok, ex, ex, FitConfig(**{**cfg.__dict__, "patience": 0}),
+            mlflow_logger=False)

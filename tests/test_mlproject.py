@@ -233,6 +233,28 @@ def test_distill_evaluate_and_gate_entry_points(client, project_run, monkeypatch
         mlflow.set_registry_uri(None)
 
 
+def test_judged_rows_are_the_rows_the_run_evaluated_the_student_on(project_run, client, monkeypatch):
+    """``judged_rows`` rebuilds the split from the run's logged budgets; oracle: the digest of the
+    dataset that ``mlflow.models.evaluate`` logged as the evaluation run's input."""
+    import mlflow
+
+    from mlflow_metacompress.pipeline import judged_rows
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project_run[0]}/mlflow.db")
+    mlflow.set_registry_uri(None)
+    try:
+        rows = judged_rows(f"models:/{STUDENT}/1")
+        assert len(rows) == int(_main_run(client)[0].data.params["pipeline.rows_test"])
+        evaluation = client.get_run(client.get_model_version(STUDENT, "1").tags["metacompress.evaluation_run_id"])
+        logged = {d.dataset.digest for d in evaluation.inputs.dataset_inputs}
+        assert mlflow.data.from_pandas(rows, targets="target").digest in logged
+        assert mlflow.data.from_pandas(rows.iloc[1:], targets="target").digest not in logged
+        with pytest.raises(ValueError, match="has no 'metacompress.evaluation_run_id' tag"):
+            judged_rows(f"models:/{TEACHER}/1")  # the teacher is never judged
+    finally:
+        mlflow.set_tracking_uri(None)
+
+
 def test_unknown_method_fails_before_training(tmp_path, monkeypatch, capsys):
     tmp = _copy_project(tmp_path / "p")
     with pytest.raises(ValueError, match=r"unknown distillation method\(s\) \['nope'\]"):
@@ -249,8 +271,9 @@ def test_bad_threads_fail_before_anything_runs_naming_the_parameter(name, tmp_pa
     assert not (tmp / "mlruns").exists() and not (tmp / "mlflow.db").exists()
 
 
-def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(project_run, monkeypatch):
-    """The README's API block, executed as written in the folder where ``mlflow run .`` ran."""
+def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(project_run, client, monkeypatch):
+    """The README's API block, executed as written in the folder where ``mlflow run .`` ran:
+    it judges the student on the rows the run judged it on, so it prints the run's MR1."""
     import re
 
     import mlflow
@@ -275,6 +298,10 @@ def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(proje
         t = np.asarray(teacher.predict(test[["func"]]), dtype=float).argmax(axis=1)
         s = np.asarray(student.predict(test[["func"]]), dtype=float).argmax(axis=1)
         assert metrics["mr1_violation_rate"] == pytest.approx(float(np.mean(t != s)))
+        # the MR1 the main job logged for the same student: same rows, same split
+        logged = client.get_run(client.get_model_version(STUDENT, "1").tags["metacompress.evaluation_run_id"])
+        assert len(test) == int(_main_run(client)[0].data.params["pipeline.rows_test"])
+        assert metrics["mr1_violation_rate"] == pytest.approx(logged.data.metrics["mr1_violation_rate"], abs=1e-12)
     finally:
         if mlflow.active_run():
             mlflow.end_run()

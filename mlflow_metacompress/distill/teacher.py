@@ -82,6 +82,7 @@ def train_teacher(
     seed: int = 0,
     limit: int | None = None,
     monitor: str = "val_acc",
+    patience: int | None = None,
     registered_name: str | None = "metacompress-teacher",
     progress: bool = True,
     dataset: str | None = None,
@@ -94,6 +95,8 @@ def train_teacher(
     ``monitor="last"`` keeps the last epoch instead of the best validation accuracy: on
     small, noisy data the best-accuracy epoch is often an early, near-uniform one, while
     fine-tuned code models are confident (MetaCompress's MR3 needs confident teachers).
+    ``patience`` stops training after that many epochs without a better ``monitor`` score
+    (the best epoch is kept); None trains all ``epochs``.
     """
     import mlflow
 
@@ -118,7 +121,7 @@ def train_teacher(
         config = {"task": task, "init": init, "arch": arch.to_dict(), "pair_mode": model.meta.pair_mode,
                   "max_length": model.meta.max_length, "vocab_size": len(tokenizer)}
         mlflow.log_params({"method": "teacher", "task": task, "init": init, "epochs": epochs, "batch_size": batch_size,
-                           "lr": lr, "seed": seed, "monitor": monitor, "max_length": model.meta.max_length, "vocab_size": len(tokenizer),
+                           "lr": lr, "seed": seed, "monitor": monitor, "patience": patience, "max_length": model.meta.max_length, "vocab_size": len(tokenizer),
                            "pair_mode": model.meta.pair_mode, "train_rows": len(labelled), "limit": limit,
                            **trainer.params()})
         log_json(config, "teacher_config.json")
@@ -128,7 +131,7 @@ def train_teacher(
         result = fit(module, tokenizer, CodeExamples.from_frame(labelled, cols, label_col),
                      CodeExamples.from_frame(frames["valid"], cols, label_col),
                      FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress,
-                               monitor=monitor, accelerator=trainer.accelerator, devices=trainer.devices,
+                               monitor=monitor, patience=patience, accelerator=trainer.accelerator, devices=trainer.devices,
                                strategy=trainer.strategy, precision=trainer.precision, threads=trainer.threads))
         train_s = time.perf_counter() - started
         metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),

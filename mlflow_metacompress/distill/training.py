@@ -4,7 +4,8 @@ Metrics go to the active MLflow run through Lightning's ``MLFlowLogger`` (attach
 run id, and never closing that run). The best validation-accuracy checkpoint is
 reloaded at the end, as Compressor (Shi et al., ASE 2022) selects its students;
 ``FitConfig.monitor`` selects on agreement with the teacher instead, or keeps the
-last epoch.
+last epoch. ``FitConfig.patience`` stops a fit whose monitored metric has stopped
+improving (early stopping, Prechelt, "Early Stopping — But When?", 1998).
 
 Lightning's progress bar is shown only when ``FitConfig.progress`` is set and output is a
 terminal (:func:`~mlflow_metacompress.heartbeat.on_terminal`); otherwise Lightning's
@@ -96,6 +97,9 @@ class FitConfig:
     # :func:`.losses.relation_agreement`), both when the validation set carries teacher
     # logits, or "last"
     monitor: str = "val_acc"
+    # stop once the monitored metric has not improved for this many epochs (Lightning's
+    # EarlyStopping; the best checkpoint is still the one reloaded); None trains every epoch
+    patience: int | None = None
     # torch's intra-op threads per training process (mlflow_metacompress/threads.py): None or "auto"
     # = $METACOMPRESS_THREADS, else the default for this machine
     threads: int | str | None = None
@@ -285,9 +289,16 @@ def fit(
         ckpt = ModelCheckpoint(dirpath=str(checkpoint_dir), monitor=monitor, mode="max", save_top_k=1,
                                save_weights_only=True, filename="best")
         history = _History(Path(checkpoint_dir) / "fit_summary.json" if placement.world_size > 1 else None)
+        stopping = []
+        if config.patience is not None and monitor is not None:
+            if config.patience < 1:
+                raise ValueError(f"FitConfig.patience must be at least 1 epoch or None, got {config.patience}")
+            from lightning.pytorch.callbacks import EarlyStopping
+
+            stopping = [EarlyStopping(monitor=monitor, mode="max", patience=config.patience, verbose=False)]
         bar = config.progress and on_terminal()
         lines = _EpochLines(config.epochs, logging.INFO if config.epochs > 1 else logging.DEBUG)
-        callbacks: list[Any] = [ckpt, history, lines]
+        callbacks: list[Any] = [ckpt, history, lines, *stopping]
         if placement.world_size > 1:
             callbacks.append(_RankThreads(threads))
         sharing = file_system_sharing() if placement.world_size > 1 else contextlib.nullcontext()

@@ -17,6 +17,7 @@ _EXPORTS = {
     "setup_tracking": "run",
     "default_tracking_uri": "run",
     "is_file_store": "run",
+    "judged_rows": "data",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -98,3 +98,49 @@ def load_task_data(task: str, data_dir: str | Path | None, profile: Profile, see
     data = TaskData(task, spec.name, source, frames, tuple(spec.code_columns), spec.label_column)
     logger.info("%s data from %s: %s rows", task, source, data.sizes())
     return data
+
+
+def judged_rows(model_uri: str, split: str = "test") -> pd.DataFrame:
+    """The rows the main job judged a registered student on (``split="test"``), rebuilt
+    from what it logged: the version's ``metacompress.evaluation_run_id`` tag leads to its
+    evaluation run, whose parent (the ``main`` pipeline run) logged ``pipeline.task``,
+    ``pipeline.data_source``, ``pipeline.profile`` and ``pipeline.seed``; the same
+    :func:`load_task_data` call then gives the same capped, seeded split, so an
+    evaluation on these rows reproduces the job's metrics (MR1 row for row).
+
+    ``model_uri`` is ``models:/<name>/<version>`` or ``models:/<name>@<alias>``.
+    """
+    from mlflow import MlflowClient
+
+    from ..distill.soft_labels import resolve_model_uri
+    from ..gates.registry import TAG_RUN
+    from .profiles import get_profile
+
+    pinned = resolve_model_uri(model_uri)
+    if not pinned.startswith("models:/"):
+        raise ValueError(f"judged_rows needs a registered model (models:/<name>/<version>), got {model_uri!r}")
+    name, _, version = pinned[len("models:/"):].rpartition("/")
+    client = MlflowClient()
+    run_id = (client.get_model_version(name, version).tags or {}).get(TAG_RUN)
+    if not run_id:
+        raise ValueError(f"{pinned} has no {TAG_RUN!r} tag: the main job has not judged it")
+    keys = ("pipeline.task", "pipeline.data_source", "pipeline.profile", "pipeline.seed")
+    run, params = client.get_run(run_id), {}
+    for _ in range(4):  # up from the evaluation run to the main run that logged the budgets
+        parent = run.data.tags.get("mlflow.parentRunId")
+        if parent is None:
+            break
+        run = client.get_run(parent)
+        params = run.data.params
+        if all(k in params for k in keys):
+            break
+    missing = [k for k in keys if k not in params]
+    if missing:
+        raise ValueError(f"the evaluation run {run_id} of {pinned} was not started by a main pipeline run "
+                         f"(no ancestor logged params {missing})")
+    source = params["pipeline.data_source"]
+    data = load_task_data(params["pipeline.task"], None if source == "generated" else source,
+                          get_profile(params["pipeline.profile"]), int(params["pipeline.seed"]))
+    if split not in data.frames:
+        raise ValueError(f"unknown split {split!r}; expected one of {sorted(data.frames)}")
+    return data.frames[split]

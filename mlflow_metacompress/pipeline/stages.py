@@ -100,7 +100,7 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
 
     arch = ArchSpec(**profile.teacher_arch, max_length=profile.max_length)
     result = train_teacher(data.frames, data.codexglue_task, arch=arch, epochs=profile.teacher_epochs,
-                           lr=profile.teacher_lr, batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
+                           lr=profile.teacher_lr, patience=profile.teacher_patience, batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
                            registered_name=data.model_name("teacher"), progress=progress, dataset=data.dataset,
                            trainer=trainer)
     tag_version(data.model_name("teacher"), result.version, version_tags(data, profile))

@@ -129,8 +129,8 @@ def wrap_flow(cr: CRandom, body: list[str]) -> list[str]:
 
 def _noise_alloc(cr: CRandom) -> list[str]:
     t, n = cr.name("tmp"), cr.pick((8, 16, 24, 32))
-    free_line = [f"    free({t});"] + ([f"    {t} = NULL;"] if cr.chance(0.5) else [])
-    return [f"char *{t} = (char *)malloc({n});", f"if ({t} != NULL) {{", f"    memset({t}, 0, {n});", *free_line, "}"]
+    return [f"char *{t} = (char *)calloc({n}, 1);", f"if ({t} != NULL) {{", f"    {t}[0] = '{cr.pick('xyz')}';",
+            f"    free({t});", "}"]
 
 
 def _noise_null_ptr(cr: CRandom) -> list[str]:
@@ -158,8 +158,8 @@ def _noise_limits(cr: CRandom) -> list[str]:
 def _noise_alnum(cr: CRandom) -> list[str]:
     s, c, k = cr.name("str"), cr.name("acc"), cr.name("idx")
     return [f'const char *{s} = "{cr.word()}";', f"int {c} = 0;",
-            f"for (int {k} = 0; {s}[{k}] != '\\0'; {k}++) {{",
-            f"    if (isalnum((unsigned char){s}[{k}])) {{", f"        {c}++;", "    }", "}", f"print_int({c});"]
+            f"for (int {k} = 0; {s}[{k}] != '\\0'; {k}++) {{", f"    {c} += isalnum((unsigned char){s}[{k}]) != 0;", "}",
+            f"print_int({c});"]
 
 
 def _noise_copy(cr: CRandom) -> list[str]:

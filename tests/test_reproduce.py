@@ -213,3 +213,24 @@ def test_study_runs_then_a_rerun_trains_and_evaluates_nothing(tracking, tmp_path
     # only the report run is new
     assert len(mlflow.search_runs(search_all_experiments=True, output_format="list")) == n_runs + 1
     assert json.loads((out / "bigclonebench.json").read_text())["summary"] == report["summary"]
+
+
+def test_mlproject_reproduce_entry_point_parses_into_a_study_config():
+    from mlflow.projects._project_spec import load_project
+
+    from mlflow_metacompress.pipeline.repro_cli import config_from, parser
+    from tests.conftest import REPO
+
+    entry = load_project(str(REPO)).get_entry_point("reproduce")
+    assert {"task", "data_dir", "seeds", "methods", "eval_rows", "attacks", "transforms", "threads"} <= set(entry.parameters)
+    assert "recipes/reproduce.py" in entry.command
+    params = {k: v.default for k, v in entry.parameters.items()}
+    assert params["seeds"] == "0,1,2" and params["methods"] == "compressor,avatar,morph,fidelity,quantize"
+    # MLflow passes float parameters as "200.0"; seeds as written
+    args = parser().parse_args(["--seeds", "0,2", "--eval-rows", "200.0", "--threads", "1.0", "--transforms",
+                                "rename_variables,swap_operands", "--attacks", "alert_yang_2022"])
+    cfg = config_from(args)
+    assert cfg.seeds == (0, 2) and cfg.eval_rows == 200 and cfg.threads == 1
+    assert cfg.transforms == ["rename_variables", "swap_operands"] and cfg.attacks == ("alert_yang_2022",)
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--eval-rows", "2.5"])

@@ -32,18 +32,31 @@ ATTACKS = ("alert_yang_2022", "mhm_zhang_2020")
 METHODS = ("compressor", "avatar", "morph", "fidelity", "quantize")
 
 
+# CPU-scale budgets of the searching methods (the quick profile's probes, a larger GA) and
+# of fidelity's variants: two transformations (identifiers, dead code) instead of all ten,
+# each costing one teacher pass over the distillation set.
+_PROBES = {"population": 20, "generations": 8, "probes": 3, "probe_steps": 8, "probe_rows": 64, "probe_valid": 48}
+CPU_OPTIONS: dict[str, dict[str, Any]] = {
+    "compressor": {"population": 20, "generations": 15, "lr": 2e-3},
+    "avatar": {**_PROBES, "energy_samples": 50, "lr": 2e-3},
+    "morph": {**_PROBES, "lr": 2e-3},
+    "fidelity": {**_PROBES, "transforms": ["rename_variables", "insert_dead_code"], "variants_per_step": 1, "lr": 2e-3},
+}
+
+
 @dataclass(frozen=True)
 class TeacherBudget:
-    """The teacher's shape and training budget (defaults: 23 MB; 1,200 steps of 32 pairs, about 17 min of one idle core)."""
+    """The teacher's shape and training budget (defaults: 23 MB; 700 steps of 32 pairs truncated to
+    128 tokens per function, about 25 min of one busy core)."""
 
     vocab_size: int = 16000
     layers: int = 2
     hidden: int = 256
     heads: int = 4
     intermediate: int = 1024
-    max_length: int = 256
+    max_length: int = 128
     batch_size: int = 32
-    max_steps: int = 1200
+    max_steps: int = 700
     epochs: int = 2  # an upper bound; max_steps ends training (and the linear decay) first
     lr: float = 5e-4
 
@@ -62,15 +75,15 @@ class StudyConfig:
     threads: int = 1
     teacher: TeacherBudget = field(default_factory=TeacherBudget)
     size_mb: float = 3.0
-    student_max_length: int = 256
+    student_max_length: int = 128
     student_batch_size: int = 32
-    student_steps: int = 600
-    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    attack_budget: int = 100
+    student_steps: int = 300
+    method_options: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(CPU_OPTIONS))
+    attack_budget: int = 30
     attack_max_samples: int | None = None  # None: every eval row
     bootstrap: int = 1000
     oracle_rows: int = 1000
-    distill_rows: int | None = 8000
+    distill_rows: int | None = 6000
     data_seed: int = 0
 
     def folder(self) -> str:

@@ -234,3 +234,25 @@ def test_mlproject_reproduce_entry_point_parses_into_a_study_config():
     assert cfg.transforms == ["rename_variables", "swap_operands"] and cfg.attacks == ("alert_yang_2022",)
     with pytest.raises(SystemExit):
         parser().parse_args(["--eval-rows", "2.5"])
+
+
+def test_paired_bootstrap_over_rows_matches_a_direct_resample():
+    import pandas as pd
+
+    from mlflow_metacompress.pipeline.repro_table import paired_bootstrap
+
+    rng = np.random.default_rng(0)
+    index = pd.MultiIndex.from_product([["rename_variables", "swap_operands"], range(150)], names=["variant", "row"])
+    a = pd.Series((rng.random(len(index)) < 0.2).astype(float), index=index)
+    b = pd.Series((rng.random(len(index)) < 0.4).astype(float), index=index)
+    out = paired_bootstrap(a, b, samples=3000, seed=1)
+    assert out["n_rows"] == 150 and out["n_pairs"] == 300
+    assert out["mean_difference"] == pytest.approx(a.mean() - b.mean())
+    assert out["low"] < out["mean_difference"] < out["high"] < 0 and out["pvalue"] < 0.01
+    # the same resample by hand: rows drawn with replacement, both models' variants together
+    idx = np.random.default_rng(1).integers(0, 150, size=(3000, 150))
+    da, db = a.groupby(level="row").sum().to_numpy(), b.groupby(level="row").sum().to_numpy()
+    diffs = (da[idx].sum(1) - db[idx].sum(1)) / (2 * 150)
+    assert out["low"] == pytest.approx(np.quantile(diffs, 0.025)) and out["high"] == pytest.approx(np.quantile(diffs, 0.975))
+    # only the (variant, row) pairs both hold are compared
+    assert paired_bootstrap(a.iloc[:150], b.iloc[150:])["n_rows"] == 0

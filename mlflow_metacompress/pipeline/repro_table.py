@@ -105,9 +105,13 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
     f, b = per_method["fidelity"], per_method[best]
     test = paired_test(f[metric]["values"], b[metric]["values"])
     acc = paired_test(f["student_accuracy"]["values"], b["student_accuracy"]["values"])
-    ratio = f[metric]["mean"] / b[metric]["mean"] if b[metric]["mean"] > 0 else math.nan
-    return {"available": True, "metric": metric, "best_baseline": best, "fidelity_mean": f[metric]["mean"],
-            "baseline_mean": b[metric]["mean"], "ratio": ratio, "violations": test, "accuracy": acc,
+    # the means over the seeds both methods finished (a paired comparison)
+    both = [i for i, (x, y) in enumerate(zip(f[metric]["values"], b[metric]["values"])) if finite([x]) and finite([y])]
+    f_mean = t_interval([f[metric]["values"][i] for i in both])[0]
+    b_mean = t_interval([b[metric]["values"][i] for i in both])[0]
+    ratio = f_mean / b_mean if b_mean > 0 else math.nan
+    return {"available": True, "metric": metric, "best_baseline": best, "fidelity_mean": f_mean,
+            "baseline_mean": b_mean, "paired_seeds": len(both), "ratio": ratio, "violations": test, "accuracy": acc,
             "halved": bool(ratio <= 0.5), "accuracy_within_1pt": bool(abs(acc["mean_difference"]) <= 0.01),
             "size_mb": {"fidelity": f["size_mb"]["mean"], best: b["size_mb"]["mean"]}}
 
@@ -234,7 +238,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     if f.get("available"):
         v, a = f["violations"], f["accuracy"]
         lines += ["", f"`fidelity` against the best baseline at equal size ({f['best_baseline']}), "
-                  f"`{f['metric']}`: {f['fidelity_mean']:.3f} vs {f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; "
+                  f"`{f['metric']}` over the {f['paired_seeds']} seed(s) both finished: {f['fidelity_mean']:.3f} vs "
+                  f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; "
                   f"paired difference {v['mean_difference']:+.3f}, 95% t [{v['t_low']:+.3f}, {v['t_high']:+.3f}], "
                   f"p = {v['pvalue']:.3g}, {v['n']} seeds). Accuracy difference {a['mean_difference']:+.3f} "
                   f"(p = {a['pvalue']:.3g}). Goal (halve it, accuracy within 1 point): "

@@ -101,7 +101,12 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
     base = [m for m in BASELINES if m in per_method and not math.isnan(per_method[m][metric]["mean"])]
     if "fidelity" not in per_method or not base or math.isnan(per_method["fidelity"][metric]["mean"]):
         return {"available": False}
-    best = min(base, key=lambda m: per_method[m][metric]["mean"])
+    def paired_mean(m: str) -> float:  # over the seeds fidelity finished too, so the choice compares like with like
+        pairs = [y for x, y in zip(per_method["fidelity"][metric]["values"], per_method[m][metric]["values"])
+                 if finite([x]) and finite([y])]
+        return t_interval(pairs)[0] if pairs else math.inf
+
+    best = min(base, key=paired_mean)
     f, b = per_method["fidelity"], per_method[best]
     test = paired_test(f[metric]["values"], b[metric]["values"])
     acc = paired_test(f["student_accuracy"]["values"], b["student_accuracy"]["values"])

@@ -7,24 +7,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from mlflow_metacompress.pipeline.seeds import t_interval  # noqa: F401 - the one definition, re-exported
+
 SEED_METRICS = ["student_accuracy", "accuracy_drop", "mr1_violation_rate", "mr1_violation_rate/metamorphic",
                 "any_violation_rate", "any_violation_rate/metamorphic", "mr4_eca", "size_mb"]
 PAIRED = ["student_accuracy", "any_violation_rate/metamorphic", "mr1_violation_rate/metamorphic"]
-
-
-def t_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t ``level`` interval over seeds (NaN ends with fewer than 2 values)."""
-    import numpy as np
-    from scipy import stats
-
-    x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
-    if len(x) == 0:
-        return math.nan, math.nan, math.nan
-    mean = float(x.mean())
-    if len(x) < 2:
-        return mean, math.nan, math.nan
-    half = float(stats.t.ppf((1 + level) / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return mean, mean - half, mean + half
 
 
 def seed_summary(runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, float], str]]) -> dict[str, Any]:

@@ -70,3 +70,44 @@ def test_attacks_need_labels(tracking):
         mlflow.models.evaluate(model=student, data=toy_frame(6)[["func"]], model_type="metacompress",
                                evaluators="metacompress",
                                evaluator_config={"teacher": teacher, "transforms": [], "attacks": ["mhm_zhang_2020"]})
+
+
+class _LengthTeacher(mlflow.pyfunc.PythonModel):
+    def predict(self, context, model_input, params=None):
+        return teacher(model_input)
+
+
+def test_a_logged_teacher_is_attacked_once_per_process_for_several_students(tracking, monkeypatch):
+    """Two students judged against one logged teacher on the same rows: the teacher's
+    attack runs once, and the second evaluation logs the same teacher metrics."""
+    from mlflow_metacompress.attacks import runner
+    from mlflow_metacompress.evaluation import variants
+
+    monkeypatch.setattr(variants, "_TEACHER_ATTACKS", {})
+    calls = []
+    real = runner.run_attack
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_attack", counting)
+    with mlflow.start_run():
+        uri = mlflow.pyfunc.log_model(name="teacher", python_model=_LengthTeacher()).model_uri
+    df = toy_frame(40, seed=3)
+    df["target"] = teacher(df).argmax(1)
+    config = {"teacher": uri, "language": "c", "transforms": [], "attacks": ["mhm_zhang_2020"], "attack_budget": 20,
+              "progress": False}
+    results = []
+    for model in (student, lambda frame: student(frame)[:, ::-1]):
+        with mlflow.start_run():
+            results.append(mlflow.models.evaluate(model=model, data=df.head(8), targets="target",
+                                                  model_type="metacompress", evaluators="metacompress",
+                                                  evaluator_config=config).metrics)
+    assert len(calls) == 3  # teacher once, each student once
+    for key in ("asr", "accuracy_drop", "mean_queries"):
+        assert results[0][f"attack_mhm_zhang_2020/teacher_{key}"] == results[1][f"attack_mhm_zhang_2020/teacher_{key}"]
+    with mlflow.start_run():  # another budget: attacked again
+        mlflow.models.evaluate(model=student, data=df.head(8), targets="target", model_type="metacompress",
+                               evaluators="metacompress", evaluator_config={**config, "attack_budget": 10})
+    assert len(calls) == 5

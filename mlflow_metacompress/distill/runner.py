@@ -45,6 +45,7 @@ def distill_student(
     progress: bool = True,
     dataset: str | None = None,
     trainer: TrainerSettings | None = None,
+    unlabeled: pd.DataFrame | None = None,
     **options: Any,
 ) -> TrainingResult:
     """Distil a student from ``teacher_uri`` with ``method`` and register it.
@@ -62,6 +63,10 @@ def distill_student(
     run (soft labels, training, the speed tags); it is checked first. With several
     devices only the fit runs in the spawned ranks: the soft labels are computed (or read
     from the cache) here, once, and logging and registration happen here, once.
+
+    ``unlabeled`` replaces the unlabeled half of the train split as the distillation set
+    (a separate file of unlabelled pairs, as in the reproduction study); only its code
+    columns are read.
     """
     import mlflow
 
@@ -76,7 +81,14 @@ def distill_student(
     trainer.check()
     spec = get_task(task)
     frames = load_splits(data, task, limit, seed)
-    _, unlabeled = split_halves(frames["train"], seed)
+    if unlabeled is None:
+        _, unlabeled = split_halves(frames["train"], seed)
+    else:
+        absent = [c for c in spec.code_columns if c not in unlabeled.columns]
+        if absent:
+            raise KeyError(f"distill_student: the unlabeled frame lacks code column(s) {absent}; "
+                           f"it has {list(unlabeled.columns)}")
+        unlabeled = unlabeled.reset_index(drop=True)
     cols, label_col = spec.code_columns, spec.label_column
     pinned = resolve_model_uri(teacher_uri)
     started = time.perf_counter()

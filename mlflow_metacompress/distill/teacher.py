@@ -87,8 +87,12 @@ def train_teacher(
     progress: bool = True,
     dataset: str | None = None,
     trainer: TrainerSettings | None = None,
+    train_on: str = "half",
+    unique_texts: bool = False,
 ) -> TrainingResult:
-    """Fine-tune a teacher on the labelled half of ``task``'s train split, log the run
+    """Fine-tune a teacher on the labelled half of ``task``'s train split (``train_on="all"``:
+    on every row of it, when the distillation set is a separate file, as in the reproduction;
+    ``unique_texts``: a scratch tokenizer learns from each distinct text once), log the run
     (params, per-epoch metrics, architecture JSON), register it and return the result.
 
     ``pair_mode`` applies to clone pairs only (``concat_cls`` or ``single_sequence``).
@@ -105,11 +109,15 @@ def train_teacher(
     trainer = trainer or TrainerSettings()
     trainer.check()  # Lightning's accelerator/devices/strategy/precision (:mod:`.devices`), before any data
     spec = get_task(task)
+    if train_on not in ("half", "all"):
+        raise ValueError(f"train_teacher: train_on must be 'half' or 'all', got {train_on!r}")
     frames = load_splits(data, task, limit, seed)
-    labelled, _ = split_halves(frames["train"], seed)
+    labelled = split_halves(frames["train"], seed)[0] if train_on == "half" else frames["train"]
     cols, label_col = spec.code_columns, spec.label_column
     labels = ["0", "1"]
     texts = [str(t) for c in cols for t in labelled[c]]
+    if unique_texts:  # clone pairs reuse each function ~10 times: the tokenizer learns from each once, 10x faster
+        texts = list(dict.fromkeys(texts))
     started = time.perf_counter()
     dataset = dataset or task  # the run name and metacompress.task tag (e.g. generated-vulnerability)
     from ..threads import using
@@ -123,6 +131,7 @@ def train_teacher(
         mlflow.log_params({"method": "teacher", "task": task, "init": init, "epochs": epochs, "batch_size": batch_size,
                            "lr": lr, "seed": seed, "monitor": monitor, "patience": patience, "max_length": model.meta.max_length, "vocab_size": len(tokenizer),
                            "pair_mode": model.meta.pair_mode, "train_rows": len(labelled), "limit": limit,
+                           **({"train_on": train_on} if train_on != "half" else {}),
                            **trainer.params()})
         log_json(config, "teacher_config.json")
         from .modules import ClassifierModule

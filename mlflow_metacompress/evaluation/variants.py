@@ -192,6 +192,25 @@ def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> Varian
     return VariantSet(used, pooled_variant(list(used)), metrics, tables, {"language": cfg.language})
 
 
+# The teacher's attack report per (teacher identity, attack, rows, labels, language, budget,
+# seed, substitute model): evaluating several students of one teacher in one process (the
+# reproduction study, a method comparison) attacks the teacher once. Attacks are seeded and
+# deterministic for a given model and rows, so the report is the one a new attack would give.
+_TEACHER_ATTACKS: dict[tuple[Any, ...], Any] = {}
+
+
+def _teacher_attack_key(role: str, predictor: Any, attack: str, frame: pd.DataFrame, y: np.ndarray,
+                        cfg: Any) -> tuple[Any, ...] | None:
+    """The memo key of the teacher's attack, or None (the student, or a model without identity)."""
+    identity = getattr(predictor, "identity", None)
+    if role != "teacher" or identity is None:
+        return None
+    from ..cache import rows_digest
+
+    return (identity, attack, rows_digest(frame, list(frame.columns)), np.asarray(y).tobytes(), cfg.language,
+            cfg.attack_budget, cfg.seed, cfg.attack_mlm)
+
+
 def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, str] | None = None) -> VariantSet:
     """Attack teacher and student separately with each configured attack; the student's
     successful adversarial examples become variant ``attack_<a>``.
@@ -227,12 +246,20 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, 
         drops, reports = {}, {}
         for role, predictor, probs in (("teacher", models.teacher, inputs.base.teacher), ("student", models.student, inputs.base.student)):
             clean_accuracy = float((probs[: len(frame)].argmax(axis=1) == y).mean())
+            memo = _teacher_attack_key(role, predictor, attack, frame, y, cfg)
             if on_spark is not None:
                 report = on_spark[(attack, role)]
+            elif memo is not None and memo in _TEACHER_ATTACKS:
+                report = _TEACHER_ATTACKS[memo]
+                logger.info("attack %s: the teacher's report on these rows is reused from this process", attack)
             else:
                 report = run_attack(attack, attack_victim(predictor, code_columns, inputs.classes), frame, code_columns, y,
                                     cfg.language, budget=cfg.attack_budget, seed=cfg.seed, progress=cfg.progress,
                                     mlm=cfg.attack_mlm)
+                if memo is not None:
+                    if len(_TEACHER_ATTACKS) >= 8:  # a few teachers' reports at most
+                        _TEACHER_ATTACKS.pop(next(iter(_TEACHER_ATTACKS)))
+                    _TEACHER_ATTACKS[memo] = report
             attack_metrics = report.metrics(clean_accuracy)
             metrics.update({f"attack_{attack}/{role}_{k}": float(v) for k, v in attack_metrics.items()})
             drops[role] = float(attack_metrics["accuracy_drop"])

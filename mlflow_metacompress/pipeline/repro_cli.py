@@ -1,0 +1,106 @@
+"""Command line of the ``reproduce`` entry point (``python recipes/reproduce.py``).
+
+Every option has the study's default; ``--only teacher`` trains (or finds) the teacher
+and stops, ``--seeds 0 --methods compressor`` runs one part of the study. A rerun with
+the same arguments skips every finished stage (:mod:`.resume`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import replace
+from typing import Any
+
+from .reproduce import ATTACKS, METHODS, StudyConfig, TeacherBudget
+
+logger = logging.getLogger(__name__)
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in str(text).split(",") if t.strip())
+
+
+def _int(text: str) -> int:
+    """An integer, also written as MLflow passes float parameters (``200.0``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    return int(value)
+
+
+def _threads(text: str) -> int | None:
+    from ..threads import parse_threads
+
+    try:
+        return parse_threads(text, "--threads")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(float(t)) for t in _csv(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seeds expects comma-separated integers, got {text!r}") from None
+
+
+def parser() -> argparse.ArgumentParser:
+    d, t = StudyConfig(), TeacherBudget()
+    p = argparse.ArgumentParser(prog="reproduce", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", default=d.task, choices=["clone", "vulnerability", "bigclonebench", "devign"])
+    p.add_argument("--data-dir", default=d.data_dir, help="CodeXGLUE folder (task folder or its parent)")
+    p.add_argument("--seeds", type=_seeds, default=d.seeds, help="student seeds, e.g. 0,1,2")
+    p.add_argument("--methods", type=_csv, default=d.methods, help=f"comma-separated (default {','.join(METHODS)})")
+    p.add_argument("--eval-rows", type=_int, default=d.eval_rows, help="test rows every student is judged on")
+    p.add_argument("--attacks", type=_csv, default=d.attacks, help=f"attack recipes (default {','.join(ATTACKS)})")
+    p.add_argument("--transforms", default="all", help="'all' or comma-separated transformation names")
+    p.add_argument("--threads", type=_threads, default=None,
+                   help="torch intra-op threads: auto (default: $METACOMPRESS_THREADS, $OMP_NUM_THREADS, "
+                        "else the cores less one; mlflow_metacompress/threads.py) or a positive integer")
+    p.add_argument("--size-mb", type=float, default=d.size_mb)
+    p.add_argument("--teacher-steps", type=int, default=t.max_steps)
+    p.add_argument("--student-steps", type=int, default=d.student_steps)
+    p.add_argument("--attack-budget", type=_int, default=d.attack_budget, help="model queries per attacked row")
+    p.add_argument("--attack-max-samples", type=int, default=0, help="attacked rows (0: every eval row)")
+    p.add_argument("--bootstrap", type=int, default=d.bootstrap, help="bootstrap resamples for within-run intervals")
+    p.add_argument("--only", default="all", choices=["all", "teacher", "students", "report"],
+                   help="stop after this part (report: only aggregate finished stages)")
+    p.add_argument("--output", default="reproduction", help="folder the table is written to (and logged)")
+    p.add_argument("--experiment", default="metacompress-reproduce")
+    p.add_argument("--artifact-root", default="",
+                   help="artifact location of the experiment when it is created (default: MLflow's)")
+    return p
+
+
+def config_from(args: argparse.Namespace) -> StudyConfig:
+    """The :class:`StudyConfig` that ``args`` describe."""
+    from ..threads import resolve as resolve_threads
+
+    transforms: Any = "all" if args.transforms.strip() == "all" else list(_csv(args.transforms))
+    d = StudyConfig()
+    return replace(d, task=args.task, data_dir=args.data_dir, seeds=tuple(args.seeds), methods=tuple(args.methods),
+                   eval_rows=args.eval_rows, attacks=tuple(args.attacks), transforms=transforms,
+                   threads=resolve_threads(args.threads, source="--threads"),
+                   teacher=replace(d.teacher, max_steps=args.teacher_steps), size_mb=args.size_mb,
+                   student_steps=args.student_steps, attack_budget=args.attack_budget,
+                   attack_max_samples=args.attack_max_samples or None, bootstrap=args.bootstrap)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = parser().parse_args(argv)
+    cfg = config_from(args)
+    import mlflow
+
+    from .reproduce import run_study
+
+    if args.artifact_root and mlflow.get_experiment_by_name(args.experiment) is None:
+        mlflow.create_experiment(args.experiment, artifact_location=args.artifact_root)
+    mlflow.set_experiment(args.experiment)
+    run_study(cfg, only=args.only, output=args.output)
+    return 0

@@ -1,0 +1,283 @@
+"""The MetaCompress study reproduced on real data at CPU scale (entry point ``reproduce``).
+
+MetaCompress (Awal, Rochan, Roy, arXiv 2511.05476) distils 3 MB students from a
+fine-tuned CodeBERT on BigCloneBench with Compressor (Shi et al., ASE 2022), AVATAR
+(Shi et al., ICSE-SEIP 2024) and MORPH, and reports that students which match their
+teacher's accuracy (gap under 3%) still disagree with it: MR1 violations up to 36%,
+MR2 up to 31%, MR3 up to 62%, and up to 285% more accuracy lost under attack.
+
+:func:`run_study` repeats that protocol on one CPU-trained teacher: a scratch encoder of
+at least 20 MB trained on every labelled training pair; students of each method at
+``size_mb`` for each seed, distilled on the CodeBERT-labelled half
+(:mod:`.repro_data`); every metamorphic transformation plus ALERT and MHM on
+``eval_rows`` test pairs with bootstrap intervals; the students' MR1 and accuracy
+against the real CodeBERT's hard labels on held-out pairs. Every stage is resumable
+(:mod:`.resume`); :mod:`.repro_table` aggregates the seeds and writes ``reproduction/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .resume import StageResult, run_stage
+
+logger = logging.getLogger(__name__)
+
+ATTACKS = ("alert_yang_2022", "mhm_zhang_2020")
+METHODS = ("compressor", "avatar", "morph", "fidelity", "quantize")
+
+
+# CPU-scale budgets of the searching methods (the quick profile's probes, a larger GA) and
+# of fidelity's variants: two transformations (identifiers, dead code) instead of all ten,
+# each costing one teacher pass over the distillation set.
+_PROBES = {"population": 20, "generations": 8, "probes": 3, "probe_steps": 8, "probe_rows": 64, "probe_valid": 48}
+CPU_OPTIONS: dict[str, dict[str, Any]] = {
+    "compressor": {"population": 20, "generations": 15, "lr": 2e-3},
+    "avatar": {**_PROBES, "energy_samples": 50, "lr": 2e-3},
+    "morph": {**_PROBES, "lr": 2e-3},
+    "fidelity": {**_PROBES, "transforms": ["rename_variables", "insert_dead_code"], "variants_per_step": 1, "lr": 2e-3},
+}
+
+
+@dataclass(frozen=True)
+class TeacherBudget:
+    """The teacher's shape and training budget (defaults: 23 MB; 700 steps of 32 pairs truncated to
+    128 tokens per function, about 25 min of one busy core)."""
+
+    vocab_size: int = 16000
+    layers: int = 2
+    hidden: int = 256
+    heads: int = 4
+    intermediate: int = 1024
+    max_length: int = 128
+    batch_size: int = 32
+    max_steps: int = 700
+    epochs: int = 2  # an upper bound; max_steps ends training (and the linear decay) first
+    lr: float = 5e-4
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Every argument of a reproduction study; each stage hashes the part it depends on."""
+
+    task: str = "clone"
+    data_dir: str = "../shared/data"
+    seeds: tuple[int, ...] = (0, 1, 2)
+    methods: tuple[str, ...] = METHODS
+    eval_rows: int = 200
+    attacks: tuple[str, ...] = ATTACKS
+    transforms: Any = "all"
+    threads: int = 1
+    teacher: TeacherBudget = field(default_factory=TeacherBudget)
+    size_mb: float = 3.0
+    student_max_length: int = 128
+    student_batch_size: int = 32
+    student_steps: int = 300
+    method_options: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(CPU_OPTIONS))
+    attack_budget: int = 30
+    attack_max_samples: int | None = None  # None: every eval row
+    bootstrap: int = 1000
+    oracle_rows: int = 1000
+    distill_rows: int | None = 6000
+    data_seed: int = 0
+
+    def folder(self) -> str:
+        return str(Path(self.data_dir).expanduser().resolve())
+
+
+def set_threads(threads: int) -> None:
+    """Torch intra-op threads (and the BLAS/tokenizer environment) for every stage."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+
+    torch.set_num_threads(max(1, int(threads)))
+
+
+def _study_data(cfg: StudyConfig) -> Any:
+    from .repro_data import load_study_data
+
+    return load_study_data(cfg.task, cfg.data_dir, oracle_rows=cfg.oracle_rows, distill_rows=cfg.distill_rows,
+                           seed=cfg.data_seed)
+
+
+def teacher_args(cfg: StudyConfig) -> dict[str, Any]:
+    """What the teacher's result depends on (not seeds, methods or evaluation budgets)."""
+    return {"task": cfg.task, "data": cfg.folder(), "budget": asdict(cfg.teacher), "data_seed": cfg.data_seed,
+            "oracle_rows": cfg.oracle_rows}
+
+
+def teacher_stage(cfg: StudyConfig, data: Any | None = None) -> StageResult:
+    """Train (or find) the study's teacher on every labelled training row and measure it
+    on the whole test file: accuracy, F1 and the share of rows at confidence ≥ 0.8."""
+
+    def body() -> dict[str, Any]:
+        import mlflow
+
+        from ..distill.arch import ArchSpec
+        from ..distill.teacher import train_teacher
+
+        d = data if data is not None else _study_data(cfg)
+        b = cfg.teacher
+        arch = ArchSpec(vocab_size=b.vocab_size, num_hidden_layers=b.layers, hidden_size=b.hidden,
+                        num_attention_heads=b.heads, intermediate_size=b.intermediate, max_length=b.max_length)
+        started = time.perf_counter()
+        result = train_teacher(d.frames(d.teacher_train), d.codexglue_task, init="scratch", arch=arch,
+                               epochs=b.epochs, batch_size=b.batch_size, lr=b.lr, max_steps=b.max_steps, seed=0,
+                               monitor="last", registered_name=f"metacompress-reproduce-{d.codexglue_task}-teacher",
+                               progress=False, dataset=d.codexglue_task, train_on="all", unique_texts=True)
+        seconds = time.perf_counter() - started
+        metrics = measure_teacher(result.model_uri, d.test, d.code_columns, d.label_column)
+        metrics.update({"teacher_train_seconds": seconds, "teacher_size_mb": float(result.metrics.get("size_mb", 0.0)),
+                        "teacher_train_rows": float(len(d.teacher_train))})
+        mlflow.log_metrics(metrics)
+        logger.info("teacher %s: %s", result.model_uri, metrics)
+        return {"model_uri": result.model_uri, "teacher_run_id": result.run_id}
+
+    return run_stage("teacher", teacher_args(cfg), body, study=cfg.task)
+
+
+def measure_teacher(uri: str, test: Any, columns: tuple[str, ...], label: str) -> dict[str, float]:
+    """Accuracy, F1 (class 1), and the share of rows with max probability ≥ 0.8, on ``test``."""
+    import mlflow
+    import numpy as np
+    from sklearn.metrics import f1_score
+
+    probs = np.asarray(mlflow.pyfunc.load_model(uri).predict(test[list(columns)]), dtype=float)
+    pred = probs.argmax(axis=1)
+    y = test[label].to_numpy()
+    return {"teacher_test_acc": float(np.mean(pred == y)), "teacher_test_f1": float(f1_score(y, pred)),
+            "teacher_conf80_share": float(np.mean(probs.max(axis=1) >= 0.8)), "teacher_test_rows": float(len(y))}
+
+
+
+def _data_args(cfg: StudyConfig) -> dict[str, Any]:
+    return {"task": cfg.task, "data": cfg.folder(), "data_seed": cfg.data_seed, "distill_rows": cfg.distill_rows,
+            "oracle_rows": cfg.oracle_rows}
+
+
+def student_args(cfg: StudyConfig, teacher: StageResult, method: str, seed: int) -> dict[str, Any]:
+    """What one student depends on: the teacher's stage, the data, its method and seed, budgets."""
+    return {**_data_args(cfg), "teacher_key": teacher.key, "method": method, "seed": seed, "size_mb": cfg.size_mb,
+            "max_length": cfg.student_max_length, "batch_size": cfg.student_batch_size, "steps": cfg.student_steps,
+            "options": cfg.method_options.get(method, {})}
+
+
+def student_stage(cfg: StudyConfig, data: Any, teacher: StageResult, method: str, seed: int) -> StageResult:
+    """Distil (or find) one student of ``method`` for ``seed`` from the study's teacher on
+    the distillation set (our teacher's soft labels, never CodeBERT's)."""
+
+    def body() -> dict[str, Any]:
+        import math
+
+        from ..distill.runner import distill_student
+
+        epochs = max(1, math.ceil(cfg.student_steps * cfg.student_batch_size / max(1, len(data.distill))))
+        result = distill_student(
+            data.frames(data.distill), teacher.outputs["model_uri"], data.codexglue_task, method=method,
+            size_mb=cfg.size_mb, max_length=cfg.student_max_length, epochs=epochs, batch_size=cfg.student_batch_size,
+            max_steps=cfg.student_steps, seed=seed, registered_name=f"metacompress-reproduce-{data.codexglue_task}-{method}",
+            progress=False, dataset=data.codexglue_task, unlabeled=data.distill, **cfg.method_options.get(method, {}))
+        return {"model_uri": result.model_uri, "student_run_id": result.run_id,
+                "size_mb": result.metrics.get("size_mb", float("nan"))}
+
+    return run_stage(f"student-{method}-seed{seed}", student_args(cfg, teacher, method, seed), body, study=cfg.task,
+                     tags={"metacompress.reproduce.method": method, "metacompress.reproduce.seed": str(seed)})
+
+
+def eval_args(cfg: StudyConfig, student: StageResult, method: str, seed: int) -> dict[str, Any]:
+    """What one evaluation depends on: the student's stage and every evaluation budget."""
+    return {**_data_args(cfg), "student_key": student.key, "method": method, "seed": seed, "eval_rows": cfg.eval_rows,
+            "transforms": cfg.transforms, "attacks": list(cfg.attacks), "attack_budget": cfg.attack_budget,
+            "attack_max_samples": cfg.attack_max_samples, "bootstrap": cfg.bootstrap}
+
+
+def eval_rows(cfg: StudyConfig, data: Any) -> Any:
+    """The test rows every student is judged on: the same label-stratified sample for every
+    method and seed (so methods are compared on the same rows)."""
+    from ..data.sampling import cap_rows
+
+    return cap_rows(data.test, cfg.eval_rows, data.label_column, cfg.data_seed)
+
+
+def evaluation_stage(cfg: StudyConfig, data: Any, teacher: StageResult, student: StageResult, method: str,
+                     seed: int) -> StageResult:
+    """The MetaCompress evaluation of one student (every transformation, each attack,
+    bootstrap intervals) and its teacher-as-oracle comparison with CodeBERT's labels."""
+
+    def body() -> dict[str, Any]:
+        import mlflow
+
+        from .oracle import codebert_agreement
+
+        rows = eval_rows(cfg, data)
+        config = {"teacher": teacher.outputs["model_uri"], "code_columns": list(data.code_columns),
+                  "transforms": cfg.transforms, "attacks": list(cfg.attacks), "attack_budget": cfg.attack_budget,
+                  "attack_max_samples": cfg.attack_max_samples, "seed": seed, "progress": False,
+                  "bootstrap_samples": cfg.bootstrap}
+        mlflow.set_tags({"metacompress.model": student.outputs["model_uri"],
+                         "metacompress.teacher": teacher.outputs["model_uri"]})
+        mlflow.models.evaluate(model=student.outputs["model_uri"], data=rows, targets=data.label_column,
+                               model_type="metacompress", evaluators="metacompress", evaluator_config=config)
+        if data.oracle is not None:
+            mlflow.log_metrics(codebert_agreement(student.outputs["model_uri"], teacher.outputs["model_uri"],
+                                                  data.oracle, data.code_columns, data.label_column,
+                                                  cfg.bootstrap, seed))
+        return {"model_uri": student.outputs["model_uri"]}
+
+    return run_stage(f"evaluate-{method}-seed{seed}", eval_args(cfg, student, method, seed), body, study=cfg.task,
+                     tags={"metacompress.reproduce.method": method, "metacompress.reproduce.seed": str(seed)})
+
+
+
+def run_study(cfg: StudyConfig, *, only: str = "all", output: str | Path = "reproduction") -> dict[str, Any]:
+    """Run (or resume) every stage of the study, seed by seed (seed 0 of every method is
+    complete before seed 1 starts), then write the ``reproduction/`` table.
+
+    ``only``: ``teacher`` stops after the teacher; ``students`` skips the evaluations;
+    ``report`` runs nothing and aggregates the finished stages. A stage that raises is
+    logged and skipped (its run ends ``FAILED``, so a rerun retries it); the others go on.
+    """
+    from .resume import lookup
+
+    if only not in ("all", "teacher", "students", "report"):
+        raise ValueError(f"run_study: only must be all, teacher, students or report, got {only!r}")
+    unknown = [m for m in cfg.methods if m not in _known_methods()] if only in ("all", "students") else []
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; known: {_known_methods()}")
+    set_threads(cfg.threads)
+    if only == "report":
+        teacher = lookup("teacher", teacher_args(cfg))
+        if teacher is None:
+            raise RuntimeError("no finished teacher stage for these arguments: run the study first")
+    else:
+        data = _study_data(cfg)
+        teacher = teacher_stage(cfg, data)
+    done: dict[str, Any] = {"teacher": teacher, "failed": []}
+    if only in ("students", "all"):
+        for seed in cfg.seeds:
+            for method in cfg.methods:
+                try:
+                    student = student_stage(cfg, data, teacher, method, seed)
+                    done[student.name] = student
+                    if only == "all":
+                        ev = evaluation_stage(cfg, data, teacher, student, method, seed)
+                        done[ev.name] = ev
+                except Exception as exc:  # noqa: BLE001 - one failed stage must not end a study of hours
+                    logger.exception("%s seed %d failed: %s; the study goes on (a rerun retries it)", method, seed, exc)
+                    done["failed"].append(f"{method}-seed{seed}: {type(exc).__name__}: {exc}")
+    if only in ("all", "report"):
+        from .repro_table import write_reproduction
+
+        done["report"] = write_reproduction(cfg, teacher, output)
+    return done
+
+
+def _known_methods() -> list[str]:
+    from ..distill.registry import list_methods
+
+    return list_methods()

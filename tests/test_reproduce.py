@@ -1,0 +1,258 @@
+"""The reproduction study (entry point ``reproduce``): seed statistics against scipy, the
+table writer, the CodeBERT comparison, resumable stages found through MLflow, and (slow)
+a whole tiny study on generated BigCloneBench-shaped files run twice: the second run
+trains and evaluates nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from mlflow_metacompress.pipeline.oracle import bootstrap_mean, codebert_metrics
+from mlflow_metacompress.pipeline.repro_table import headline, render_markdown, summarise
+from mlflow_metacompress.pipeline.seeds import paired_test, t_interval
+
+
+def test_t_interval_is_scipys_student_t_interval():
+    values = [0.31, 0.27, 0.36]
+    mean, low, high = t_interval(values)
+    ref = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
+    assert mean == pytest.approx(np.mean(values))
+    assert (low, high) == pytest.approx(ref)
+    # NaN seeds (a stage that did not finish) are left out, one value has no interval
+    assert t_interval([0.2, math.nan, 0.4])[1:] == pytest.approx(
+        stats.t.interval(0.95, 1, loc=0.3, scale=stats.sem([0.2, 0.4])))
+    m, lo, hi = t_interval([0.5])
+    assert m == 0.5 and math.isnan(lo) and math.isnan(hi)
+    assert all(math.isnan(x) for x in t_interval([]))
+
+
+def test_paired_test_is_scipys_ttest_rel():
+    a, b = [0.20, 0.25, 0.22], [0.40, 0.41, 0.47]
+    out = paired_test(a, b)
+    assert out["pvalue"] == pytest.approx(stats.ttest_rel(a, b).pvalue)
+    assert out["mean_difference"] == pytest.approx(np.mean(np.subtract(a, b)))
+    assert out["n"] == 3
+    assert paired_test([0.1, math.nan], [0.2, 0.3])["n"] == 1
+
+
+def _results(seeds=(0, 1, 2)):
+    """Synthetic finished evaluations: fidelity halves the baselines' violations."""
+    rng = np.random.default_rng(0)
+    out = {}
+    for method, level in (("compressor", 0.40), ("avatar", 0.30), ("morph", 0.35), ("fidelity", 0.12)):
+        for s in seeds:
+            v = level + rng.normal(0, 0.01)
+            out[(method, s)] = {
+                "student_accuracy": 0.90 + rng.normal(0, 0.003), "teacher_accuracy": 0.92, "accuracy_drop": 0.02,
+                "mr1_violation_rate": v / 3, "mr1_violation_rate/metamorphic": v / 2,
+                "mr2_violation_rate/metamorphic": v / 2, "mr3_violation_rate/metamorphic": v,
+                "any_violation_rate/metamorphic": v, "any_violation_rate_ci_low/metamorphic": v - 0.05,
+                "any_violation_rate_ci_high/metamorphic": v + 0.05, "size_mb": 3.0,
+                "attack_alert_yang_2022/excess_drop_pct": -40.0, "attack_excess_drop_pct": -0.4,
+                "codebert/mr1_violation_rate": 0.1}
+    return out
+
+
+def test_summary_headline_and_markdown():
+    results = _results()
+    seeds = (0, 1, 2)
+    s = summarise(results, ["compressor", "avatar", "morph", "fidelity"], seeds, ["alert_yang_2022"])
+    row = s["methods"]["avatar"]["any_violation_rate/metamorphic"]
+    values = [results[("avatar", k)]["any_violation_rate/metamorphic"] for k in seeds]
+    assert row["values"] == values and row["mean"] == pytest.approx(np.mean(values))
+    assert row["within_run"][1] == [values[1] - 0.05, values[1] + 0.05]
+    f = s["fidelity"]
+    assert f["best_baseline"] == "avatar"  # the lowest mean violation rate among the baselines
+    fid = [results[("fidelity", k)]["any_violation_rate/metamorphic"] for k in seeds]
+    assert f["violations"]["pvalue"] == pytest.approx(stats.ttest_rel(fid, values).pvalue)
+    assert f["halved"] and f["accuracy_within_1pt"]
+    rows = {r["metric"]: r for r in headline(s)}
+    assert rows["mr3_violation_rate/metamorphic"]["method"] == "compressor" and rows["mr3_violation_rate/metamorphic"]["appears"]
+    assert rows["accuracy_drop"]["appears"]  # every gap is under 3 points
+    assert rows["attack_excess_drop_pct"]["appears"] is False  # students lose less than the teacher
+    report = {"dataset": "bigclonebench", "teacher": {"teacher_size_mb": 23.0, "teacher_test_f1": 0.91},
+              "summary": s, "headline": headline(s),
+              "config": {"threads": 1, "methods": ["compressor"], "size_mb": 3.0, "eval_rows": 200,
+                         "attacks": ["alert_yang_2022"], "attack_budget": 50}}
+    md = render_markdown(report)
+    assert "| MR3 violations (confident rows) | up to 62.0% | compressor:" in md
+    assert "Goal (halve it, accuracy within 1 point): met" in md
+    assert f"{100 * np.mean(values):.1f}%" in md
+
+
+def test_codebert_metrics_count_flips_against_codebert():
+    codebert = np.array([1, 0, 1, 1, 0, 0, 1, 0])
+    student = np.array([1, 0, 0, 1, 0, 1, 1, 0])  # two flips
+    teacher = np.array([1, 0, 1, 1, 0, 0, 1, 1])  # one flip
+    m = codebert_metrics(student, teacher, codebert, samples=200, seed=1)
+    assert m["codebert/mr1_violation_rate"] == pytest.approx(2 / 8)
+    assert m["codebert/student_accuracy"] == pytest.approx(6 / 8)
+    assert m["codebert/teacher_mr1_violation_rate"] == pytest.approx(1 / 8)
+    assert m["codebert/student_teacher_mr1_violation_rate"] == pytest.approx(3 / 8)
+    assert m["codebert/mr1_violation_rate_ci_low"] <= 0.25 <= m["codebert/mr1_violation_rate_ci_high"]
+    flips = (np.random.default_rng(3).random(400) < 0.3).astype(float)
+    ref = stats.bootstrap((flips,), np.mean, n_resamples=4000, method="percentile", random_state=0).confidence_interval
+    low, high = bootstrap_mean(flips, 4000, 0)
+    assert low == pytest.approx(ref.low, abs=0.01) and high == pytest.approx(ref.high, abs=0.01)
+    with pytest.raises(ValueError, match="3 student"):
+        codebert_metrics(student[:3], teacher, codebert)
+
+
+def test_run_stage_skips_a_finished_stage_and_retries_a_failed_one(tracking):
+    import mlflow
+
+    from mlflow_metacompress.pipeline.resume import KEY_TAG, run_stage, stage_key
+
+    calls = []
+
+    def body():
+        calls.append(1)
+        mlflow.log_metric("x", 1.0)
+        return {"model_uri": f"models:/m/{len(calls)}"}
+
+    first = run_stage("student-a-seed0", {"seed": 0}, body)
+    again = run_stage("student-a-seed0", {"seed": 0}, body)
+    assert len(calls) == 1 and again.skipped and again.run_id == first.run_id
+    assert again.outputs == {"model_uri": "models:/m/1"}
+    other = run_stage("student-a-seed0", {"seed": 1}, body)  # other arguments: another stage
+    assert len(calls) == 2 and not other.skipped and other.key != first.key
+
+    def broken():
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        run_stage("evaluate", {"seed": 0}, broken)
+    retried = run_stage("evaluate", {"seed": 0}, body)
+    assert not retried.skipped and len(calls) == 3
+    runs = mlflow.search_runs(filter_string=f"tags.`{KEY_TAG}` = '{stage_key('evaluate', {'seed': 0})}'",
+                              output_format="list", search_all_experiments=True)
+    assert sorted(r.info.status for r in runs) == ["FAILED", "FINISHED"]
+    assert json.loads(mlflow.artifacts.load_text(f"runs:/{first.run_id}/stage_args.json")) == {"seed": 0}
+
+
+def _bigclonebench_folder(root, rows: int = 160):
+    """Generated clone pairs written in the shared folder's layout (data_full.jsonl,
+    train_full.txt, unlabeled_codebert.txt, valid.txt, test.txt)."""
+    from mlflow_metacompress.data.generators.splits import make_splits
+
+    frames = make_splits("clone", rows, 0)
+    ids: dict[str, int] = {}
+    folder = root / "bigclonebench"
+    folder.mkdir(parents=True)
+
+    def pairs(df, name):
+        lines = []
+        for a, b, y in zip(df["func1"], df["func2"], df["label"]):
+            i, j = (ids.setdefault(t, len(ids)) for t in (a, b))
+            lines.append(f"{i}\t{j}\t{int(y)}")
+        (folder / name).write_text("\n".join(lines) + "\n")
+
+    pairs(frames["train"], "train_full.txt")
+    pairs(frames["train"].iloc[::-1], "unlabeled_codebert.txt")  # "CodeBERT's" labels: the true ones
+    pairs(frames["valid"], "valid.txt")
+    pairs(frames["test"], "test.txt")
+    with (folder / "data_full.jsonl").open("w") as fh:
+        for text, i in ids.items():
+            fh.write(json.dumps({"func": text, "idx": str(i)}) + "\n")
+    return root
+
+
+def _tiny_config(data_dir):
+    from mlflow_metacompress.pipeline.reproduce import StudyConfig, TeacherBudget
+
+    return StudyConfig(task="clone", data_dir=str(data_dir), seeds=(0,), methods=("compressor",), eval_rows=8,
+                       attacks=("wir_random_zeng_2022",), transforms=["rename_variables"], threads=1,
+                       teacher=TeacherBudget(vocab_size=1000, layers=1, hidden=32, heads=2, intermediate=64,
+                                             max_length=64, batch_size=16, max_steps=4, epochs=1),
+                       size_mb=0.15, student_max_length=64, student_batch_size=16, student_steps=4,
+                       method_options={"compressor": {"population": 4, "generations": 2}}, attack_budget=6,
+                       bootstrap=50, oracle_rows=8, distill_rows=40)
+
+
+@pytest.mark.slow
+def test_study_runs_then_a_rerun_trains_and_evaluates_nothing(tracking, tmp_path, monkeypatch):
+    import mlflow
+
+    from mlflow_metacompress.pipeline import reproduce
+    from mlflow_metacompress.pipeline.resume import STAGE_TAG
+
+    cfg = _tiny_config(_bigclonebench_folder(tmp_path / "data"))
+    out = tmp_path / "reproduction"
+    first = reproduce.run_study(cfg, output=out)
+    assert first["failed"] == []
+    stages = mlflow.search_runs(filter_string=f"tags.`{STAGE_TAG}` != 'report'", search_all_experiments=True,
+                                output_format="list")
+    assert sorted(r.data.tags[STAGE_TAG] for r in stages) == ["evaluate-compressor-seed0", "student-compressor-seed0",
+                                                               "teacher"]
+    assert all(r.info.status == "FINISHED" for r in stages)
+    ev = next(r for r in stages if r.data.tags[STAGE_TAG].startswith("evaluate"))
+    assert "mr1_violation_rate" in ev.data.metrics and "codebert/mr1_violation_rate" in ev.data.metrics
+    teacher = next(r for r in stages if r.data.tags[STAGE_TAG] == "teacher")
+    assert {"teacher_test_f1", "teacher_conf80_share", "teacher_size_mb"} <= set(teacher.data.metrics)
+    report = json.loads((out / "bigclonebench.json").read_text())
+    assert report["finished"] == ["compressor-seed0"]
+    assert report["summary"]["methods"]["compressor"]["mr1_violation_rate"]["values"] == [
+        pytest.approx(ev.data.metrics["mr1_violation_rate"])]
+    assert "| MR1 violations (label flips) | up to 36.0% |" in (out / "bigclonebench.md").read_text()
+    n_runs = len(mlflow.search_runs(search_all_experiments=True, output_format="list"))
+
+    def never(*args, **kwargs):
+        raise AssertionError("a finished stage ran again")
+
+    monkeypatch.setattr("mlflow_metacompress.distill.teacher.train_teacher", never)
+    monkeypatch.setattr("mlflow_metacompress.distill.runner.distill_student", never)
+    monkeypatch.setattr(mlflow.models, "evaluate", never)
+    second = reproduce.run_study(cfg, output=out)
+    assert second["failed"] == [] and all(second[k].skipped for k in ("teacher", "student-compressor-seed0",
+                                                                        "evaluate-compressor-seed0"))
+    # only the report run is new
+    assert len(mlflow.search_runs(search_all_experiments=True, output_format="list")) == n_runs + 1
+    assert json.loads((out / "bigclonebench.json").read_text())["summary"] == report["summary"]
+
+
+def test_mlproject_reproduce_entry_point_parses_into_a_study_config():
+    from mlflow.projects._project_spec import load_project
+
+    from mlflow_metacompress.pipeline.repro_cli import config_from, parser
+    from tests.conftest import REPO
+
+    entry = load_project(str(REPO)).get_entry_point("reproduce")
+    assert {"task", "data_dir", "seeds", "methods", "eval_rows", "attacks", "transforms", "threads"} <= set(entry.parameters)
+    assert "recipes/reproduce.py" in entry.command
+    params = {k: v.default for k, v in entry.parameters.items()}
+    assert params["seeds"] == "0,1,2" and params["methods"] == "compressor,avatar,morph,fidelity,quantize"
+    # MLflow passes float parameters as "200.0"; seeds as written
+    args = parser().parse_args(["--seeds", "0,2", "--eval-rows", "200.0", "--threads", "1.0", "--transforms",
+                                "rename_variables,swap_operands", "--attacks", "alert_yang_2022"])
+    cfg = config_from(args)
+    assert cfg.seeds == (0, 2) and cfg.eval_rows == 200 and cfg.threads == 1
+    assert cfg.transforms == ["rename_variables", "swap_operands"] and cfg.attacks == ("alert_yang_2022",)
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--eval-rows", "2.5"])
+
+
+def test_paired_bootstrap_over_rows_matches_a_direct_resample():
+    import pandas as pd
+
+    from mlflow_metacompress.pipeline.repro_table import paired_bootstrap
+
+    rng = np.random.default_rng(0)
+    index = pd.MultiIndex.from_product([["rename_variables", "swap_operands"], range(150)], names=["variant", "row"])
+    a = pd.Series((rng.random(len(index)) < 0.2).astype(float), index=index)
+    b = pd.Series((rng.random(len(index)) < 0.4).astype(float), index=index)
+    out = paired_bootstrap(a, b, samples=3000, seed=1)
+    assert out["n_rows"] == 150 and out["n_pairs"] == 300
+    assert out["mean_difference"] == pytest.approx(a.mean() - b.mean())
+    assert out["low"] < out["mean_difference"] < out["high"] < 0 and out["pvalue"] < 0.01
+    # the same resample by hand: rows drawn with replacement, both models' variants together
+    idx = np.random.default_rng(1).integers(0, 150, size=(3000, 150))
+    da, db = a.groupby(level="row").sum().to_numpy(), b.groupby(level="row").sum().to_numpy()
+    diffs = (da[idx].sum(1) - db[idx].sum(1)) / (2 * 150)
+    assert out["low"] == pytest.approx(np.quantile(diffs, 0.025)) and out["high"] == pytest.approx(np.quantile(diffs, 0.975))
+    # only the (variant, row) pairs both hold are compared
+    assert paired_bootstrap(a.iloc[:150], b.iloc[150:])["n_rows"] == 0

@@ -1,7 +1,7 @@
 """The reproduction's table: the paper's headline figures beside ours, per method and seed.
 
-:func:`collect` finds every finished evaluation of a study through MLflow (the stage
-keys of :mod:`.reproduce`); :func:`summarise` takes, per method and metric, the seeds'
+:func:`.reproduce.collect` finds every finished evaluation of a study through MLflow (by
+its stage keys); :func:`summarise` takes, per method and metric, the seeds'
 values, their mean and Student-t interval (:mod:`.seeds`) and each seed's within-run
 bootstrap interval; :func:`write_reproduction` writes ``<task>.json`` and ``<task>.md``
 into the output folder and logs them as the ``reproduction/`` artifact folder of a run
@@ -37,34 +37,6 @@ PAPER = (
     ("accuracy gap to the teacher", 0.03, "accuracy_drop", "gap"),
     ("excess accuracy drop under attack", 2.85, "attack_excess_drop_pct", "max"),
 )
-
-
-def collect(cfg: Any, teacher: Any) -> dict[tuple[str, int], dict[str, float]]:
-    """``(method, seed)`` → the finished evaluation's metrics (plus the student's
-    ``size_mb``); stages not finished are absent."""
-    from mlflow import MlflowClient
-
-    from .reproduce import eval_args, student_args
-    from .resume import lookup
-
-    client = MlflowClient()
-    out: dict[tuple[str, int], dict[str, float]] = {}
-    for seed in cfg.seeds:
-        for method in cfg.methods:
-            student = lookup(f"student-{method}-seed{seed}", student_args(cfg, teacher, method, seed))
-            if student is None:
-                continue
-            ev = lookup(f"evaluate-{method}-seed{seed}", eval_args(cfg, student, method, seed))
-            if ev is None:
-                continue
-            metrics = dict(client.get_run(ev.run_id).data.metrics)
-            size = student.outputs.get("size_mb")
-            if size not in (None, "", "nan"):
-                metrics["size_mb"] = float(size)
-            metrics["attack_excess_drop_pct"] = max_excess(metrics, cfg.attacks)
-            metrics["run_id"] = ev.run_id  # type: ignore[assignment]  # for the per-sample paired bootstrap
-            out[(method, seed)] = metrics
-    return out
 
 
 def max_excess(metrics: dict[str, float], attacks: Any) -> float:
@@ -261,9 +233,11 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reproduction(cfg: Any, teacher: Any, output: str | Path = "reproduction") -> dict[str, Any]:
-    """Collect, summarise and write ``<dataset>.json``/``.md`` into ``output``, and log them
-    as the ``reproduction/`` artifact folder of a report run."""
+def write_reproduction(cfg: Any, teacher: Any, results: dict[tuple[str, int], dict[str, float]],
+                       output: str | Path = "reproduction") -> dict[str, Any]:
+    """Summarise the finished evaluations ``results`` (``(method, seed)`` → metrics, from
+    :func:`.reproduce.collect`) and write ``<dataset>.json``/``.md`` into ``output``, and log
+    them as the ``reproduction/`` artifact folder of a report run."""
     import mlflow
     from dataclasses import asdict
 
@@ -271,7 +245,6 @@ def write_reproduction(cfg: Any, teacher: Any, output: str | Path = "reproductio
 
     from .resume import STAGE_TAG, STUDY_TAG
 
-    results = collect(cfg, teacher)
     summary = summarise(results, cfg.methods, cfg.seeds, cfg.attacks)
     f = summary["fidelity"]
     if f.get("available"):

@@ -273,8 +273,36 @@ def run_study(cfg: StudyConfig, *, only: str = "all", output: str | Path = "repr
     if only in ("all", "report"):
         from .repro_table import write_reproduction
 
-        done["report"] = write_reproduction(cfg, teacher, output)
+        done["report"] = write_reproduction(cfg, teacher, collect(cfg, teacher), output)
     return done
+
+
+def collect(cfg: StudyConfig, teacher: StageResult) -> dict[tuple[str, int], dict[str, float]]:
+    """``(method, seed)`` → the finished evaluation's metrics (plus the student's
+    ``size_mb``); stages not finished are absent."""
+    from mlflow import MlflowClient
+
+    from .repro_table import max_excess
+    from .resume import lookup
+
+    client = MlflowClient()
+    out: dict[tuple[str, int], dict[str, float]] = {}
+    for seed in cfg.seeds:
+        for method in cfg.methods:
+            student = lookup(f"student-{method}-seed{seed}", student_args(cfg, teacher, method, seed))
+            if student is None:
+                continue
+            ev = lookup(f"evaluate-{method}-seed{seed}", eval_args(cfg, student, method, seed))
+            if ev is None:
+                continue
+            metrics = dict(client.get_run(ev.run_id).data.metrics)
+            size = student.outputs.get("size_mb")
+            if size not in (None, "", "nan"):
+                metrics["size_mb"] = float(size)
+            metrics["attack_excess_drop_pct"] = max_excess(metrics, cfg.attacks)
+            metrics["run_id"] = ev.run_id  # type: ignore[assignment]  # for the per-sample paired bootstrap
+            out[(method, seed)] = metrics
+    return out
 
 
 def _known_methods() -> list[str]:

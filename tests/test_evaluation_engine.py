@@ -68,7 +68,10 @@ def test_original_metrics_and_per_sample_columns_follow_the_relations():
     np.testing.assert_allclose(per[[f"student_prob_{k}" for k in range(3)]].to_numpy(), student_fn(df), atol=1e-12)
     assert per["code"].tolist() == df["func"].tolist() and outcome.classes == ["0", "1", "2"]
     notes = {k: v for k, v in outcome.notes.items() if k != "statistics"}  # tests/test_statistics.py
-    assert notes == {"teacher_rows_run": 30, "student_rows_run": 30} and outcome.extra_tables == {}
+    from mlflow_metacompress.threads import resolve
+
+    assert notes == {"teacher_rows_run": 30, "student_rows_run": 30, "threads": resolve()}
+    assert outcome.extra_tables == {}
 
 
 def test_transformed_and_pooled_metrics_match_an_independent_recomputation():

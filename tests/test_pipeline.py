@@ -104,8 +104,10 @@ def test_resolve_methods_accepts_any_discovered_method(tmp_path, monkeypatch):
     assert resolve_methods("pipeline_test_method,compressor") == ["pipeline_test_method", "compressor"]
     assert "pipeline_test_method" in resolve_methods("all")
     quick = get_profile("quick")  # a method no profile names runs with its own defaults
-    assert quick.options_for("pipeline_test_method") == {} and quick.epochs_for("pipeline_test_method") == 6
-    assert quick.options_for("fidelity")["transforms"] == ["rename_variables"] and quick.epochs_for("fidelity") == 3
+    assert quick.options_for("pipeline_test_method") == {}
+    assert quick.epochs_for("pipeline_test_method") == quick.student_epochs != quick.method_epochs["fidelity"]
+    assert quick.options_for("fidelity")["transforms"] == ["rename_variables"]
+    assert quick.epochs_for("fidelity") == quick.method_epochs["fidelity"]
 
 
 def test_profile_method_options_parse_into_each_method():
@@ -167,8 +169,10 @@ def test_real_devign_is_read_and_capped_per_split(shared_data):
     quick = get_profile("quick")
     data = load_task_data("vulnerability", shared_data / "devign", quick, seed=0)
     assert data.dataset == "devign" and data.source == str(shared_data / "devign")
-    assert {k: len(v) for k, v in data.frames.items()} == {"train": quick.train_rows, "valid": quick.valid_rows,
-                                                          "test": quick.eval_rows}
+    on_disk = {s: sum(1 for _ in open(shared_data / "devign" / f"{s}.jsonl")) for s in ("train", "valid", "test")}
+    assert {k: len(v) for k, v in data.frames.items()} == {  # each split capped by the profile, or whole
+        "train": min(quick.train_rows, on_disk["train"]), "valid": min(quick.valid_rows, on_disk["valid"]),
+        "test": min(quick.eval_rows, on_disk["test"])}
     full = pd.read_json(shared_data / "devign" / "test.jsonl", lines=True)
     assert set(data.frames["test"]["func"]) <= set(full["func"])
     assert abs(data.frames["test"]["target"].mean() - full["target"].mean()) < 0.02  # stratified

@@ -177,10 +177,15 @@ def test_gate_version_evaluates_against_tagged_teacher(registry, monkeypatch, tm
     with pytest.raises(ValueError, match="no 'metacompress.teacher' tag"):
         gate_version(name, 1, data, "standard", client=client)
     client.set_model_version_tag(name, "1", gates.TAG_TEACHER, "models:/vuln-teacher/1")
+    with pytest.raises(ValueError, match=r"teacher model URI 'models:/vuln-teacher/1' does not resolve"):
+        gate_version(name, 1, data, "standard", evaluator_config={"code_columns": ["func"]}, client=client)
+    assert not _FakeEvaluator.calls and _alias(client, name) is None  # nothing evaluated, no alias moved
+    teacher = register_versions(client, registry["source"], "vuln-teacher", 1, run_id=registry["run_id"])
+    client.set_model_version_tag(name, "1", gates.TAG_TEACHER, f"models:/{teacher}/1")
     decision = gate_version(name, 1, data, "standard", evaluator_config={"code_columns": ["func"]}, client=client)
     assert decision.passed and _alias(client, name) == "1"
     (call,) = _FakeEvaluator.calls
-    assert call["config"] == {"teacher": "models:/vuln-teacher/1", "code_columns": ["func"]} and call["n"] == 2
+    assert call["config"] == {"teacher": f"models:/{teacher}/1", "code_columns": ["func"]} and call["n"] == 2
     assert decision.evaluation_run_id == call["run_id"]
     assert client.get_run(call["run_id"]).data.tags[gates.TAG_POLICY] == "standard"
     with pytest.raises(KeyError, match="targets column 'label'"):

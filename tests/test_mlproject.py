@@ -241,6 +241,8 @@ def test_judged_rows_are_the_rows_the_run_evaluated_the_student_on(project_run, 
     from mlflow_metacompress.pipeline import judged_rows
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{project_run[0]}/mlflow.db")
+    monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)  # an earlier test's registry must not win
+    mlflow.set_tracking_uri(None)
     mlflow.set_registry_uri(None)
     try:
         rows = judged_rows(f"models:/{STUDENT}/1")

@@ -18,7 +18,6 @@ against the real CodeBERT's hard labels on held-out pairs. Every stage is resuma
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -88,14 +87,6 @@ class StudyConfig:
 
     def folder(self) -> str:
         return str(Path(self.data_dir).expanduser().resolve())
-
-
-def set_threads(threads: int) -> None:
-    """Torch intra-op threads (and the BLAS/tokenizer environment) for every stage."""
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import torch
-
-    torch.set_num_threads(max(1, int(threads)))
 
 
 def _study_data(cfg: StudyConfig) -> Any:
@@ -242,14 +233,21 @@ def run_study(cfg: StudyConfig, *, only: str = "all", output: str | Path = "repr
     ``report`` runs nothing and aggregates the finished stages. A stage that raises is
     logged and skipped (its run ends ``FAILED``, so a rerun retries it); the others go on.
     """
-    from .resume import lookup
-
     if only not in ("all", "teacher", "students", "report"):
         raise ValueError(f"run_study: only must be all, teacher, students or report, got {only!r}")
     unknown = [m for m in cfg.methods if m not in _known_methods()] if only in ("all", "students") else []
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; known: {_known_methods()}")
-    set_threads(cfg.threads)
+    from ..threads import using
+
+    with using(cfg.threads):  # every stage on the study's threads, restored afterwards
+        return _run_stages(cfg, only, output)
+
+
+def _run_stages(cfg: StudyConfig, only: str, output: str | Path) -> dict[str, Any]:
+    """:func:`run_study`'s stages, after its checks."""
+    from .resume import lookup
+
     if only == "report":
         teacher = lookup("teacher", teacher_args(cfg))
         if teacher is None:

@@ -64,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
                         "else the cores less one; mlflow_metacompress/threads.py) or a positive integer")
     p.add_argument("--size-mb", type=float, default=d.size_mb)
     p.add_argument("--teacher-steps", type=int, default=t.max_steps)
+    p.add_argument("--teacher-max-length", type=int, default=t.max_length, help="teacher tokens per function")
     p.add_argument("--student-steps", type=int, default=d.student_steps)
     p.add_argument("--attack-budget", type=_int, default=d.attack_budget, help="model queries per attacked row")
     p.add_argument("--attack-max-samples", type=int, default=0, help="attacked rows (0: every eval row)")
@@ -86,7 +87,7 @@ def config_from(args: argparse.Namespace) -> StudyConfig:
     return replace(d, task=args.task, data_dir=args.data_dir, seeds=tuple(args.seeds), methods=tuple(args.methods),
                    eval_rows=args.eval_rows, attacks=tuple(args.attacks), transforms=transforms,
                    threads=resolve_threads(args.threads, source="--threads"),
-                   teacher=replace(d.teacher, max_steps=args.teacher_steps), size_mb=args.size_mb,
+                   teacher=replace(d.teacher, max_steps=args.teacher_steps, max_length=args.teacher_max_length), size_mb=args.size_mb,
                    student_steps=args.student_steps, attack_budget=args.attack_budget,
                    attack_max_samples=args.attack_max_samples or None, bootstrap=args.bootstrap)
 

@@ -61,7 +61,7 @@ def test_single_texts_match_unbatched_forward(tiny_classifiers, batch_size, chun
     assert got.dtype == np.float32 and got.shape == (len(SKEWED), 2)
 
 
-@pytest.mark.parametrize("pair_mode", ["single_sequence", "concat_cls"])
+@pytest.mark.parametrize("pair_mode", ["single_sequence", "concat_cls", "siamese"])
 def test_clone_pairs_match_unbatched_forward(tiny_classifiers, pair_mode):
     tok = tiny_classifiers[0]
     model = build(tok, pair_mode, seed=3)
@@ -221,3 +221,29 @@ def test_mfu_benchmark_cpu_smoke(tmp_path):
     assert report["results"]["new"]["padding_fraction"] <= report["results"]["old"]["padding_fraction"]
     assert set(report["breakdown_seconds"]) == {"tokenise", "bucket_and_collate", "h2d_transfer", "forward", "other"}
     assert report["new_vs_old_max_abs_prob_diff"] < 1e-5  # fp32 on CPU: same probabilities
+
+
+def test_siamese_head_reads_mean_pooled_pair_features(tiny_classifiers):
+    """``siamese`` (Sentence-BERT's features): the head's input is ``[u, v, |u - v|, u * v]``
+    of each function's hidden states averaged over its own tokens, recomputed here in numpy
+    from the encoder's unpadded outputs; the pair's order then matters only through u and v."""
+    tok = tiny_classifiers[0]
+    model = build(tok, "siamese", seed=5)
+    a, b = SKEWED[:6], SKEWED[-6:]
+
+    def pooled(text: str) -> np.ndarray:
+        enc = tok([text], truncation=True, max_length=model.meta.max_length, return_tensors="pt")
+        with torch.no_grad():
+            states = model.encoder(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+        return states[0].numpy().mean(axis=0)
+
+    head = {k: v.numpy() for k, v in model.head.state_dict().items()}
+    expected = []
+    for x, y in zip(a, b):
+        u, v = pooled(x), pooled(y)
+        feats = np.concatenate([u, v, np.abs(u - v), u * v])
+        hidden = np.tanh(head["dense.weight"] @ feats + head["dense.bias"])
+        logits = head["out_proj.weight"] @ hidden + head["out_proj.bias"]
+        expected.append(np.exp(logits) / np.exp(logits).sum())
+    np.testing.assert_allclose(model.predict_proba(tok, a, b, batch_size=4), np.array(expected), atol=1e-5)
+    assert model.head.dense.in_features == 4 * model.encoder.config.hidden_size

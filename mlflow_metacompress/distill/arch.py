@@ -116,11 +116,11 @@ def param_count(c: Any, num_labels: int = 2, pair_mode: str | None = None, rotar
     ``c`` has the numeric attributes of :class:`ArchSpec` (ints or z3 terms).
     RoBERTa (absolute positions): embeddings ``(V + P + 1)·h + 2h`` with
     ``P = max_length + 2``; per layer ``4h² + 2hi + 9h + i``; head ``m·h·h + h + hK + K``
-    (``m = 2`` for ``concat_cls`` pairs). ESM (rotary): embeddings ``V·h``, the same
+    (``m = 2`` for ``concat_cls`` pairs, 4 for ``siamese``). ESM (rotary): embeddings ``V·h``, the same
     layers, a final LayerNorm ``2h`` and ESM's contact head ``L·A + 1``.
     """
     V, L, h, A, i = c.vocab_size, c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size
-    m = 2 if pair_mode == "concat_cls" else 1
+    m = {"concat_cls": 2, "siamese": 4}.get(pair_mode or "", 1)
     layers = L * (4 * h * h + 2 * h * i + 9 * h + i)
     head = m * h * h + h + h * num_labels + num_labels
     absolute = (V + c.max_length + 3) * h + 2 * h + layers + head
@@ -178,6 +178,9 @@ def _measure_shape(spec: ArchSpec) -> tuple[int, int]:
             inner = model.encoder(input_ids=ids).last_hidden_state[:, 0, :]
             if spec.pair_mode == "concat_cls":
                 inner = torch.cat([inner, model.encoder(input_ids=ids).last_hidden_state[:, 0, :]], dim=-1)
+            elif spec.pair_mode == "siamese":  # the second encoding and the |u - v|, u * v features
+                other = model.encoder(input_ids=ids).last_hidden_state[:, 0, :]
+                inner = torch.cat([inner, other, (inner - other).abs(), inner * other], dim=-1)
             model.head(inner)
         return params, int(counter.get_total_flops())
     finally:

@@ -70,7 +70,7 @@ def add_distill(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--lr", type=float, default=5e-4)
     t.add_argument("--monitor", default="val_acc", choices=["val_acc", "last"],
                    help="keep the best validation-accuracy epoch or the last (confident) one")
-    t.add_argument("--pair-mode", default="concat_cls", choices=["concat_cls", "single_sequence"])
+    t.add_argument("--pair-mode", default="concat_cls", choices=["concat_cls", "single_sequence", "siamese"])
     t.add_argument("--layers", type=int, default=4)
     t.add_argument("--hidden", type=int, default=256)
     t.add_argument("--heads", type=int, default=4)

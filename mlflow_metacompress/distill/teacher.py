@@ -95,7 +95,8 @@ def train_teacher(
     ``unique_texts``: a scratch tokenizer learns from each distinct text once), log the run
     (params, per-epoch metrics, architecture JSON), register it and return the result.
 
-    ``pair_mode`` applies to clone pairs only (``concat_cls`` or ``single_sequence``).
+    ``pair_mode`` applies to clone pairs only (``concat_cls``, ``single_sequence`` or ``siamese``;
+    :mod:`..models.classifier`).
     ``monitor="last"`` keeps the last epoch instead of the best validation accuracy: on
     small, noisy data the best-accuracy epoch is often an early, near-uniform one, while
     fine-tuned code models are confident (MetaCompress's MR3 needs confident teachers).

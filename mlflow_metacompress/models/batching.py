@@ -32,7 +32,8 @@ class Tokenised:
     """Token ids of every row, unpadded.
 
     ``ids`` holds one list of sequences per model input: one for single texts and
-    ``single_sequence`` pairs, two (first and second function) for ``concat_cls`` pairs.
+    ``single_sequence`` pairs, two (first and second function) for ``concat_cls`` and
+    ``siamese`` pairs.
     ``widths`` is the (rows × inputs) array of their lengths.
     """
 
@@ -60,9 +61,9 @@ def tokenise_all(
         seqs = [list(tokenizer(texts, texts_b, **kw)["input_ids"])] if texts else [[]]
     else:
         seqs = [list(tokenizer(texts, **kw)["input_ids"])] if texts else [[]]
-        if pair_mode == "concat_cls":
+        if pair_mode in ("concat_cls", "siamese"):  # classifier.TWO_INPUTS (not imported: no torch here)
             if texts_b is None:
-                raise ValueError("a concat_cls pair classifier needs two code columns")
+                raise ValueError(f"a {pair_mode} pair classifier needs two code columns")
             seqs.append(list(tokenizer(texts_b, **kw)["input_ids"]) if texts_b else [])
     widths = np.array([[len(s) for s in col] for col in seqs], dtype=np.int64).T.reshape(len(texts), len(seqs))
     return Tokenised(seqs, widths)

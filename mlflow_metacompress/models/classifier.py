@@ -5,6 +5,11 @@ plus a RoBERTa classification head. Clone pairs follow Compressor (Shi et al., A
 and the CodeXGLUE BigCloneBench baseline: both functions are encoded separately and
 their ``[CLS]`` vectors are concatenated before the head (``pair_mode="concat_cls"``).
 ``pair_mode="single_sequence"`` encodes ``<s> A </s></s> B </s>`` instead.
+``pair_mode="siamese"`` encodes both functions separately too, mean-pools each over its
+tokens and gives the head ``[u, v, |u − v|, u ⊙ v]``, the siamese features of
+Sentence-BERT (Reimers and Gurevych, EMNLP 2019) that clone detectors such as CDLH (Wei
+and Li, IJCAI 2017) compare: a small encoder trained from scratch learns "same
+behaviour" from them where a concatenation alone leaves it at chance (issue 22).
 
 Saved layout (``save``): ``encoder/`` (``save_pretrained``), ``tokenizer/``,
 ``head.pt`` and ``metacompress.json`` with the labels, pair mode and max length. A
@@ -32,7 +37,10 @@ from torch import nn  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
-PairMode = Literal["concat_cls", "single_sequence"]
+PairMode = Literal["concat_cls", "single_sequence", "siamese"]
+PAIR_MODES: tuple[str, ...] = ("concat_cls", "single_sequence", "siamese")
+# pair modes that encode the two functions as two inputs, and the head's input width in hidden sizes
+TWO_INPUTS: dict[str, int] = {"concat_cls": 2, "siamese": 4}
 META_FILE = "metacompress.json"
 
 
@@ -68,7 +76,7 @@ class CodeClassifier(nn.Module):
         self.encoder = encoder
         self.meta = meta
         hidden = encoder.config.hidden_size
-        in_dim = 2 * hidden if meta.pair_mode == "concat_cls" else hidden
+        in_dim = TWO_INPUTS.get(meta.pair_mode or "", 1) * hidden
         self.head = ClassificationHead(in_dim, hidden, len(meta.labels), dropout)
 
     @property
@@ -86,8 +94,13 @@ class CodeClassifier(nn.Module):
         return super().to(*args, **kwargs)
 
     def _cls(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, hidden: bool) -> tuple[torch.Tensor, Any]:
+        """The pooled vector (``[CLS]``; the mean over real tokens for ``siamese``) and the hidden states."""
         out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=hidden)
-        return out.last_hidden_state[:, 0, :], (out.hidden_states if hidden else None)
+        states = out.hidden_states if hidden else None
+        if self.meta.pair_mode == "siamese":
+            mask = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
+            return (out.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1.0), states
+        return out.last_hidden_state[:, 0, :], states
 
     def forward(
         self,
@@ -99,14 +112,17 @@ class CodeClassifier(nn.Module):
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """Return ``(logits, hidden_states)``; ``hidden_states`` is None unless asked.
 
-        For ``concat_cls`` pairs the hidden states are those of the first function.
+        For two-input pairs (``concat_cls``, ``siamese``) the hidden states are those of the
+        first function.
         """
         cls, states = self._cls(input_ids, attention_mask, output_hidden_states)
-        if self.meta.pair_mode == "concat_cls":
+        mode = self.meta.pair_mode
+        if mode in TWO_INPUTS:
             if input_ids_b is None or attention_mask_b is None:
-                raise ValueError("a concat_cls pair classifier needs input_ids_b and attention_mask_b")
+                raise ValueError(f"a {mode} pair classifier needs input_ids_b and attention_mask_b")
             cls_b, _ = self._cls(input_ids_b, attention_mask_b, False)
-            cls = torch.cat([cls, cls_b], dim=-1)
+            parts = [cls, cls_b] if mode == "concat_cls" else [cls, cls_b, (cls - cls_b).abs(), cls * cls_b]
+            cls = torch.cat(parts, dim=-1)
         return self.head(cls), states
 
     # ------------------------------------------------------------------ building
@@ -198,9 +214,9 @@ class CodeClassifier(nn.Module):
             return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
         enc = tokenizer(texts, **kw)
         batch = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
-        if self.meta.pair_mode == "concat_cls":
+        if self.meta.pair_mode in TWO_INPUTS:
             if texts_b is None:
-                raise ValueError("a concat_cls pair classifier needs two code columns")
+                raise ValueError(f"a {self.meta.pair_mode} pair classifier needs two code columns")
             enc_b = tokenizer(texts_b, **kw)
             batch.update(input_ids_b=enc_b["input_ids"], attention_mask_b=enc_b["attention_mask"])
         return batch

@@ -61,6 +61,7 @@ class Profile:
     batch_size: int = 16
     max_length: int = 256
     max_steps: int = -1
+    pair_mode: str = "concat_cls"  # clone pairs: how teacher and students read two functions (models.classifier)
     size_mb: float = 3.0
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # evaluation
@@ -119,7 +120,10 @@ PROFILES: dict[str, Profile] = {
         generated_rows=6000, train_rows=4800, valid_rows=120, eval_rows=100,
         teacher_arch=_QUICK_TEACHER, teacher_epochs=5, teacher_lr=1e-3, teacher_patience=2, student_epochs=3,
         batch_size=16, method_epochs={"fidelity": 2},  # each fidelity step also trains on variants and aligns states
-        max_length=160, size_mb=0.25,
+        # siamese pairs: from concatenated [CLS] vectors this teacher stays at chance on generated
+        # clones (val_acc 0.50, training loss 0.70 after 450 steps); from [u, v, |u-v|, u*v] of
+        # mean-pooled encodings it learns them (issue 22)
+        max_length=160, size_mb=0.25, pair_mode="siamese",
         method_options={"compressor": {"population": 16, "generations": 8, "lr": 3e-3},
                         "avatar": {**_QUICK_SEARCH, "lr": 3e-3, "energy_samples": 50},
                         "morph": {**_QUICK_SEARCH, "lr": 3e-3},

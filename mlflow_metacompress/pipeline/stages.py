@@ -102,7 +102,7 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
     result = train_teacher(data.frames, data.codexglue_task, arch=arch, epochs=profile.teacher_epochs,
                            lr=profile.teacher_lr, patience=profile.teacher_patience, batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
                            registered_name=data.model_name("teacher"), progress=progress, dataset=data.dataset,
-                           trainer=trainer)
+                           trainer=trainer, pair_mode=profile.pair_mode)
     tag_version(data.model_name("teacher"), result.version, version_tags(data, profile))
     return result
 
@@ -119,7 +119,7 @@ def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: st
         data.frames, teacher_uri, data.codexglue_task, method=method, size_mb=target, max_length=profile.max_length,
         epochs=profile.epochs_for(method), batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
         registered_name=data.model_name(method), cache_dir=cache_dir, progress=progress, dataset=data.dataset,
-        trainer=trainer,
+        trainer=trainer, pair_mode=profile.pair_mode,
         **profile.options_for(method),
     )
     tag_version(data.model_name(method), result.version, version_tags(data, profile))

@@ -55,27 +55,60 @@ def main() -> None:
     os.chdir(workdir)
     mlflow.set_tracking_uri(f"sqlite:///{workdir / 'mlflow.db'}")
     mlflow.set_experiment("bench-distill")
-    arch = ArchSpec(vocab_size=8000, num_hidden_layers=4, hidden_size=256, num_attention_heads=4,
-                    intermediate_size=1024, max_length=args.max_length)
+    arch = ArchSpec(
+        vocab_size=8000,
+        num_hidden_layers=4,
+        hidden_size=256,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        max_length=args.max_length,
+    )
     t0 = time.perf_counter()
-    teacher = train_teacher(args.data_dir, "devign", arch=arch, epochs=args.teacher_epochs, limit=args.limit,
-                            registered_name="bench-teacher", progress=False)
-    rows = {"teacher": {"method": "teacher", "objective": "-", "uri": teacher.model_uri,
-                        "seconds": round(time.perf_counter() - t0, 1),
-                        **{k: teacher.metrics.get(k) for k in ("test_acc", "size_mb", "gflops")}}}
+    teacher = train_teacher(
+        args.data_dir,
+        "devign",
+        arch=arch,
+        epochs=args.teacher_epochs,
+        limit=args.limit,
+        registered_name="bench-teacher",
+        progress=False,
+    )
+    rows = {
+        "teacher": {
+            "method": "teacher",
+            "objective": "-",
+            "uri": teacher.model_uri,
+            "seconds": round(time.perf_counter() - t0, 1),
+            **{k: teacher.metrics.get(k) for k in ("test_acc", "size_mb", "gflops")},
+        }
+    }
     for method in args.methods.split(","):
         for objective in args.objectives.split(","):
             t = time.perf_counter()
-            student = distill_student(args.data_dir, teacher.model_uri, "devign", method=method, size_mb=args.size_mb,
-                                      max_length=args.max_length, epochs=args.student_epochs, limit=args.limit,
-                                      population=args.population, generations=args.generations, objective=objective,
-                                      registered_name=f"bench-{method}-{objective}", progress=False)
+            student = distill_student(
+                args.data_dir,
+                teacher.model_uri,
+                "devign",
+                method=method,
+                size_mb=args.size_mb,
+                max_length=args.max_length,
+                epochs=args.student_epochs,
+                limit=args.limit,
+                population=args.population,
+                generations=args.generations,
+                objective=objective,
+                registered_name=f"bench-{method}-{objective}",
+                progress=False,
+            )
             cfg = student.config
             rows[f"{method}/{objective}"] = {
-                "method": method, "objective": objective, "uri": student.model_uri,
+                "method": method,
+                "objective": objective,
+                "uri": student.model_uri,
                 "seconds": round(time.perf_counter() - t, 1),
                 **{k: student.metrics.get(k) for k in ("test_acc", "size_mb", "gflops", "speedup_vs_teacher")},
-                "arch": cfg.get("arch") or cfg.get("student"), "search_fallback": cfg.get("search_fallback"),
+                "arch": cfg.get("arch") or cfg.get("student"),
+                "search_fallback": cfg.get("search_fallback"),
             }
     # every model side by side on the same 32 test functions, alternating, best of --repeats
     test = load_task("devign", "test", args.data_dir)
@@ -86,15 +119,22 @@ def main() -> None:
     for name, r in rows.items():
         r["latency_ms"] = 1000 * best[name] / BATCH
         r["speedup"] = best["teacher"] / best[name]
-    report = {"device": device_name("cpu"), "timing": f"{BATCH} test functions, best of {args.repeats}, {threads} thread(s)",
-              "load_average": os.getloadavg(), "paper_speedup": PAPER_SPEEDUP, "models": rows}
+    report = {
+        "device": device_name("cpu"),
+        "timing": f"{BATCH} test functions, best of {args.repeats}, {threads} thread(s)",
+        "load_average": os.getloadavg(),
+        "paper_speedup": PAPER_SPEEDUP,
+        "models": rows,
+    }
     text = json.dumps(report, indent=2)
     print(text)
     print(f"\n{'model':<22} {'test acc':>8} {'MB':>7} {'GFLOPs':>7} {'ms/sample':>10} {'speedup':>8}  fallback")
     num = lambda v, f: format(v, f) if isinstance(v, (int, float)) else "-"  # noqa: E731
     for name, r in rows.items():
-        print(f"{name:<22} {num(r['test_acc'], '>8.4f')} {num(r['size_mb'], '>7.2f')} {num(r['gflops'], '>7.3f')} "
-              f"{r['latency_ms']:>10.3f} {r['speedup']:>7.2f}×  {r.get('search_fallback', '')}")
+        print(
+            f"{name:<22} {num(r['test_acc'], '>8.4f')} {num(r['size_mb'], '>7.2f')} {num(r['gflops'], '>7.3f')} "
+            f"{r['latency_ms']:>10.3f} {r['speedup']:>7.2f}×  {r.get('search_fallback', '')}"
+        )
     if args.out:
         Path(args.out).write_text(text)
 

@@ -51,11 +51,27 @@ def main() -> None:
     torch.manual_seed(0)
     df = load(args.n)
     tok = train_tokenizer(df["func"].head(500), vocab_size=2000)
-    teacher = CodeClassifier.from_config(len(tok), hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                                         intermediate_size=1024, max_length=args.max_length, pad_token_id=tok.pad_token_id)
-    students = [CodeClassifier.from_config(len(tok), hidden_size=96, num_hidden_layers=2, num_attention_heads=2,
-                                           intermediate_size=192, max_length=args.max_length, pad_token_id=tok.pad_token_id)
-                for _ in range(2)]
+    teacher = CodeClassifier.from_config(
+        len(tok),
+        hidden_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        max_length=args.max_length,
+        pad_token_id=tok.pad_token_id,
+    )
+    students = [
+        CodeClassifier.from_config(
+            len(tok),
+            hidden_size=96,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=192,
+            max_length=args.max_length,
+            pad_token_id=tok.pad_token_id,
+        )
+        for _ in range(2)
+    ]
     codes = df["func"].tolist()
     with tempfile.TemporaryDirectory() as tmp:
         mlflow.set_tracking_uri(f"sqlite:///{tmp}/bench.db")
@@ -75,13 +91,23 @@ def main() -> None:
         raw_t = timed(lambda: teacher.predict_proba(tok, codes, batch_size=bs))
         raw_s = timed(lambda: students[0].predict_proba(tok, codes, batch_size=bs))
         naive_n = min(200, len(codes))
-        naive = timed(lambda: [teacher.predict_proba(tok, [c], batch_size=1) for c in codes[:naive_n]]) * len(codes) / naive_n
+        naive = (
+            timed(lambda: [teacher.predict_proba(tok, [c], batch_size=1) for c in codes[:naive_n]])
+            * len(codes)
+            / naive_n
+        )
         cfg = {"teacher": t_uri, "transforms": [], "batch_size": bs, "cache_dir": f"{tmp}/cache", "progress": False}
 
         def evaluate(uri):
             with mlflow.start_run():
-                mlflow.models.evaluate(model=uri, data=df, targets="target", model_type="metacompress",
-                                       evaluators="metacompress", evaluator_config=cfg)
+                mlflow.models.evaluate(
+                    model=uri,
+                    data=df,
+                    targets="target",
+                    model_type="metacompress",
+                    evaluators="metacompress",
+                    evaluator_config=cfg,
+                )
 
         first = timed(lambda: evaluate(s_uris[0]))
         second = timed(lambda: evaluate(s_uris[1]))

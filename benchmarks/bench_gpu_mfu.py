@@ -70,7 +70,7 @@ DATA_DIRS = [REPO / "shared" / "data" / "devign", REPO.parent / "shared" / "data
 
 def load_code(n: int, data: str | None) -> tuple[list[str], str]:
     """``n`` Devign test functions (repeated if fewer), or generated C of varied length."""
-    for d in ([Path(data)] if data else DATA_DIRS):
+    for d in [Path(data)] if data else DATA_DIRS:
         path = d / "test.jsonl" if d.is_dir() else d
         if path.is_file():
             funcs = [json.loads(line)["func"] for line in path.open() if line.strip()]
@@ -83,13 +83,16 @@ def load_code(n: int, data: str | None) -> tuple[list[str], str]:
         return f"  if (buf[{j}] > {j}) {{ total += buf[{j}] * {j}; }} else {{ total -= {j}; }}\n"
 
     sizes = rng.lognormal(3, 1, n).astype(int) + 1  # a long tail of lengths, as in Devign
-    return [f"int f{i}(int *buf, int n) {{\n  int total = 0;\n{''.join(map(body, range(k)))}  return total;\n}}"
-            for i, k in enumerate(sizes)], "generated"
+    return [
+        f"int f{i}(int *buf, int n) {{\n  int total = 0;\n{''.join(map(body, range(k)))}  return total;\n}}"
+        for i, k in enumerate(sizes)
+    ], "generated"
 
 
 def best_times(fns: dict[str, Callable[[], Any]], device: torch.device, repeats: int) -> dict[str, float]:
     """Best wall time of each function over ``repeats`` rounds, alternating them within a
     round, after one warm-up call each; CUDA is synchronised around every call."""
+
     def sync() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -173,11 +176,19 @@ def main() -> None:
     t0 = time.perf_counter()
     texts, source = load_code(args.n, args.data)
     tok = train_tokenizer(texts, vocab_size=args.tokenizer_vocab, model_max_length=args.max_length)
-    model = CodeClassifier.from_config(
-        vocab_size=max(args.vocab, len(tok)), hidden_size=args.hidden, num_hidden_layers=args.layers,
-        num_attention_heads=heads, intermediate_size=args.ffn or 4 * args.hidden, max_length=args.max_length,
-        pad_token_id=tok.pad_token_id,
-    ).to(device).eval()
+    model = (
+        CodeClassifier.from_config(
+            vocab_size=max(args.vocab, len(tok)),
+            hidden_size=args.hidden,
+            num_hidden_layers=args.layers,
+            num_attention_heads=heads,
+            intermediate_size=args.ffn or 4 * args.hidden,
+            max_length=args.max_length,
+            pad_token_id=tok.pad_token_id,
+        )
+        .to(device)
+        .eval()
+    )
     setup_s = time.perf_counter() - t0
     p_ne = sum(p.numel() for n, p in model.named_parameters() if ".embeddings." not in f".{n}")
     hidden, layers = args.hidden, args.layers
@@ -192,12 +203,18 @@ def main() -> None:
     alt_chunks, alt_name = (0, "new_one_chunk") if cuda else (max(1, len(texts) // 8), "new_chunked")
 
     def plan(chunk_rows: int, **kw: Any) -> list[np.ndarray]:
-        return [rows[b] for _, rows, bs in bucketed(tok, texts, None, None, args.max_length, chunk_rows=chunk_rows, **kw)
-                for b in bs]
+        return [
+            rows[b]
+            for _, rows, bs in bucketed(tok, texts, None, None, args.max_length, chunk_rows=chunk_rows, **kw)
+            for b in bs
+        ]
 
-    plans = {"floor": plan_batches(widths, args.batch_size), "new": plan(default_chunks, batch_size=args.batch_size),
-             "new_max_tokens": plan(default_chunks, max_tokens=max_tokens),
-             alt_name: plan(alt_chunks, batch_size=args.batch_size)}
+    plans = {
+        "floor": plan_batches(widths, args.batch_size),
+        "new": plan(default_chunks, batch_size=args.batch_size),
+        "new_max_tokens": plan(default_chunks, max_tokens=max_tokens),
+        alt_name: plan(alt_chunks, batch_size=args.batch_size),
+    }
     plans["old"] = plans["old_fp32"] = old_plan(texts, args.batch_size)
 
     def autocast() -> Any:
@@ -221,13 +238,16 @@ def main() -> None:
         runs[f"floor_bs{bs}"] = forward_only(plans[f"floor_bs{bs}"])
     plans["floor_max_tokens"] = plan_batches(widths, max_tokens=max_tokens)
     runs["floor_max_tokens"] = forward_only(plans["floor_max_tokens"])
-    runs.update({
-        "new": lambda: model.predict_proba(tok, texts, batch_size=args.batch_size, precision=precision),
-        "new_max_tokens": lambda: model.predict_proba(tok, texts, precision=precision, max_tokens=max_tokens),
-        alt_name: lambda: model.predict_proba(tok, texts, batch_size=args.batch_size, precision=precision,
-                                              chunk_rows=alt_chunks),
-        "old": lambda: old_predict(model, tok, texts, args.batch_size, dtype),
-    })
+    runs.update(
+        {
+            "new": lambda: model.predict_proba(tok, texts, batch_size=args.batch_size, precision=precision),
+            "new_max_tokens": lambda: model.predict_proba(tok, texts, precision=precision, max_tokens=max_tokens),
+            alt_name: lambda: model.predict_proba(
+                tok, texts, batch_size=args.batch_size, precision=precision, chunk_rows=alt_chunks
+            ),
+            "old": lambda: old_predict(model, tok, texts, args.batch_size, dtype),
+        }
+    )
     if cuda and dtype is not None:
         runs["old_fp32"] = lambda: old_predict(model, tok, texts, args.batch_size, None)
     real = int(widths.sum())
@@ -237,10 +257,15 @@ def main() -> None:
         padded = padded_tokens(widths, plans[name])
         tflops = executed / seconds / 1e12
         results[name] = {
-            "seconds": sig(seconds), "batches": len(plans[name]), "padded_tokens": padded,
-            "padding_fraction": sig(1 - real / padded), "tokens_per_s": sig(real / seconds),
-            "padded_tokens_per_s": sig(padded / seconds), "executed_tflop": sig(executed / 1e12),
-            "achieved_tflops": sig(tflops), "mfu": sig(tflops / args.peak_tflops),
+            "seconds": sig(seconds),
+            "batches": len(plans[name]),
+            "padded_tokens": padded,
+            "padding_fraction": sig(1 - real / padded),
+            "tokens_per_s": sig(real / seconds),
+            "padded_tokens_per_s": sig(padded / seconds),
+            "executed_tflop": sig(executed / 1e12),
+            "achieved_tflops": sig(tflops),
+            "mfu": sig(tflops / args.peak_tflops),
             "mfu_useful": sig(useful / seconds / 1e12 / args.peak_tflops),
         }
     for name in list(results):
@@ -265,20 +290,40 @@ def main() -> None:
     old_p = old_predict(model, tok, texts, args.batch_size, dtype)
     best_floor = min((k for k in results if k.startswith("floor")), key=lambda k: results[k]["seconds"])
     report = {
-        "device": torch.cuda.get_device_name(device) if cuda else "cpu", "torch": torch.__version__,
-        "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM", "unset"),
-        "precision": precision, "attention": attention_implementation(model), "data": source, "n": len(texts),
-        "shape": {"layers": layers, "hidden": hidden, "heads": heads, "ffn": args.ffn or 4 * hidden,
-                  "vocab": model.encoder.config.vocab_size, "max_length": args.max_length},
-        "params": sum(p.numel() for p in model.parameters()), "params_non_embedding": p_ne,
-        "tokens": {"real": real, "mean": sig(real / max(1, len(texts))),
-                   "truncated_fraction": sig(float((widths[:, 0] >= args.max_length).mean()))},
-        "batch_size": args.batch_size, "max_tokens": max_tokens, "peak_tflops": args.peak_tflops,
-        "setup_seconds": sig(setup_s), "results": results,
+        "device": torch.cuda.get_device_name(device) if cuda else "cpu",
+        "torch": torch.__version__,
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM", "unset"),
+        "precision": precision,
+        "attention": attention_implementation(model),
+        "data": source,
+        "n": len(texts),
+        "shape": {
+            "layers": layers,
+            "hidden": hidden,
+            "heads": heads,
+            "ffn": args.ffn or 4 * hidden,
+            "vocab": model.encoder.config.vocab_size,
+            "max_length": args.max_length,
+        },
+        "params": sum(p.numel() for p in model.parameters()),
+        "params_non_embedding": p_ne,
+        "tokens": {
+            "real": real,
+            "mean": sig(real / max(1, len(texts))),
+            "truncated_fraction": sig(float((widths[:, 0] >= args.max_length).mean())),
+        },
+        "batch_size": args.batch_size,
+        "max_tokens": max_tokens,
+        "peak_tflops": args.peak_tflops,
+        "setup_seconds": sig(setup_s),
+        "results": results,
         "breakdown_seconds": {k: sig(v) for k, v in breakdown.items()},
         "breakdown_fraction": {k: sig(v / total) for k, v in breakdown.items()},
         "holds_back": {  # what separates ``new`` from the best forward-only floor
-            "best_floor": best_floor, "best_floor_mfu": results[best_floor]["mfu"],
+            "best_floor": best_floor,
+            "best_floor_mfu": results[best_floor]["mfu"],
             "new_seconds_over_best_floor": sig(results["new"]["seconds"] / results[best_floor]["seconds"]),
             "batch_size_floor_over_best": sig(results["floor"]["seconds"] / results[best_floor]["seconds"]),
             "tokenise_share_of_new": sig(breakdown["tokenise"] / results["new"]["seconds"]),

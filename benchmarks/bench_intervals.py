@@ -35,8 +35,9 @@ def frame(n: int, seed: int = 0) -> pd.DataFrame:
         return e / e.sum(axis=1, keepdims=True)
 
     pt, ps = probs(4.0), probs(4.0)
-    return pd.DataFrame({"t0": pt[:, 0], "t1": pt[:, 1], "s0": ps[:, 0], "s1": ps[:, 1],
-                         "target": rng.integers(0, 2, n)})
+    return pd.DataFrame(
+        {"t0": pt[:, 0], "t1": pt[:, 1], "s0": ps[:, 0], "s1": ps[:, 1], "target": rng.integers(0, 2, n)}
+    )
 
 
 def main() -> None:
@@ -57,9 +58,14 @@ def main() -> None:
                 _CACHE.clear()
             t0, c0 = time.perf_counter(), time.process_time()
             with mlflow.start_run():
-                mlflow.models.evaluate(model=None, data=df, targets="target", model_type="metacompress",
-                                       evaluators="metacompress",
-                                       evaluator_config={**base, "bootstrap_samples": samples})
+                mlflow.models.evaluate(
+                    model=None,
+                    data=df,
+                    targets="target",
+                    model_type="metacompress",
+                    evaluators="metacompress",
+                    evaluator_config={**base, "bootstrap_samples": samples},
+                )
             return time.perf_counter() - t0, time.process_time() - c0
 
         once(0), once(args.bootstrap_samples)  # warm-up: imports, sqlite migrations
@@ -81,15 +87,19 @@ def main() -> None:
         t0 = time.perf_counter()
         evaluation_statistics(table, args.n, rel.metrics, samples=args.bootstrap_samples)
         alone.append(time.perf_counter() - t0)
-    print(f"static-mode evaluation of {args.n} rows, median of {args.repeats} interleaved runs "
-          "(wall time; process CPU time, less sensitive to other load on the machine)")
+    print(
+        f"static-mode evaluation of {args.n} rows, median of {args.repeats} interleaved runs "
+        "(wall time; process CPU time, less sensitive to other load on the machine)"
+    )
     for i, clock in enumerate(("wall", "cpu")):
         m_off = statistics.median(t[i] for t in off)
         print(f"  [{clock}] bootstrap_samples=0: {m_off:.3f} s  (all: {', '.join(f'{t[i]:.3f}' for t in off)})")
         for label, times in (("cold: resamples drawn", cold), ("warm: resamples reused", warm)):
             m = statistics.median(t[i] for t in times)
-            print(f"  [{clock}] bootstrap_samples={args.bootstrap_samples} ({label}): {m:.3f} s, ratio {m / m_off:.3f} "
-                  f"(all: {', '.join(f'{t[i]:.3f}' for t in times)})")
+            print(
+                f"  [{clock}] bootstrap_samples={args.bootstrap_samples} ({label}): {m:.3f} s, ratio {m / m_off:.3f} "
+                f"(all: {', '.join(f'{t[i]:.3f}' for t in times)})"
+            )
     print("  target: ratio <= 1.10")
     print(f"  intervals + McNemar alone (cold): {statistics.median(alone):.3f} s median")
 

@@ -40,7 +40,9 @@ def main() -> None:
     p.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     p.add_argument("--task", default="bigclonebench", choices=["devign", "bigclonebench"])
     p.add_argument("--workdir", default=None, help="where mlflow.db and artifacts go (default: a temp dir)")
-    p.add_argument("--teacher", default=None, help="a registered teacher URI in --workdir's store (else one is trained)")
+    p.add_argument(
+        "--teacher", default=None, help="a registered teacher URI in --workdir's store (else one is trained)"
+    )
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--vocab-size", type=int, default=8000)
@@ -82,22 +84,51 @@ def main() -> None:
         teacher_uri = args.teacher
         rows["teacher"] = {"uri": teacher_uri}
     else:
-        arch = ArchSpec(vocab_size=args.vocab_size, num_hidden_layers=args.layers, hidden_size=args.hidden,
-                        num_attention_heads=max(1, args.hidden // 64), intermediate_size=4 * args.hidden,
-                        max_length=args.max_length)
-        teacher = train_teacher(args.data_dir, args.task, arch=arch, epochs=args.teacher_epochs, max_steps=args.max_steps,
-                                batch_size=args.batch_size, limit=args.limit, monitor="last",
-                                registered_name="bench-teacher", progress=False)
+        arch = ArchSpec(
+            vocab_size=args.vocab_size,
+            num_hidden_layers=args.layers,
+            hidden_size=args.hidden,
+            num_attention_heads=max(1, args.hidden // 64),
+            intermediate_size=4 * args.hidden,
+            max_length=args.max_length,
+        )
+        teacher = train_teacher(
+            args.data_dir,
+            args.task,
+            arch=arch,
+            epochs=args.teacher_epochs,
+            max_steps=args.max_steps,
+            batch_size=args.batch_size,
+            limit=args.limit,
+            monitor="last",
+            registered_name="bench-teacher",
+            progress=False,
+        )
         teacher_uri = teacher.model_uri
-        rows["teacher"] = {"uri": teacher_uri, "seconds": round(time.perf_counter() - t0, 1),
-                           **{k: teacher.metrics.get(k) for k in ("test_acc", "size_mb", "params")}}
+        rows["teacher"] = {
+            "uri": teacher_uri,
+            "seconds": round(time.perf_counter() - t0, 1),
+            **{k: teacher.metrics.get(k) for k in ("test_acc", "size_mb", "params")},
+        }
     for dtype in args.dtypes.split(","):
         t = time.perf_counter()
-        result = distill_student(args.data_dir, teacher_uri, args.task, method="quantize", dtype=dtype,
-                                 max_length=args.max_length, limit=args.limit, registered_name=f"bench-quantize-{dtype}",
-                                 cache_dir=workdir / "cache", progress=False)
-        rows[dtype] = {"uri": result.model_uri, "seconds": round(time.perf_counter() - t, 1),
-                       **{k: result.metrics.get(k) for k in ("test_acc", "size_mb", "params", "speedup_vs_teacher")}}
+        result = distill_student(
+            args.data_dir,
+            teacher_uri,
+            args.task,
+            method="quantize",
+            dtype=dtype,
+            max_length=args.max_length,
+            limit=args.limit,
+            registered_name=f"bench-quantize-{dtype}",
+            cache_dir=workdir / "cache",
+            progress=False,
+        )
+        rows[dtype] = {
+            "uri": result.model_uri,
+            "seconds": round(time.perf_counter() - t, 1),
+            **{k: result.metrics.get(k) for k in ("test_acc", "size_mb", "params", "speedup_vs_teacher")},
+        }
     test = load_splits(args.data_dir, args.task, args.limit)["test"].head(args.rows).reset_index(drop=True)
     cols = list(spec.code_columns)
     models = {name: mlflow.pyfunc.load_model(r["uri"]) for name, r in rows.items()}
@@ -105,28 +136,50 @@ def main() -> None:
     y = test[spec.label_column].to_numpy()
     P_T = probs["teacher"]
     teacher_size = rows["teacher"].get("size_mb") or float(
-        mlflow.MlflowClient().get_model_version(*teacher_uri.split("/")[1:]).tags["metacompress.size_mb"])
+        mlflow.MlflowClient().get_model_version(*teacher_uri.split("/")[1:]).tags["metacompress.size_mb"]
+    )
     for name, r in rows.items():
         r["weight_file_bytes"] = _weight_bytes(r["uri"])
         if name == "teacher":
             r["teacher_confidence_ge_0.8"] = float(np.mean(P_T.max(axis=1) >= 0.8))
             continue
         rel = evaluate_relations(P_T, probs[name], y).metrics
-        r.update({k: rel[k] for k in ("mr1_violation_rate", "mr2_violation_rate", "mr3_violation_rate",
-                                      "mr4_violation_rate", "any_violation_rate", "student_accuracy",
-                                      "teacher_accuracy") if k in rel})
+        r.update(
+            {
+                k: rel[k]
+                for k in (
+                    "mr1_violation_rate",
+                    "mr2_violation_rate",
+                    "mr3_violation_rate",
+                    "mr4_violation_rate",
+                    "any_violation_rate",
+                    "student_accuracy",
+                    "teacher_accuracy",
+                )
+                if k in rel
+            }
+        )
         diff = np.abs(probs[name] - P_T)
-        r.update(max_abs_prob_diff=float(diff.max()), mean_abs_prob_diff=float(diff.mean()),
-                 size_ratio=r["size_mb"] / teacher_size,
-                 file_ratio=r["weight_file_bytes"] / rows["teacher"]["weight_file_bytes"])
+        r.update(
+            max_abs_prob_diff=float(diff.max()),
+            mean_abs_prob_diff=float(diff.mean()),
+            size_ratio=r["size_mb"] / teacher_size,
+            file_ratio=r["weight_file_bytes"] / rows["teacher"]["weight_file_bytes"],
+        )
     batch = batch_of(test, cols, BATCH)
     best = side_by_side({name: (lambda m=m: m.predict(batch)) for name, m in models.items()}, args.repeats)
     for name, r in rows.items():
         r["latency_ms"] = 1000 * best[name] / BATCH
         r["speedup"] = best["teacher"] / best[name]
-    report = {"device": device_name("cpu"), "task": args.task, "threads": args.threads, "relation_rows": len(test),
-              "timing": f"{BATCH} test rows, alternating, best of {args.repeats}, {args.threads} thread(s)",
-              "load_average": os.getloadavg(), "models": rows}
+    report = {
+        "device": device_name("cpu"),
+        "task": args.task,
+        "threads": args.threads,
+        "relation_rows": len(test),
+        "timing": f"{BATCH} test rows, alternating, best of {args.repeats}, {args.threads} thread(s)",
+        "load_average": os.getloadavg(),
+        "models": rows,
+    }
     text = json.dumps(report, indent=2, default=str)
     print(text)
     if args.out:

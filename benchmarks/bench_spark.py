@@ -64,8 +64,9 @@ def _tiny_models(codes: list[str]) -> tuple[str, str]:
     uris = []
     for seed, hidden in ((0, 64), (1, 32)):
         torch.manual_seed(seed)
-        model = CodeClassifier.from_config(len(tok), hidden_size=hidden, intermediate_size=2 * hidden, max_length=128,
-                                           pad_token_id=tok.pad_token_id).eval()
+        model = CodeClassifier.from_config(
+            len(tok), hidden_size=hidden, intermediate_size=2 * hidden, max_length=128, pad_token_id=tok.pad_token_id
+        ).eval()
         uris.append(log_code_classifier(model, tok).model_uri)
     return uris[0], uris[1]
 
@@ -87,9 +88,17 @@ def main() -> None:
 
     df = _data(args.data, args.n)
     with mlflow.start_run():
-        teacher, student = _tiny_models(df["func"].tolist()) if args.model == "tiny" else (_hash_model(0.013), _hash_model(0.011))
-    config = {"teacher": teacher, "language": "c", "transforms": "all" if args.transforms == "all" else args.transforms.split(","), "progress": False,
-              "use_cache": False, "bootstrap_samples": 100}
+        teacher, student = (
+            _tiny_models(df["func"].tolist()) if args.model == "tiny" else (_hash_model(0.013), _hash_model(0.011))
+        )
+    config = {
+        "teacher": teacher,
+        "language": "c",
+        "transforms": "all" if args.transforms == "all" else args.transforms.split(","),
+        "progress": False,
+        "use_cache": False,
+        "bootstrap_samples": 100,
+    }
     attacks = [a for a in args.attacks.split(",") if a]
     if attacks:
         config.update(attacks=attacks, attack_budget=args.attack_budget)
@@ -97,8 +106,14 @@ def main() -> None:
     def run(extra: dict) -> tuple[float, dict]:
         start = time.perf_counter()
         with mlflow.start_run():
-            result = mlflow.models.evaluate(model=student, data=df, targets="target", model_type="metacompress",
-                                            evaluators="metacompress", evaluator_config={**config, **extra})
+            result = mlflow.models.evaluate(
+                model=student,
+                data=df,
+                targets="target",
+                model_type="metacompress",
+                evaluators="metacompress",
+                evaluator_config={**config, **extra},
+            )
         return time.perf_counter() - start, result.metrics
 
     spark = SparkSession.builder.master(args.master).config("spark.ui.enabled", "false").getOrCreate()
@@ -113,16 +128,35 @@ def main() -> None:
     worst_key = max(m_local, key=lambda k: abs(m_local[k] - m_spark[k]))
     extra = {}
     if m_exec is not None:
-        extra = {"attacks": attacks, "attack_budget": args.attack_budget, "attack_engine_spark_s": round(t_exec, 2),
-                 "attack_engine_spark_same_keys": set(m_local) == set(m_exec),
-                 "attack_engine_spark_max_abs_metric_diff": max(abs(m_local[k] - m_exec[k]) for k in m_local),
-                 "attack_metrics_max_abs_diff": max(abs(m_local[k] - m[k]) for m in (m_spark, m_exec) for k in m_local
-                                                    if k.startswith("attack_"))}
+        extra = {
+            "attacks": attacks,
+            "attack_budget": args.attack_budget,
+            "attack_engine_spark_s": round(t_exec, 2),
+            "attack_engine_spark_same_keys": set(m_local) == set(m_exec),
+            "attack_engine_spark_max_abs_metric_diff": max(abs(m_local[k] - m_exec[k]) for k in m_local),
+            "attack_metrics_max_abs_diff": max(
+                abs(m_local[k] - m[k]) for m in (m_spark, m_exec) for k in m_local if k.startswith("attack_")
+            ),
+        }
     rows = int(sum(1 for k in m_local if k.startswith("transform_applicable_rate/")))
-    print(json.dumps({"n": len(df), "model": args.model, "master": args.master, "transforms": rows,
-                      "local_s": round(t_local, 2), "spark_s": round(t_spark, 2),
-                      "spark_over_local": round(t_spark / t_local, 2), "same_metric_keys": set(m_local) == set(m_spark),
-                      "max_abs_metric_diff": worst, "worst_metric": worst_key, **extra}, indent=1))
+    print(
+        json.dumps(
+            {
+                "n": len(df),
+                "model": args.model,
+                "master": args.master,
+                "transforms": rows,
+                "local_s": round(t_local, 2),
+                "spark_s": round(t_spark, 2),
+                "spark_over_local": round(t_spark / t_local, 2),
+                "same_metric_keys": set(m_local) == set(m_spark),
+                "max_abs_metric_diff": worst,
+                "worst_metric": worst_key,
+                **extra,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

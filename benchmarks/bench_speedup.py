@@ -30,8 +30,9 @@ from mlflow_metacompress.distill.search.ga import search_architecture
 from mlflow_metacompress.distill.search.objective import latency_budget
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "devign"
-CODEBERT = ArchSpec(vocab_size=50265, num_hidden_layers=12, hidden_size=768, num_attention_heads=12,
-                    intermediate_size=3072)
+CODEBERT = ArchSpec(
+    vocab_size=50265, num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072
+)
 
 
 def token_lengths(n: int, max_length: int) -> list[int]:
@@ -84,9 +85,16 @@ def main() -> None:
     budget, reference = latency_budget(lat, args.size_mb, max_length=args.max_length)
     students = {
         "compressor GA, paper": search_architecture(args.size_mb, seed=0, base=base, progress=False).best,
-        "compressor GA, latency": search_architecture(args.size_mb, seed=0, base=base, progress=False,
-                                                      objective="latency", latency=lat, latency_budget_ms=budget,
-                                                      seeds=(reference,) if reference else ()).best,
+        "compressor GA, latency": search_architecture(
+            args.size_mb,
+            seed=0,
+            base=base,
+            progress=False,
+            objective="latency",
+            latency=lat,
+            latency_budget_ms=budget,
+            seeds=(reference,) if reference else (),
+        ).best,
     }
     if reference is not None:
         students["teacher-shaped"] = reference
@@ -106,13 +114,17 @@ def main() -> None:
             for name in models:
                 best[name] = min(best[name], forward_time(built[name].encoder, batches[name]))
     teacher = "teacher (CodeBERT shape)"
-    print(f"{len(lengths)} Devign functions, max length {args.max_length}, batch {args.batch_size}, "
-          f"best of {args.repeats}, {threads} thread(s)")
+    print(
+        f"{len(lengths)} Devign functions, max length {args.max_length}, batch {args.batch_size}, "
+        f"best of {args.repeats}, {threads} thread(s)"
+    )
     print(f"{'model':<40} {'MB':>8} {'GFLOPs':>8} {'ms/sample':>10} {'predicted':>10} {'speedup':>8}")
     for name, spec in models.items():
         ms = 1000 * best[name] / len(lengths)
-        print(f"{name:<40} {spec.size_mb():>8.2f} {spec.gflops():>8.2f} {ms:>10.2f} {lat.predict_ms(spec):>10.2f} "
-              f"{best[teacher] / best[name]:>7.2f}×")
+        print(
+            f"{name:<40} {spec.size_mb():>8.2f} {spec.gflops():>8.2f} {ms:>10.2f} {lat.predict_ms(spec):>10.2f} "
+            f"{best[teacher] / best[name]:>7.2f}×"
+        )
     for name, spec in students.items():
         print(f"{name}: {spec.to_dict()}")
     print("Compressor (Shi et al., ASE 2022) reports 4.31× for its 3 MB CodeBERT student.")

@@ -87,14 +87,28 @@ def _setup(rows: int, seed: int = 0) -> dict:
     frame = make_splits("vulnerability", rows, seed)["train"]
     texts = frame["func"].astype(str).tolist()
     labels = torch.tensor(frame["target"].astype(int).to_numpy())
-    tok = train_tokenizer(texts, vocab_size=quick.teacher_arch["vocab_size"], kind="bpe",
-                          model_max_length=quick.max_length)
+    tok = train_tokenizer(
+        texts, vocab_size=quick.teacher_arch["vocab_size"], kind="bpe", model_max_length=quick.max_length
+    )
     torch.manual_seed(seed)
     teacher = ArchSpec(**{**quick.teacher_arch, "vocab_size": len(tok)}, max_length=quick.max_length).build(["0", "1"])
-    student = ArchSpec(vocab_size=len(tok), num_hidden_layers=2, hidden_size=32, num_attention_heads=2,
-                       intermediate_size=128, max_length=quick.max_length).build(["0", "1"])
-    return {"texts": texts, "labels": labels, "tok": tok, "teacher": teacher, "student": student,
-            "batch": quick.batch_size, "profile_teacher": quick.teacher_arch}
+    student = ArchSpec(
+        vocab_size=len(tok),
+        num_hidden_layers=2,
+        hidden_size=32,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_length=quick.max_length,
+    ).build(["0", "1"])
+    return {
+        "texts": texts,
+        "labels": labels,
+        "tok": tok,
+        "teacher": teacher,
+        "student": student,
+        "batch": quick.batch_size,
+        "profile_teacher": quick.teacher_arch,
+    }
 
 
 def step_seconds(s: dict, steps: int) -> float:
@@ -111,9 +125,9 @@ def step_seconds(s: dict, steps: int) -> float:
     for i in range(steps + 2):  # two warm-up steps
         start = (i * b) % max(1, n - b)
         t = time.perf_counter()
-        enc = model.encode(tok, s["texts"][start:start + b])
+        enc = model.encode(tok, s["texts"][start : start + b])
         logits = model(**enc)[0]
-        loss = hard_label_loss(logits, s["labels"][start:start + b])
+        loss = hard_label_loss(logits, s["labels"][start : start + b])
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -144,19 +158,26 @@ def measure_settings(s: dict, settings: list[tuple[str, int, bool]], steps: int,
         os.environ["TOKENIZERS_PARALLELISM"] = "true" if tok_parallel else "false"
         try:
             with using(threads) as n:
-                row = {"setting": label, "threads": n, "tokenizers_parallel": tok_parallel, "load": load(),
-                       "step_s": step_seconds(s, steps),
-                       "teacher_rows_s": throughput(s, "teacher", rows),
-                       "student_rows_s": throughput(s, "student", rows)}
+                row = {
+                    "setting": label,
+                    "threads": n,
+                    "tokenizers_parallel": tok_parallel,
+                    "load": load(),
+                    "step_s": step_seconds(s, steps),
+                    "teacher_rows_s": throughput(s, "teacher", rows),
+                    "student_rows_s": throughput(s, "student", rows),
+                }
         finally:
             if before is None:
                 os.environ.pop("TOKENIZERS_PARALLELISM", None)
             else:
                 os.environ["TOKENIZERS_PARALLELISM"] = before
         row["speedup"] = row["student_rows_s"] / row["teacher_rows_s"]
-        print(f"  {label:<28} threads {n}  step {row['step_s']:.3f} s  teacher {row['teacher_rows_s']:7.1f} rows/s  "
-              f"student {row['student_rows_s']:7.1f} rows/s  speedup {row['speedup']:.2f}×  load {row['load']}",
-              flush=True)
+        print(
+            f"  {label:<28} threads {n}  step {row['step_s']:.3f} s  teacher {row['teacher_rows_s']:7.1f} rows/s  "
+            f"student {row['student_rows_s']:7.1f} rows/s  speedup {row['speedup']:.2f}×  load {row['load']}",
+            flush=True,
+        )
         out.append(row)
     return out
 
@@ -168,10 +189,17 @@ def part_a(args: argparse.Namespace) -> dict:
 
     s = _setup(args.rows)
     default = default_threads()
-    settings = [("1 thread", 1, False), ("2 threads", 2, False), (f"default ({default})", default, False),
-                (f"default ({default}) + tokenizers pool", default, True)]
-    print(f"(a) torch {torch.__version__}, {available_cores()} core(s), default {default} thread(s); "
-          f"teacher {s['profile_teacher']}, batch {s['batch']}", flush=True)
+    settings = [
+        ("1 thread", 1, False),
+        ("2 threads", 2, False),
+        (f"default ({default})", default, False),
+        (f"default ({default}) + tokenizers pool", default, True),
+    ]
+    print(
+        f"(a) torch {torch.__version__}, {available_cores()} core(s), default {default} thread(s); "
+        f"teacher {s['profile_teacher']}, batch {s['batch']}",
+        flush=True,
+    )
     result: dict = {"cores": available_cores(), "default_threads": default, "conditions": {}}
     print(f"idle (load {load()})", flush=True)
     result["conditions"]["idle"] = measure_settings(s, settings, args.steps, args.infer_rows)
@@ -183,14 +211,18 @@ def part_a(args: argparse.Namespace) -> dict:
     for i, (label, _, _) in enumerate(settings):
         idle, hot = result["conditions"]["idle"][i], result["conditions"]["busy"][i]
         ref_i, ref_b = result["conditions"]["idle"][2]["step_s"], result["conditions"]["busy"][2]["step_s"]
-        print(f"  {label:<28} {idle['step_s'] / ref_i:8.2f} {hot['step_s'] / ref_b:8.2f} "
-              f"{hot['step_s'] / idle['step_s']:10.2f}")
+        print(
+            f"  {label:<28} {idle['step_s'] / ref_i:8.2f} {hot['step_s'] / ref_b:8.2f} "
+            f"{hot['step_s'] / idle['step_s']:10.2f}"
+        )
     return result
 
 
 # ----------------------------------------------------------------------------- part (b)
-STAGE = re.compile(r"stage (\d+)/(\d+) (.+?): (started|done in (\d+):(\d\d):(\d\d)) · elapsed (\d+):(\d\d):(\d\d) · "
-                   r"remaining (~(\d+):(\d\d):(\d\d)|estimated after the first stage)")
+STAGE = re.compile(
+    r"stage (\d+)/(\d+) (.+?): (started|done in (\d+):(\d\d):(\d\d)) · elapsed (\d+):(\d\d):(\d\d) · "
+    r"remaining (~(\d+):(\d\d):(\d\d)|estimated after the first stage)"
+)
 
 
 def _s(h: str, m: str, s: str) -> int:
@@ -217,13 +249,31 @@ def estimate_errors(log: str) -> list[dict]:
 
 def run_main_job(workdir: Path, threads: str, profile: str, methods: str | None) -> dict:
     # the job's own thread policy decides: no inherited thread limits
-    drop = ("MLFLOW_RUN_ID", "MLFLOW_TRACKING_URI", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "METACOMPRESS_THREADS",
-            "TOKENIZERS_PARALLELISM")
+    drop = (
+        "MLFLOW_RUN_ID",
+        "MLFLOW_TRACKING_URI",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "METACOMPRESS_THREADS",
+        "TOKENIZERS_PARALLELISM",
+    )
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(MLFLOW_TRACKING_URI=f"sqlite:///{workdir / 'mlflow.db'}", METACOMPRESS_CACHE_DIR=str(workdir / "cache"),
-               HF_HUB_OFFLINE="1", PYTHONPATH=f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}")
-    cmd = [sys.executable, str(ROOT / "recipes" / "main.py"), "--progress", "false", "--profile", profile,
-           "--threads", threads] + (["--methods", methods] if methods else [])
+    env.update(
+        MLFLOW_TRACKING_URI=f"sqlite:///{workdir / 'mlflow.db'}",
+        METACOMPRESS_CACHE_DIR=str(workdir / "cache"),
+        HF_HUB_OFFLINE="1",
+        PYTHONPATH=f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}",
+    )
+    cmd = [
+        sys.executable,
+        str(ROOT / "recipes" / "main.py"),
+        "--progress",
+        "false",
+        "--profile",
+        profile,
+        "--threads",
+        threads,
+    ] + (["--methods", methods] if methods else [])
     before = load()
     t = time.perf_counter()
     log = workdir / "main.log"  # written as the job runs: follow it with tail -f
@@ -232,9 +282,15 @@ def run_main_job(workdir: Path, threads: str, profile: str, methods: str | None)
     wall = time.perf_counter() - t
     errors = estimate_errors(log.read_text())
     late = [e["error"] for e in errors if e["stage"] >= 3 and e["error"] is not None]
-    return {"wall_s": round(wall, 1), "rc": proc.returncode, "load_before": before, "load_after": load(),
-            "estimates": errors, "max_abs_error_from_stage_3": max((abs(e) for e in late), default=None),
-            "log": str(workdir / "main.log")}
+    return {
+        "wall_s": round(wall, 1),
+        "rc": proc.returncode,
+        "load_before": before,
+        "load_after": load(),
+        "estimates": errors,
+        "max_abs_error_from_stage_3": max((abs(e) for e in late), default=None),
+        "log": str(workdir / "main.log"),
+    }
 
 
 def part_b(args: argparse.Namespace) -> dict:
@@ -248,11 +304,16 @@ def part_b(args: argparse.Namespace) -> dict:
         else:
             result[condition] = run_main_job(workdir, args.main_threads, args.profile, args.methods)
         r = result[condition]
-        print(f"  wall {r['wall_s']:.0f} s, exit {r['rc']}, load before {r['load_before']} after {r['load_after']}; "
-              f"largest estimate error from stage 3 on: {r['max_abs_error_from_stage_3']}", flush=True)
+        print(
+            f"  wall {r['wall_s']:.0f} s, exit {r['rc']}, load before {r['load_before']} after {r['load_after']}; "
+            f"largest estimate error from stage 3 on: {r['max_abs_error_from_stage_3']}",
+            flush=True,
+        )
         for e in r["estimates"]:
-            print(f"    stage {e['stage']:>2} {e['label']:<22} estimate {e['estimate_s']} s, true {e['true_s']} s, "
-                  f"error {e['error']}")
+            print(
+                f"    stage {e['stage']:>2} {e['label']:<22} estimate {e['estimate_s']} s, true {e['true_s']} s, "
+                f"error {e['error']}"
+            )
     result["busy_over_idle"] = round(result["busy"]["wall_s"] / result["idle"]["wall_s"], 2)
     print(f"  busy / idle wall time: {result['busy_over_idle']:.2f} (goal ≤ 2)")
     return result

@@ -49,10 +49,37 @@ from mlflow_metacompress.transforms import (
     transform_many,
 )
 
-PY_MODULES = ("textwrap", "difflib", "shlex", "fractions", "calendar", "ipaddress", "pprint", "configparser",
-              "argparse", "tokenize", "csv", "json.encoder", "json.decoder", "string", "heapq", "bisect",
-              "statistics", "colorsys", "random", "base64", "glob", "fnmatch", "gettext",
-              "dataclasses", "email.utils", "urllib.parse", "html", "locale", "_pydecimal")
+PY_MODULES = (
+    "textwrap",
+    "difflib",
+    "shlex",
+    "fractions",
+    "calendar",
+    "ipaddress",
+    "pprint",
+    "configparser",
+    "argparse",
+    "tokenize",
+    "csv",
+    "json.encoder",
+    "json.decoder",
+    "string",
+    "heapq",
+    "bisect",
+    "statistics",
+    "colorsys",
+    "random",
+    "base64",
+    "glob",
+    "fnmatch",
+    "gettext",
+    "dataclasses",
+    "email.utils",
+    "urllib.parse",
+    "html",
+    "locale",
+    "_pydecimal",
+)
 
 
 def load_jsonl(path: Path, n: int) -> list[str]:
@@ -77,9 +104,11 @@ def bench(codes: list[str], language: str) -> None:
     elapsed = time.perf_counter() - start
     failures = sum(r.status is TransformStatus.PARSE_ERROR for r in results[names[0]])
     parsed = len(codes) - failures
-    print(f"\n## {language}: {len(codes)} samples, {failures} parse failures "
-          f"({100 * failures / max(len(codes), 1):.1f}%), all {len(names)} transformations in {elapsed:.1f} s "
-          f"= {len(codes) / elapsed:.0f} samples/s")
+    print(
+        f"\n## {language}: {len(codes)} samples, {failures} parse failures "
+        f"({100 * failures / max(len(codes), 1):.1f}%), all {len(names)} transformations in {elapsed:.1f} s "
+        f"= {len(codes) / elapsed:.0f} samples/s"
+    )
     print(f"{'transformation':30s} {'applicable/parsed':>18s} {'applicable/all':>15s}")
     for name in names:
         changed = sum(r.status is TransformStatus.CHANGED for r in results[name])
@@ -98,8 +127,11 @@ def big_c(target_bytes: int = 1_000_000) -> str:
 
 def deep_if(depth: int, language: str) -> str:
     body = "if (a) {\n" * depth + "a = a + 1;\n" + "}\n" * depth
-    return f"int f(int a) {{\n{body}return a;\n}}\n" if language == "c" else \
-        f"class T {{ int f(int a) {{\n{body}return a;\n}} }}\n"
+    return (
+        f"int f(int a) {{\n{body}return a;\n}}\n"
+        if language == "c"
+        else f"class T {{ int f(int a) {{\n{body}return a;\n}} }}\n"
+    )
 
 
 def deep_mixed(depth: int) -> str:
@@ -110,13 +142,18 @@ def deep_mixed(depth: int) -> str:
             opens.append(f"if (a < {k}) {{")
             closes.append(f"}} else {{ a += {k}; }}")
         elif k % 3 == 1:
-            opens.append(f"for (i = 0; i < a; i++) {{")
+            opens.append("for (i = 0; i < a; i++) {")
             closes.append("}")
         else:
             opens.append(f"while (a > {k}) {{ a--;")
             closes.append("}")
-    return ("int f(int a) {\nint i;\n" + "\n".join(opens) + "\na = a * 2 + (a - 1);\n"
-            + "\n".join(reversed(closes)) + "\nreturn a;\n}\n")
+    return (
+        "int f(int a) {\nint i;\n"
+        + "\n".join(opens)
+        + "\na = a * 2 + (a - 1);\n"
+        + "\n".join(reversed(closes))
+        + "\nreturn a;\n}\n"
+    )
 
 
 def stress() -> None:
@@ -134,8 +171,10 @@ def stress() -> None:
     print(f"  with the default limits: {timed(code, 'rename_variables', 'c', None)}")
     for language in ("c", "java"):
         code = deep_if(4000, language)
-        print(f"\n`if (a) {{` x 4,000 ({language}, {len(code):,} bytes); default limits: "
-              f"{timed(code, 'swap_if_else', language, None)}")
+        print(
+            f"\n`if (a) {{` x 4,000 ({language}, {len(code):,} bytes); default limits: "
+            f"{timed(code, 'swap_if_else', language, None)}"
+        )
         for name in list_transforms(language):
             print(f"  {name:30s} {timed(code, name, language)}")
     code = deep_mixed(4000)
@@ -175,8 +214,12 @@ def _export(ref: str, dest: Path) -> Path:
 def _timed_run(root: Path, codes_file: Path, out_file: Path, heap: str) -> tuple[float, dict]:
     env = dict(os.environ, PYTHONPATH=str(root))
     # -P and cwd: neither the current folder nor the script's folder may shadow ``root``'s package
-    subprocess.run([sys.executable, "-P", "-c", _WORKER, str(codes_file), str(out_file), heap, str(root)],
-                   env=env, check=True, cwd=codes_file.parent)
+    subprocess.run(
+        [sys.executable, "-P", "-c", _WORKER, str(codes_file), str(out_file), heap, str(root)],
+        env=env,
+        check=True,
+        cwd=codes_file.parent,
+    )
     with open(out_file, "rb") as fh:
         return pickle.load(fh)
 
@@ -196,8 +239,10 @@ def compare(ref: str, codes: list[str], rounds: int, heap: str = "evaluation") -
                 best[label] = min(best[label], elapsed)
                 print(f"round {k + 1} {label}: {elapsed:.2f} CPU s = {len(codes) / elapsed:.0f} samples/s", flush=True)
     old, new = outs["old"], outs["new"]
-    print(f"\n## transform_many, all {len(new)} C transformations, {len(codes)} Devign functions, "
-          f"best of {rounds}, {heap} heap")
+    print(
+        f"\n## transform_many, all {len(new)} C transformations, {len(codes)} Devign functions, "
+        f"best of {rounds}, {heap} heap"
+    )
     print(f"{ref:>12s}: {best['old']:.2f} s = {len(codes) / best['old']:.0f} samples/s")
     print(f"{'this tree':>12s}: {best['new']:.2f} s = {len(codes) / best['new']:.0f} samples/s")
     print(f"ratio new/old throughput: {best['old'] / best['new']:.2f}x")
@@ -218,9 +263,13 @@ def main() -> None:
     parser.add_argument("--stress", action="store_true", help="time large and deeply nested samples instead")
     parser.add_argument("--compare", metavar="REF", help="time against the package at git REF, side by side")
     parser.add_argument("--rounds", type=int, default=3, help="--compare: timed runs of each version")
-    parser.add_argument("--heap", choices=("evaluation", "bare"), default="evaluation",
-                        help="--compare: import mlflow, torch and transformers first, as in an evaluation "
-                             "(default), or time in a bare interpreter")
+    parser.add_argument(
+        "--heap",
+        choices=("evaluation", "bare"),
+        default="evaluation",
+        help="--compare: import mlflow, torch and transformers first, as in an evaluation "
+        "(default), or time in a bare interpreter",
+    )
     args = parser.parse_args()
     if args.compare:
         compare(args.compare, load_jsonl(args.data / "devign" / "test.jsonl", args.n), args.rounds, args.heap)

@@ -38,13 +38,23 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
 from seed_stats import seed_summary, seed_table  # beside this script (benchmarks/)
 
 METHODS = ("compressor", "avatar", "morph", "fidelity")
-COLUMNS = ["size_mb", "gflops", "student_accuracy", "accuracy_drop",
-           *[f"{m}{s}" for m in ("mr1_violation_rate", "mr2_violation_rate", "mr3_violation_rate", "mr4_eca")
-             for s in ("", "/metamorphic")], "any_violation_rate", "any_violation_rate/metamorphic", "speed_ratio"]
+COLUMNS = [
+    "size_mb",
+    "gflops",
+    "student_accuracy",
+    "accuracy_drop",
+    *[
+        f"{m}{s}"
+        for m in ("mr1_violation_rate", "mr2_violation_rate", "mr3_violation_rate", "mr4_eca")
+        for s in ("", "/metamorphic")
+    ],
+    "any_violation_rate",
+    "any_violation_rate/metamorphic",
+    "speed_ratio",
+]
 logger = logging.getLogger("compare_methods")
 
 
@@ -90,10 +100,20 @@ def evaluate(uri: str, teacher_uri: str, test: pd.DataFrame, cache: Path) -> dic
 
     with mlflow.start_run(run_name=f"evaluate {uri}", nested=mlflow.active_run() is not None):
         result = mlflow.models.evaluate(
-            model=uri, data=test[["func", "target"]], targets="target", model_type="metacompress",
+            model=uri,
+            data=test[["func", "target"]],
+            targets="target",
+            model_type="metacompress",
             evaluators="metacompress",
-            evaluator_config={"teacher": teacher_uri, "code_columns": ["func"], "language": "c", "transforms": "all",
-                              "cache_dir": str(cache), "progress": False})
+            evaluator_config={
+                "teacher": teacher_uri,
+                "code_columns": ["func"],
+                "language": "c",
+                "transforms": "all",
+                "cache_dir": str(cache),
+                "progress": False,
+            },
+        )
     return {k: float(v) for k, v in result.metrics.items() if isinstance(v, (int, float))}
 
 
@@ -130,10 +150,12 @@ def verdict(rows: dict[str, dict[str, float]]) -> str:
     best_other = min(others, key=lambda m: others[m].get(key, math.inf))
     lowest = fid[key] <= others[best_other][key]  # ties count for fidelity
     ok_acc = fid["student_accuracy"] >= best_acc - 0.01
-    return (f"fidelity {key} {fid[key]:.4f} vs lowest other {best_other} {others[best_other][key]:.4f} "
-            f"({'lowest' if lowest else 'NOT lowest'}); fidelity accuracy {fid['student_accuracy']:.4f} vs best "
-            f"other {best_acc:.4f} ({'within' if ok_acc else 'NOT within'} 1 point); "
-            f"goal {'MET' if lowest and ok_acc else 'NOT met'}")
+    return (
+        f"fidelity {key} {fid[key]:.4f} vs lowest other {best_other} {others[best_other][key]:.4f} "
+        f"({'lowest' if lowest else 'NOT lowest'}); fidelity accuracy {fid['student_accuracy']:.4f} vs best "
+        f"other {best_acc:.4f} ({'within' if ok_acc else 'NOT within'} 1 point); "
+        f"goal {'MET' if lowest and ok_acc else 'NOT met'}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,9 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size-mb", type=float, default=3.0)
     p.add_argument("--teacher-epochs", type=int, default=8)
     p.add_argument("--teacher-lr", type=float, default=5e-4)
-    p.add_argument("--teacher-monitor", default="last", choices=["last", "val_acc"],
-                   help="keep the teacher's last (confident) epoch or its best validation accuracy (on 1,000 Devign "
-                        "rows that is an early, near-uniform epoch: no confident samples, MR3 undefined)")
+    p.add_argument(
+        "--teacher-monitor",
+        default="last",
+        choices=["last", "val_acc"],
+        help="keep the teacher's last (confident) epoch or its best validation accuracy (on 1,000 Devign "
+        "rows that is an early, near-uniform epoch: no confident samples, MR3 undefined)",
+    )
     p.add_argument("--teacher-layers", type=int, default=2)
     p.add_argument("--teacher-hidden", type=int, default=192)
     p.add_argument("--epochs", type=int, default=10, help="student epochs")
@@ -161,18 +187,42 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--generations", type=int, default=8)
     p.add_argument("--probes", type=int, default=8, help="briefly distilled configurations per surrogate")
     p.add_argument("--probe-steps", type=int, default=30)
-    p.add_argument("--fidelity-arch", choices=["teacher_shaped", "avatar", "search"], default="teacher_shaped",
-                   help="fidelity's own scaled-down standard shape, AVATAR's chosen architecture (an equal-"
-                        "architecture comparison of the losses) or AVATAR's search run inside fidelity")
-    p.add_argument("--fidelity-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra fidelity option, repeatable (e.g. temperature=3, confidence=2, select=agreement)")
-    p.add_argument("--reuse", default="", help="comma-separated methods whose latest registered student in "
-                   "--workdir is reused instead of retrained (with --teacher)")
+    p.add_argument(
+        "--fidelity-arch",
+        choices=["teacher_shaped", "avatar", "search"],
+        default="teacher_shaped",
+        help="fidelity's own scaled-down standard shape, AVATAR's chosen architecture (an equal-"
+        "architecture comparison of the losses) or AVATAR's search run inside fidelity",
+    )
+    p.add_argument(
+        "--fidelity-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra fidelity option, repeatable (e.g. temperature=3, confidence=2, select=agreement)",
+    )
+    p.add_argument(
+        "--reuse",
+        default="",
+        help="comma-separated methods whose latest registered student in "
+        "--workdir is reused instead of retrained (with --teacher)",
+    )
     p.add_argument("--seed", type=int, default=0, help="data sample seed and first training seed")
-    p.add_argument("--seeds", type=int, default=1, help="repeat training with seeds --seed … --seed+N-1 and report "
-                   "means with 95%% t-intervals over seeds, within-run bootstrap intervals and paired tests")
-    p.add_argument("--aggregate", nargs="+", type=Path, default=None, metavar="JSON",
-                   help="report over the --out files of separate single-seed runs instead of training")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="repeat training with seeds --seed … --seed+N-1 and report "
+        "means with 95%% t-intervals over seeds, within-run bootstrap intervals and paired tests",
+    )
+    p.add_argument(
+        "--aggregate",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="report over the --out files of separate single-seed runs instead of training",
+    )
     args = p.parse_args(argv)
     if args.aggregate:
         return aggregate(args)
@@ -199,10 +249,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.out and len(seeds) > 1:  # each seed's own --out file, for --aggregate if the run is cut short
             rows, timings, teacher_uri = runs[seed]
             seed_out = args.out.with_name(f"{args.out.stem}.seed{seed}{args.out.suffix}")
-            seed_out.write_text(json.dumps({"rows": rows, "timings": timings, "teacher": teacher_uri,
-                                            "total_s": sum(timings.values()),
-                                            "args": {**{k: str(v) for k, v in vars(args).items()}, "seed": str(seed)}},
-                                           indent=2))
+            seed_out.write_text(
+                json.dumps(
+                    {
+                        "rows": rows,
+                        "timings": timings,
+                        "teacher": teacher_uri,
+                        "total_s": sum(timings.values()),
+                        "args": {**{k: str(v) for k, v in vars(args).items()}, "seed": str(seed)},
+                    },
+                    indent=2,
+                )
+            )
     total = time.perf_counter() - started
     if len(seeds) == 1:
         rows, timings, teacher_uri = runs[seeds[0]]
@@ -210,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     return report_seeds(args, runs, total)
 
 
-def run_seed(args: argparse.Namespace, frames: dict[str, pd.DataFrame], seed: int) -> tuple[dict[str, dict[str, float]], dict[str, float], str]:
+def run_seed(
+    args: argparse.Namespace, frames: dict[str, pd.DataFrame], seed: int
+) -> tuple[dict[str, dict[str, float]], dict[str, float], str]:
     """Teacher (unless ``--teacher``), every student and their evaluations at one training seed."""
     import mlflow
 
@@ -223,16 +283,37 @@ def run_seed(args: argparse.Namespace, frames: dict[str, pd.DataFrame], seed: in
     if args.teacher:
         teacher_uri = args.teacher
     else:
-        arch = ArchSpec(vocab_size=8000, num_hidden_layers=args.teacher_layers, hidden_size=args.teacher_hidden,
-                        num_attention_heads=4, intermediate_size=4 * args.teacher_hidden, max_length=args.max_length)
+        arch = ArchSpec(
+            vocab_size=8000,
+            num_hidden_layers=args.teacher_layers,
+            hidden_size=args.teacher_hidden,
+            num_attention_heads=4,
+            intermediate_size=4 * args.teacher_hidden,
+            max_length=args.max_length,
+        )
         t = time.perf_counter()
-        teacher = train_teacher(frames, "devign", arch=arch, epochs=args.teacher_epochs, batch_size=args.batch_size,
-                                lr=args.teacher_lr, seed=seed, monitor=args.teacher_monitor,
-                                registered_name="compare-teacher", progress=False)
+        teacher = train_teacher(
+            frames,
+            "devign",
+            arch=arch,
+            epochs=args.teacher_epochs,
+            batch_size=args.batch_size,
+            lr=args.teacher_lr,
+            seed=seed,
+            monitor=args.teacher_monitor,
+            registered_name="compare-teacher",
+            progress=False,
+        )
         teacher_uri, timings["teacher"] = teacher.model_uri, time.perf_counter() - t
         logger.info("teacher %s %s", teacher_uri, teacher.metrics)
-    search = dict(population=args.population, generations=args.generations, probes=args.probes,
-                  probe_steps=args.probe_steps, probe_rows=128, probe_valid=100)
+    search = dict(
+        population=args.population,
+        generations=args.generations,
+        probes=args.probes,
+        probe_steps=args.probe_steps,
+        probe_rows=128,
+        probe_valid=100,
+    )
     uris: dict[str, str] = {}
     avatar_choice: dict[str, Any] | None = None
     reuse = {m.strip() for m in args.reuse.split(",") if m.strip()}
@@ -252,9 +333,18 @@ def run_seed(args: argparse.Namespace, frames: dict[str, pd.DataFrame], seed: in
                 opts["student_config"] = avatar_choice
             opts.update(option_values(args.fidelity_option))
         t = time.perf_counter()
-        res = distill_student(frames, teacher_uri, "devign", method=method, size_mb=args.size_mb,
-                              max_length=args.max_length, registered_name=f"compare-{method}",
-                              cache_dir=args.workdir / "soft_labels", **common, **opts)
+        res = distill_student(
+            frames,
+            teacher_uri,
+            "devign",
+            method=method,
+            size_mb=args.size_mb,
+            max_length=args.max_length,
+            registered_name=f"compare-{method}",
+            cache_dir=args.workdir / "soft_labels",
+            **common,
+            **opts,
+        )
         timings[method] = time.perf_counter() - t
         uris[method] = res.model_uri
         if method == "avatar":
@@ -265,7 +355,7 @@ def run_seed(args: argparse.Namespace, frames: dict[str, pd.DataFrame], seed: in
     for method, uri in uris.items():
         t = time.perf_counter()
         metrics = evaluate(uri, teacher_uri, frames["test"], args.workdir / "eval_cache")
-        name, version = uri[len("models:/"):].rsplit("/", 1)
+        name, version = uri[len("models:/") :].rsplit("/", 1)
         tags = client.get_model_version(name, version).tags
         metrics["size_mb"] = float(tags["metacompress.size_mb"])
         metrics["gflops"] = float(tags["metacompress.gflops"])
@@ -275,21 +365,39 @@ def run_seed(args: argparse.Namespace, frames: dict[str, pd.DataFrame], seed: in
     return rows, timings, teacher_uri
 
 
-def report_one(args: argparse.Namespace, rows: dict[str, dict[str, float]], timings: dict[str, float],
-               teacher_uri: str, total: float) -> int:
+def report_one(
+    args: argparse.Namespace,
+    rows: dict[str, dict[str, float]],
+    timings: dict[str, float],
+    teacher_uri: str,
+    total: float,
+) -> int:
     text = table(rows)
     summary = verdict(rows)
     first = next(iter(rows.values()), {})
-    teacher_line = (f"teacher {teacher_uri}: test accuracy {first.get('teacher_accuracy', math.nan):.4f}, "
-                    f"confident (p >= 0.8) on {first.get('mr3_support', 0.0):.1%} of test rows")
+    teacher_line = (
+        f"teacher {teacher_uri}: test accuracy {first.get('teacher_accuracy', math.nan):.4f}, "
+        f"confident (p >= 0.8) on {first.get('mr3_support', 0.0):.1%} of test rows"
+    )
     print(teacher_line)
     print(text)
     print(summary)
     print(f"total {total / 60:.1f} min; timings (s): " + ", ".join(f"{k}={v:.0f}" for k, v in timings.items()))
     if args.out:
-        args.out.write_text(json.dumps({"rows": rows, "verdict": summary, "teacher_line": teacher_line, "timings": timings, "total_s": total,
-                                        "teacher": teacher_uri, "args": {k: str(v) for k, v in vars(args).items()}},
-                                       indent=2))
+        args.out.write_text(
+            json.dumps(
+                {
+                    "rows": rows,
+                    "verdict": summary,
+                    "teacher_line": teacher_line,
+                    "timings": timings,
+                    "total_s": total,
+                    "teacher": teacher_uri,
+                    "args": {k: str(v) for k, v in vars(args).items()},
+                },
+                indent=2,
+            )
+        )
     return 0
 
 
@@ -309,8 +417,9 @@ def aggregate(args: argparse.Namespace) -> int:
     return report_seeds(args, runs, sum(float(json.loads(p.read_text()).get("total_s", 0.0)) for p in args.aggregate))
 
 
-def report_seeds(args: argparse.Namespace, runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, float], str]],
-                 total: float) -> int:
+def report_seeds(
+    args: argparse.Namespace, runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, float], str]], total: float
+) -> int:
     summary = seed_summary(runs)
     print(f"{len(runs)} seeds {list(runs)}: mean [95% t-interval over seeds]")
     print(seed_table(summary))
@@ -318,10 +427,19 @@ def report_seeds(args: argparse.Namespace, runs: dict[int, tuple[dict[str, dict[
         print(f"seed {seed}: teacher {teacher_uri}; {verdict(rows)}")
     print(f"total {total / 60:.1f} min")
     if args.out:
-        args.out.write_text(json.dumps({"summary": summary, "per_seed": {s: r[0] for s, r in runs.items()},
-                                        "timings": {s: r[1] for s, r in runs.items()},
-                                        "teachers": {s: r[2] for s, r in runs.items()}, "total_s": total,
-                                        "args": {k: str(v) for k, v in vars(args).items()}}, indent=2))
+        args.out.write_text(
+            json.dumps(
+                {
+                    "summary": summary,
+                    "per_seed": {s: r[0] for s, r in runs.items()},
+                    "timings": {s: r[1] for s, r in runs.items()},
+                    "teachers": {s: r[2] for s, r in runs.items()},
+                    "total_s": total,
+                    "args": {k: str(v) for k, v in vars(args).items()},
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

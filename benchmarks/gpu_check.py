@@ -22,8 +22,10 @@ from mlflow_metacompress.distill.modules import ClassifierModule, soft_label_los
 from mlflow_metacompress.distill.training import FitConfig, fit
 from mlflow_metacompress.models.tokenizer import train_tokenizer
 
-CODE = ["int f%d(int a, int b) { int s = a %s b; for (int i = 0; i < %d; i++) s += i; return s; }" % (i, "+-*"[i % 3], i)
-        for i in range(256)]
+CODE = [
+    "int f%d(int a, int b) { int s = a %s b; for (int i = 0; i < %d; i++) s += i; return s; }" % (i, "+-*"[i % 3], i)
+    for i in range(256)
+]
 
 
 def timed(fn, repeats: int = 3) -> float:
@@ -44,7 +46,11 @@ def main() -> None:
     out: dict[str, object] = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__}
     tok = train_tokenizer(CODE, vocab_size=600)
     torch.manual_seed(0)
-    model = ArchSpec(vocab_size=len(tok), num_hidden_layers=2, hidden_size=64, intermediate_size=128, max_length=64).build().eval()
+    model = (
+        ArchSpec(vocab_size=len(tok), num_hidden_layers=2, hidden_size=64, intermediate_size=128, max_length=64)
+        .build()
+        .eval()
+    )
     cpu = model.predict_proba(tok, CODE[:64])
     gpu = model.cuda().predict_proba(tok, CODE[:64])
     out["cuda_vs_cpu_max_abs_diff"] = float(np.abs(cpu - gpu).max())
@@ -53,7 +59,9 @@ def main() -> None:
     logits = rng.normal(size=(len(CODE), 2)).astype(np.float32) * 3
     train = CodeExamples(CODE, teacher_logits=logits)
     val = CodeExamples(CODE[:64], labels=logits[:64].argmax(1))
-    student = ArchSpec(vocab_size=len(tok), num_hidden_layers=2, hidden_size=64, intermediate_size=128, max_length=64).build()
+    student = ArchSpec(
+        vocab_size=len(tok), num_hidden_layers=2, hidden_size=64, intermediate_size=128, max_length=64
+    ).build()
     module = ClassifierModule(student, loss_fn=soft_label_loss(1.0), lr=2e-3)
     torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
@@ -65,13 +73,31 @@ def main() -> None:
     out["train_loss_first_last"] = [round(losses[0], 4), round(losses[-1], 4)] if losses else None
     out["best_val_acc"] = res.best_val_acc
 
-    teacher = ArchSpec(vocab_size=50265, num_hidden_layers=12, hidden_size=768, num_attention_heads=12,
-                       intermediate_size=3072, max_length=512)
+    teacher = ArchSpec(
+        vocab_size=50265,
+        num_hidden_layers=12,
+        hidden_size=768,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_length=512,
+    )
     students = {
-        "compressor_ga_3mb": ArchSpec(vocab_size=1000, num_hidden_layers=10, hidden_size=16, num_attention_heads=1,
-                                      intermediate_size=2176, max_length=512),
-        "4x96": ArchSpec(vocab_size=4000, num_hidden_layers=4, hidden_size=96, num_attention_heads=4,
-                         intermediate_size=384, max_length=512),
+        "compressor_ga_3mb": ArchSpec(
+            vocab_size=1000,
+            num_hidden_layers=10,
+            hidden_size=16,
+            num_attention_heads=1,
+            intermediate_size=2176,
+            max_length=512,
+        ),
+        "4x96": ArchSpec(
+            vocab_size=4000,
+            num_hidden_layers=4,
+            hidden_size=96,
+            num_attention_heads=4,
+            intermediate_size=384,
+            max_length=512,
+        ),
     }
     ids = torch.randint(5, 1000, (1024, 256), device="cuda")
     mask = torch.ones_like(ids)
@@ -90,8 +116,10 @@ def main() -> None:
             run()
             times[name] = timed(run)
             del enc
-        speed[precision] = {k: {"seconds_1024x256": round(v, 4), "speedup_vs_teacher": round(times["teacher_codebert_shape"] / v, 2)}
-                            for k, v in times.items()}
+        speed[precision] = {
+            k: {"seconds_1024x256": round(v, 4), "speedup_vs_teacher": round(times["teacher_codebert_shape"] / v, 2)}
+            for k, v in times.items()
+        }
     out["inference"] = speed
     print(json.dumps(out, indent=1))
 

@@ -9,8 +9,16 @@ from typing import Any
 
 from mlflow_metacompress.pipeline.seeds import t_interval  # noqa: F401 - the one definition, re-exported
 
-SEED_METRICS = ["student_accuracy", "accuracy_drop", "mr1_violation_rate", "mr1_violation_rate/metamorphic",
-                "any_violation_rate", "any_violation_rate/metamorphic", "mr4_eca", "size_mb"]
+SEED_METRICS = [
+    "student_accuracy",
+    "accuracy_drop",
+    "mr1_violation_rate",
+    "mr1_violation_rate/metamorphic",
+    "any_violation_rate",
+    "any_violation_rate/metamorphic",
+    "mr4_eca",
+    "size_mb",
+]
 PAIRED = ["student_accuracy", "any_violation_rate/metamorphic", "mr1_violation_rate/metamorphic"]
 
 
@@ -28,8 +36,10 @@ def seed_summary(runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, fl
         for metric in SEED_METRICS:
             values = [runs[s][0].get(method, {}).get(metric, math.nan) for s in runs]
             mean, low, high = t_interval(values)
-            within = [[runs[s][0].get(method, {}).get(interval_key(metric, end), math.nan) for end in ("low", "high")]
-                      for s in runs]
+            within = [
+                [runs[s][0].get(method, {}).get(interval_key(metric, end), math.nan) for end in ("low", "high")]
+                for s in runs
+            ]
             per[metric] = {"values": values, "mean": mean, "t_low": low, "t_high": high, "within_run": within}
         out["methods"][method] = per
     if "fidelity" in methods:
@@ -42,8 +52,12 @@ def seed_summary(runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, fl
                 p = float(stats.ttest_rel([x for x, _ in ok], [y for _, y in ok]).pvalue) if len(ok) >= 2 else math.nan
                 mean, low, high = t_interval(diff)
                 out["paired"][f"fidelity-{other}/{metric}"] = {
-                    "mean_difference": mean, "t_low": low, "t_high": high, "pvalue": p,
-                    "significant": bool(p < 0.05) if not math.isnan(p) else False}
+                    "mean_difference": mean,
+                    "t_low": low,
+                    "t_high": high,
+                    "pvalue": p,
+                    "significant": bool(p < 0.05) if not math.isnan(p) else False,
+                }
     return out
 
 
@@ -56,12 +70,20 @@ def seed_table(summary: dict[str, Any]) -> str:
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     lines += ["", "within-run 95% bootstrap intervals per seed:", head, lines[1]]
     for method, per in summary["methods"].items():
-        cells = ["; ".join("–" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]" for lo, hi in per[m]["within_run"])
-                 for m in SEED_METRICS]
+        cells = [
+            "; ".join("–" if math.isnan(lo) else f"[{lo:.3f}, {hi:.3f}]" for lo, hi in per[m]["within_run"])
+            for m in SEED_METRICS
+        ]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     if summary["paired"]:
-        lines += ["", "| paired difference (same seed) | mean [95% t-interval] | p | significant |", "|---|---|---|---|"]
+        lines += [
+            "",
+            "| paired difference (same seed) | mean [95% t-interval] | p | significant |",
+            "|---|---|---|---|",
+        ]
         for key, d in summary["paired"].items():
-            lines.append(f"| {key} | {d['mean_difference']:+.4f} [{d['t_low']:+.4f}, {d['t_high']:+.4f}] | "
-                         f"{d['pvalue']:.3g} | {'yes' if d['significant'] else 'no'} |")
+            lines.append(
+                f"| {key} | {d['mean_difference']:+.4f} [{d['t_low']:+.4f}, {d['t_high']:+.4f}] | "
+                f"{d['pvalue']:.3g} | {'yes' if d['significant'] else 'no'} |"
+            )
     return "\n".join(lines)

@@ -147,7 +147,7 @@ def resolve_model_uri(uri: str) -> str:
     import mlflow
 
     client = mlflow.MlflowClient()
-    rest = uri[len("models:/"):]
+    rest = uri[len("models:/") :]
     if "@" in rest:
         name, alias = rest.split("@", 1)
         return f"models:/{name}/{client.get_model_version_by_alias(name, alias).version}"
@@ -164,7 +164,7 @@ def _registry_identity(uri: str) -> str:
     import mlflow
 
     pinned = resolve_model_uri(uri)
-    name, _, version = pinned[len("models:/"):].rpartition("/")
+    name, _, version = pinned[len("models:/") :].rpartition("/")
     mv = mlflow.MlflowClient().get_model_version(name, version)
     return f"{pinned}|{getattr(mv, 'model_id', None) or mv.source}|{mv.creation_timestamp}"
 
@@ -246,8 +246,16 @@ class Entry:
     path: Path
 
 
-def load(kind: str, key: str, *, rows: str, n_rows: int, checks: Mapping[str, Check],
-         classes: Sequence[str] | None = None, cache_dir: Any = None) -> Entry | None:
+def load(
+    kind: str,
+    key: str,
+    *,
+    rows: str,
+    n_rows: int,
+    checks: Mapping[str, Check],
+    classes: Sequence[str] | None = None,
+    cache_dir: Any = None,
+) -> Entry | None:
     """The entry ``kind``/``key`` if it exists and passes every check, else None.
 
     ``checks`` names the arrays the entry must hold and how each is validated; every
@@ -260,9 +268,13 @@ def load(kind: str, key: str, *, rows: str, n_rows: int, checks: Mapping[str, Ch
     try:
         entry = _read(path, kind, key, rows, n_rows, checks, classes)
     except PermissionError as exc:  # another user's entry: say so, and never call it invalid
-        logger.warning("%s cache entry %s is not readable by this user (%s): computing without it and leaving it "
-                       "in place; make the cache folder group-writable to share entries", kind, path,
-                       exc.strerror or exc)
+        logger.warning(
+            "%s cache entry %s is not readable by this user (%s): computing without it and leaving it "
+            "in place; make the cache folder group-writable to share entries",
+            kind,
+            path,
+            exc.strerror or exc,
+        )
         return None
     except Exception as exc:  # corrupt, truncated, tampered or foreign: recompute, never trust
         logger.warning("discarding invalid %s cache entry %s (it will be recomputed): %s", kind, path, exc)
@@ -271,8 +283,9 @@ def load(kind: str, key: str, *, rows: str, n_rows: int, checks: Mapping[str, Ch
     return entry
 
 
-def _read(path: Path, kind: str, key: str, rows: str, n_rows: int, checks: Mapping[str, Check],
-          classes: Sequence[str] | None) -> Entry:
+def _read(
+    path: Path, kind: str, key: str, rows: str, n_rows: int, checks: Mapping[str, Check], classes: Sequence[str] | None
+) -> Entry:
     with np.load(path, allow_pickle=False) as z:
         if "__meta__" not in z.files:
             raise CacheEntryError("no header")
@@ -291,8 +304,10 @@ def _read(path: Path, kind: str, key: str, rows: str, n_rows: int, checks: Mappi
         info = meta.get("arrays", {}).get(name, {})
         arr = arrays[name]
         if list(arr.shape) != info.get("shape") or arr.dtype.str != info.get("dtype"):
-            raise CacheEntryError(f"array {name!r} has shape {arr.shape} {arr.dtype.str}; header says "
-                                  f"{info.get('shape')} {info.get('dtype')}")
+            raise CacheEntryError(
+                f"array {name!r} has shape {arr.shape} {arr.dtype.str}; header says "
+                f"{info.get('shape')} {info.get('dtype')}"
+            )
         if _checksum(arr) != info.get("sha256"):
             raise CacheEntryError(f"array {name!r} does not match its checksum")
         check_values(arr, check, f"array {name!r}", n_rows)
@@ -313,16 +328,30 @@ def entry_mode(folder: str | os.PathLike[str]) -> int:
     return mode
 
 
-def store(kind: str, key: str, arrays: Mapping[str, np.ndarray], *, rows: str, identity: str = "",
-          classes: Sequence[str] | None = None, cache_dir: Any = None) -> Path | None:
+def store(
+    kind: str,
+    key: str,
+    arrays: Mapping[str, np.ndarray],
+    *,
+    rows: str,
+    identity: str = "",
+    classes: Sequence[str] | None = None,
+    cache_dir: Any = None,
+) -> Path | None:
     """Write an entry atomically (unique temporary file + ``os.replace``); returns its path,
     or None (with a warning) when the folder cannot be written: caching is an optimisation."""
     path = entry_path(kind, key, cache_dir)
     arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
     meta = {
-        "format": FORMAT, "kind": kind, "key": key, "identity": identity, "rows": rows,
+        "format": FORMAT,
+        "kind": kind,
+        "key": key,
+        "identity": identity,
+        "rows": rows,
         "classes": [str(c) for c in classes] if classes is not None else None,
-        "arrays": {n: {"shape": list(a.shape), "dtype": a.dtype.str, "sha256": _checksum(a)} for n, a in arrays.items()},
+        "arrays": {
+            n: {"shape": list(a.shape), "dtype": a.dtype.str, "sha256": _checksum(a)} for n, a in arrays.items()
+        },
     }
     if path.is_file() and not os.access(path, os.R_OK):
         logger.info("leaving %s cache entry %s in place: it is not readable by this user", kind, path)

@@ -19,7 +19,7 @@ import argparse
 import importlib
 import logging
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 logger = logging.getLogger(__name__)
 
@@ -45,11 +45,18 @@ MODEL_COMMANDS = frozenset({"evaluate", "attack", "distill", "gate"})
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="metacompress", description=(
-        "Behavioural fidelity of distilled models of code (MetaCompress, arXiv 2511.05476): "
-        "registry gates and tools."))
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow tracking (and registry) URI; default: MLFLOW_TRACKING_URI or MLflow's default")
+    parser = argparse.ArgumentParser(
+        prog="metacompress",
+        description=(
+            "Behavioural fidelity of distilled models of code (MetaCompress, arXiv 2511.05476): "
+            "registry gates and tools."
+        ),
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow tracking (and registry) URI; default: MLFLOW_TRACKING_URI or MLflow's default",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module, function in SUBCOMMANDS:
@@ -60,8 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     if args.tracking_uri:
         import mlflow
 

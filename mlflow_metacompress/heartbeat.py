@@ -80,8 +80,9 @@ class Heartbeat:
     """Context manager: while active, a daemon thread logs ``line()`` at INFO every
     ``interval`` seconds (see :func:`heartbeat_interval`); the thread stops on exit."""
 
-    def __init__(self, line: Callable[[], str], interval: float | None = None,
-                 log: logging.Logger | None = None) -> None:
+    def __init__(
+        self, line: Callable[[], str], interval: float | None = None, log: logging.Logger | None = None
+    ) -> None:
         self.line = line
         self.interval = heartbeat_interval(interval)
         self.log = log or logger
@@ -95,13 +96,14 @@ class Heartbeat:
             except Exception:  # a broken status line must not kill the work it reports on
                 self.log.debug("heartbeat line failed", exc_info=True)
 
-    def __enter__(self) -> "Heartbeat":
+    def __enter__(self) -> Heartbeat:
         self._thread = threading.Thread(target=self._beat, name="metacompress-heartbeat", daemon=True)
         self._thread.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)

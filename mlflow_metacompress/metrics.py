@@ -22,17 +22,35 @@ class MetricSpec:
 
 
 _SPECS = [
-    MetricSpec("mr1_violation_rate", False, "MR1: fraction of samples where the student's predicted class differs from the teacher's"),
+    MetricSpec(
+        "mr1_violation_rate",
+        False,
+        "MR1: fraction of samples where the student's predicted class differs from the teacher's",
+    ),
     MetricSpec("mr1_label_loyalty", True, "MR1: 1 − mr1_violation_rate"),
     MetricSpec("mr2_violation_rate", False, "MR2: fraction of samples with KL(P_T‖P_S) > kl_threshold (0.1)"),
     MetricSpec("mr2_mean_kl", False, "MR2: mean per-sample KL(P_T‖P_S), natural log"),
-    MetricSpec("mr3_violation_rate", False, "MR3: among samples the teacher predicts with confidence ≥ τ (0.8), the fraction where the student predicts another class or gives the teacher's class < τ"),
+    MetricSpec(
+        "mr3_violation_rate",
+        False,
+        "MR3: among samples the teacher predicts with confidence ≥ τ (0.8), the fraction where the student predicts another class or gives the teacher's class < τ",
+    ),
     MetricSpec("mr3_hcar", True, "MR3: high-confidence agreement rate, 1 − mr3_violation_rate"),
     MetricSpec("mr3_support", True, "MR3: fraction of samples in the high-confidence set H"),
-    MetricSpec("mr4_eca", False, "MR4: expected calibration alignment, Σ_b |B_b|/N·|mean a_T − mean a_S| over bins of the teacher's confidence"),
-    MetricSpec("mr4_violation_rate", False, "MR4: fraction of samples in bins whose alignment gap exceeds eca_threshold (0.05)"),
+    MetricSpec(
+        "mr4_eca",
+        False,
+        "MR4: expected calibration alignment, Σ_b |B_b|/N·|mean a_T − mean a_S| over bins of the teacher's confidence",
+    ),
+    MetricSpec(
+        "mr4_violation_rate", False, "MR4: fraction of samples in bins whose alignment gap exceeds eca_threshold (0.05)"
+    ),
     MetricSpec("mr4_ece_gap", False, "MR4 (labels): |student_ece − teacher_ece|"),
-    MetricSpec("any_violation_rate", False, "Headline discrepancy: fraction of samples violating MR1, MR2, MR3 (in H) or MR4 (own gap > threshold in a violating bin)"),
+    MetricSpec(
+        "any_violation_rate",
+        False,
+        "Headline discrepancy: fraction of samples violating MR1, MR2, MR3 (in H) or MR4 (own gap > threshold in a violating bin)",
+    ),
     MetricSpec("teacher_accuracy", True, "Teacher accuracy (labels)"),
     MetricSpec("student_accuracy", True, "Student accuracy (labels)"),
     MetricSpec("accuracy_drop", False, "teacher_accuracy − student_accuracy"),
@@ -40,19 +58,51 @@ _SPECS = [
     MetricSpec("student_f1", True, "Student F1, class 1 positive (K = 2)"),
     MetricSpec("teacher_ece", False, "Teacher top-label expected calibration error (Guo et al. 2017)"),
     MetricSpec("student_ece", False, "Student top-label expected calibration error"),
-    MetricSpec("teacher_flip_rate", False, "Per transformation: fraction of samples whose teacher prediction changes from original to transformed (MORPH's prediction flips)"),
+    MetricSpec(
+        "teacher_flip_rate",
+        False,
+        "Per transformation: fraction of samples whose teacher prediction changes from original to transformed (MORPH's prediction flips)",
+    ),
     MetricSpec("student_flip_rate", False, "Per transformation: fraction of samples whose student prediction changes"),
     MetricSpec("transform_applicable_rate", True, "Per transformation: fraction of samples the transformation changed"),
-    MetricSpec("transform_parse_failures", False, "Samples whose code tree-sitter could not parse (skipped for transformations)"),
-    MetricSpec("transform_over_limit", False, "Samples over the transformation size (200 KB) or nesting (500) limits (skipped for transformations)"),
+    MetricSpec(
+        "transform_parse_failures",
+        False,
+        "Samples whose code tree-sitter could not parse (skipped for transformations)",
+    ),
+    MetricSpec(
+        "transform_over_limit",
+        False,
+        "Samples over the transformation size (200 KB) or nesting (500) limits (skipped for transformations)",
+    ),
     MetricSpec("asr", False, "Attack success rate: successes / attacked samples (attack_<a>/<model>_asr)"),
     MetricSpec("mean_queries", True, "Mean model queries per attacked sample"),
-    MetricSpec("accuracy_under_attack", True, "Accuracy after replacing each successfully attacked sample by its adversarial version"),
+    MetricSpec(
+        "accuracy_under_attack",
+        True,
+        "Accuracy after replacing each successfully attacked sample by its adversarial version",
+    ),
     MetricSpec("excess_drop", False, "Student accuracy drop − teacher accuracy drop under attack (always defined)"),
-    MetricSpec("excess_drop_pct", False, "100·(student drop − teacher drop)/teacher drop under attack (the paper's 285% figure)"),
-    MetricSpec("accuracy_drop_pvalue", True, "McNemar's exact test of teacher vs student correctness on the same rows: two-sided binomial p-value of the discordant pairs (teacher right/student wrong vs the reverse) at p = 1/2; small = the accuracies differ"),
-    MetricSpec("gate_passed", True, "Gate verdict on the gate run: 1 when every check of the policy passed, 0 when one failed (the run still ends FINISHED)"),
-    MetricSpec("student_speedup", True, "measure_speed: teacher time / student time on the same 32 rows, alternating, best of 5 (local pyfuncs)"),
+    MetricSpec(
+        "excess_drop_pct",
+        False,
+        "100·(student drop − teacher drop)/teacher drop under attack (the paper's 285% figure)",
+    ),
+    MetricSpec(
+        "accuracy_drop_pvalue",
+        True,
+        "McNemar's exact test of teacher vs student correctness on the same rows: two-sided binomial p-value of the discordant pairs (teacher right/student wrong vs the reverse) at p = 1/2; small = the accuracies differ",
+    ),
+    MetricSpec(
+        "gate_passed",
+        True,
+        "Gate verdict on the gate run: 1 when every check of the policy passed, 0 when one failed (the run still ends FINISHED)",
+    ),
+    MetricSpec(
+        "student_speedup",
+        True,
+        "measure_speed: teacher time / student time on the same 32 rows, alternating, best of 5 (local pyfuncs)",
+    ),
     MetricSpec("student_latency_ms", False, "measure_speed: student milliseconds per sample (batch of 32)"),
     MetricSpec("teacher_latency_ms", False, "measure_speed: teacher milliseconds per sample (batch of 32)"),
 ]
@@ -67,9 +117,14 @@ def _interval_specs(specs: list[MetricSpec]) -> list[MetricSpec]:
     out = []
     for name in INTERVAL_METRICS:
         for end in ("low", "high"):
-            out.append(MetricSpec(f"{name}_ci_{end}", by_name[name].greater_is_better,
-                                  f"{end} end of the 95% percentile-bootstrap interval of {name} (resampling "
-                                  "original samples, bootstrap_samples replicates)"))
+            out.append(
+                MetricSpec(
+                    f"{name}_ci_{end}",
+                    by_name[name].greater_is_better,
+                    f"{end} end of the 95% percentile-bootstrap interval of {name} (resampling "
+                    "original samples, bootstrap_samples replicates)",
+                )
+            )
     return out
 
 
@@ -80,12 +135,12 @@ CATALOGUE: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
 def base_name(key: str, prefix: str = "") -> str:
     """Strip the metric prefix, a ``/variant`` suffix and an ``attack_<a>/<model>_`` head."""
     if prefix and key.startswith(prefix):
-        key = key[len(prefix):]
+        key = key[len(prefix) :]
     if key.startswith("attack_") and "/" in key:
         key = key.split("/", 1)[1]
         for model in ("teacher_", "student_"):
-            if key.startswith(model) and key[len(model):] in CATALOGUE:
-                return key[len(model):]
+            if key.startswith(model) and key[len(model) :] in CATALOGUE:
+                return key[len(model) :]
         return key
     return key.split("/", 1)[0]
 

@@ -100,9 +100,7 @@ def mr3_high_confidence(P_T: np.ndarray, P_S: np.ndarray, confidence_threshold: 
         logger.warning("MR3: no sample has teacher confidence >= %s; MR3 metrics are omitted", confidence_threshold)
         return RelationResult({}, per)
     rate = float(viol[in_h].mean())
-    return RelationResult(
-        {"mr3_violation_rate": rate, "mr3_hcar": 1.0 - rate, "mr3_support": float(in_h.mean())}, per
-    )
+    return RelationResult({"mr3_violation_rate": rate, "mr3_hcar": 1.0 - rate, "mr3_support": float(in_h.mean())}, per)
 
 
 def _bin_index(conf: np.ndarray, bins: int) -> np.ndarray:
@@ -139,8 +137,13 @@ def mr4_calibration_alignment(
     bad_bin = (gap > eca_threshold) & (counts > 0)
     return RelationResult(
         {"mr4_eca": float((weight * gap).sum()), "mr4_violation_rate": float(weight[bad_bin].sum())},
-        {"mr4_bin": b, "mr4_bin_violation": bad_bin[b], "mr4_violation": bad_bin[b] & (np.abs(a_t - a_s) > eca_threshold),
-         "mr4_teacher_conf": a_t, "mr4_student_conf_at_teacher": a_s},
+        {
+            "mr4_bin": b,
+            "mr4_bin_violation": bad_bin[b],
+            "mr4_violation": bad_bin[b] & (np.abs(a_t - a_s) > eca_threshold),
+            "mr4_teacher_conf": a_t,
+            "mr4_student_conf_at_teacher": a_s,
+        },
     )
 
 

@@ -37,9 +37,21 @@ logger = logging.getLogger(__name__)
 
 LEVEL = 0.95
 INTERVAL_METRICS = (
-    "mr1_violation_rate", "mr1_label_loyalty", "mr2_violation_rate", "mr2_mean_kl", "mr3_violation_rate",
-    "mr3_hcar", "mr3_support", "mr4_violation_rate", "mr4_eca", "any_violation_rate", "teacher_accuracy",
-    "student_accuracy", "accuracy_drop", "teacher_flip_rate", "student_flip_rate",
+    "mr1_violation_rate",
+    "mr1_label_loyalty",
+    "mr2_violation_rate",
+    "mr2_mean_kl",
+    "mr3_violation_rate",
+    "mr3_hcar",
+    "mr3_support",
+    "mr4_violation_rate",
+    "mr4_eca",
+    "any_violation_rate",
+    "teacher_accuracy",
+    "student_accuracy",
+    "accuracy_drop",
+    "teacher_flip_rate",
+    "student_flip_rate",
 )
 """Metrics that get ``<metric>_ci_low`` / ``<metric>_ci_high`` (on original and ``/metamorphic``)."""
 INTERVAL_SUFFIXES = ("_ci_low", "_ci_high")
@@ -85,8 +97,18 @@ def groups_from_table(table: Any, pooled: Mapping[str, Sequence[str]] | None = N
     Pooled rows get ``teacher_flip``/``student_flip`` against the original prediction of
     their sample (MORPH's flips, Panichella, ICSE 2025)."""
     variant = table["variant"]
-    names = ["mr1_violation", "kl", "mr2_violation", "mr3_in_h", "mr3_violation", "mr4_bin", "mr4_teacher_conf",
-             "mr4_student_conf_at_teacher", "teacher_pred", "student_pred"]
+    names = [
+        "mr1_violation",
+        "kl",
+        "mr2_violation",
+        "mr3_in_h",
+        "mr3_violation",
+        "mr4_bin",
+        "mr4_teacher_conf",
+        "mr4_student_conf_at_teacher",
+        "teacher_pred",
+        "student_pred",
+    ]
     if "label" in getattr(table, "columns", table):
         names.append("label")
     orig = np.asarray(variant == "original", dtype=bool)
@@ -97,8 +119,11 @@ def groups_from_table(table: Any, pooled: Mapping[str, Sequence[str]] | None = N
     base_t[groups[0].rows] = groups[0].columns["teacher_pred"]
     base_s[groups[0].rows] = groups[0].columns["student_pred"]
     for name, members in (pooled or {}).items():
-        mask = (np.asarray(variant.isin(list(members))) if hasattr(variant, "isin")
-                else np.isin(np.asarray(variant).astype(str), list(members)))
+        mask = (
+            np.asarray(variant.isin(list(members)))
+            if hasattr(variant, "isin")
+            else np.isin(np.asarray(variant).astype(str), list(members))
+        )
         if not mask.any():
             continue
         rows = _col(table, "row", mask).astype(np.int64)
@@ -122,14 +147,24 @@ def _sums(group: Group, n: int, config: RelationConfig) -> dict[str, np.ndarray]
         return np.bincount(rows, weights=np.asarray(values, dtype=np.float64), minlength=n)
 
     out = {"count": np.bincount(rows, minlength=n).astype(np.float64)}
-    for key, name in (("mr1", "mr1_violation"), ("kl", "kl"), ("mr2", "mr2_violation"), ("h", "mr3_in_h"),
-                      ("mr3", "mr3_violation"), ("tflip", "teacher_flip"), ("sflip", "student_flip")):
+    for key, name in (
+        ("mr1", "mr1_violation"),
+        ("kl", "kl"),
+        ("mr2", "mr2_violation"),
+        ("h", "mr3_in_h"),
+        ("mr3", "mr3_violation"),
+        ("tflip", "teacher_flip"),
+        ("sflip", "student_flip"),
+    ):
         if name in c:
             out[key] = total(c[name])
     a_t = np.asarray(c["mr4_teacher_conf"], dtype=np.float64)
     a_s = np.asarray(c["mr4_student_conf_at_teacher"], dtype=np.float64)
-    base = (np.asarray(c["mr1_violation"], dtype=bool) | np.asarray(c["mr2_violation"], dtype=bool)
-            | np.asarray(c["mr3_violation"], dtype=bool))
+    base = (
+        np.asarray(c["mr1_violation"], dtype=bool)
+        | np.asarray(c["mr2_violation"], dtype=bool)
+        | np.asarray(c["mr3_violation"], dtype=bool)
+    )
     out["any"] = total(base)
     if "label" in c:
         out["tc"] = total(c["teacher_pred"] == c["label"])
@@ -145,8 +180,12 @@ def _metrics(t: Mapping[str, np.ndarray], eca_threshold: float) -> dict[str, np.
     """Every metric of one group from (weighted) totals; arrays of shape (replicates,)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         n = t["count"]
-        m = {"mr1_violation_rate": t["mr1"] / n, "mr2_violation_rate": t["mr2"] / n, "mr2_mean_kl": t["kl"] / n,
-             "mr3_support": t["h"] / n}
+        m = {
+            "mr1_violation_rate": t["mr1"] / n,
+            "mr2_violation_rate": t["mr2"] / n,
+            "mr2_mean_kl": t["kl"] / n,
+            "mr3_support": t["h"] / n,
+        }
         m["mr1_label_loyalty"] = 1.0 - m["mr1_violation_rate"]
         m["mr3_violation_rate"] = np.where(t["h"] > 0, t["mr3"] / t["h"], np.nan)
         m["mr3_hcar"] = 1.0 - m["mr3_violation_rate"]
@@ -165,7 +204,9 @@ def _metrics(t: Mapping[str, np.ndarray], eca_threshold: float) -> dict[str, np.
     return m
 
 
-def _layout(groups: Sequence[Group], n: int, config: RelationConfig) -> tuple[np.ndarray, list[tuple[int, str, slice, tuple[int, ...]]]]:
+def _layout(
+    groups: Sequence[Group], n: int, config: RelationConfig
+) -> tuple[np.ndarray, list[tuple[int, str, slice, tuple[int, ...]]]]:
     """Every group's per-sample sums side by side (``n × width``) and where each sits."""
     layout: list[tuple[int, str, slice, tuple[int, ...]]] = []
     columns: list[np.ndarray] = []
@@ -196,7 +237,9 @@ def _replicates(
     return out
 
 
-def replicate_metrics(groups: Sequence[Group], n: int, counts: np.ndarray, config: RelationConfig | None = None) -> dict[str, np.ndarray]:
+def replicate_metrics(
+    groups: Sequence[Group], n: int, counts: np.ndarray, config: RelationConfig | None = None
+) -> dict[str, np.ndarray]:
     """Every metric of every group in each replicate given by ``counts`` (replicates × n:
     how often each original sample was drawn; a sample's rows all carry its count)."""
     counts = np.atleast_2d(np.asarray(counts, dtype=np.float32))
@@ -204,8 +247,13 @@ def replicate_metrics(groups: Sequence[Group], n: int, counts: np.ndarray, confi
 
 
 def bootstrap_intervals(
-    groups: Sequence[Group], n: int, samples: int = 1000, seed: int = 0, config: RelationConfig | None = None,
-    level: float = LEVEL, keys: Sequence[str] | None = None,
+    groups: Sequence[Group],
+    n: int,
+    samples: int = 1000,
+    seed: int = 0,
+    config: RelationConfig | None = None,
+    level: float = LEVEL,
+    keys: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """Percentile-bootstrap ``level`` intervals, ``{<metric>_ci_low<suffix>: …, <metric>_ci_high<suffix>: …}``.
 
@@ -276,25 +324,38 @@ def mcnemar_exact(teacher_correct: np.ndarray, student_correct: np.ndarray) -> t
 
 
 def evaluation_statistics(
-    table: Any, n: int, metrics: Mapping[str, float], pooled: Mapping[str, Sequence[str]] | None = None,
-    samples: int = 1000, seed: int = 0, config: RelationConfig | None = None,
+    table: Any,
+    n: int,
+    metrics: Mapping[str, float],
+    pooled: Mapping[str, Sequence[str]] | None = None,
+    samples: int = 1000,
+    seed: int = 0,
+    config: RelationConfig | None = None,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The evaluator's hook: interval metrics for the logged ``metrics`` (original and pooled
     groups of the per-sample ``table``) and, with labels, ``accuracy_drop_pvalue``. Returns
     ``(new metrics, summary section)``."""
     groups = groups_from_table(table, pooled)
     new = bootstrap_intervals(groups, n, samples, seed, config, keys=list(metrics)) if samples > 0 else {}
-    section: dict[str, Any] = {"bootstrap_samples": samples, "seed": seed, "level": LEVEL,
-                               "method": "percentile bootstrap over original samples (variants move with their sample)"}
+    section: dict[str, Any] = {
+        "bootstrap_samples": samples,
+        "seed": seed,
+        "level": LEVEL,
+        "method": "percentile bootstrap over original samples (variants move with their sample)",
+    }
     section["intervals"] = {
         point_key(k): {"estimate": metrics[point_key(k)], "low": v, "high": new[interval_key(point_key(k), "high")]}
-        for k, v in new.items() if k.partition("/")[0].endswith("_ci_low")
+        for k, v in new.items()
+        if k.partition("/")[0].endswith("_ci_low")
     }
     orig = groups[0].columns
     if "label" in orig:
         p, b, c = mcnemar_exact(orig["teacher_pred"] == orig["label"], orig["student_pred"] == orig["label"])
         new["accuracy_drop_pvalue"] = p
-        section["accuracy_drop_pvalue"] = {"pvalue": p, "teacher_right_student_wrong": b,
-                                           "teacher_wrong_student_right": c,
-                                           "test": "McNemar exact (two-sided binomial on discordant pairs)"}
+        section["accuracy_drop_pvalue"] = {
+            "pvalue": p,
+            "teacher_right_student_wrong": b,
+            "teacher_wrong_student_right": c,
+            "test": "McNemar exact (two-sided binomial on discordant pairs)",
+        }
     return new, section

@@ -45,8 +45,10 @@ def existing_store() -> str:
     uri = tracking_uri()
     db = sqlite_file(uri)
     if db is not None and not db.is_file():
-        raise ValueError(f"no MLflow tracking store at {db} (tracking URI {uri}): run the command in the folder that "
-                         "holds mlflow.db, or pass --tracking-uri / set MLFLOW_TRACKING_URI")
+        raise ValueError(
+            f"no MLflow tracking store at {db} (tracking URI {uri}): run the command in the folder that "
+            "holds mlflow.db, or pass --tracking-uri / set MLFLOW_TRACKING_URI"
+        )
     return uri
 
 

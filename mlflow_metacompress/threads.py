@@ -109,8 +109,9 @@ def parse_threads(value: Any, source: str = "threads") -> int | None:
     return int(number)
 
 
-def resolve(threads: Any = None, *, processes: int = 1, source: str = "threads",
-            environ: Mapping[str, str] | None = None) -> int:
+def resolve(
+    threads: Any = None, *, processes: int = 1, source: str = "threads", environ: Mapping[str, str] | None = None
+) -> int:
     """The thread count of one piece of work in one process: ``threads`` when set, else
     (for one process) the enclosing :func:`using` block's, else ``$METACOMPRESS_THREADS``,
     else ``$OMP_NUM_THREADS``, else :func:`default_threads` for ``processes`` training
@@ -137,8 +138,9 @@ def resolve(threads: Any = None, *, processes: int = 1, source: str = "threads",
 def _checked(threads: int, source: str) -> int:
     cores = available_cores()
     if threads > cores:
-        logger.warning("%s=%d is more than the %d core(s) this process may use: expect oversubscription",
-                       source, threads, cores)
+        logger.warning(
+            "%s=%d is more than the %d core(s) this process may use: expect oversubscription", source, threads, cores
+        )
     return threads
 
 

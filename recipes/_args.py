@@ -13,19 +13,29 @@ from typing import Any
 def add_data_args(parser: argparse.ArgumentParser) -> None:
     """``--task``, ``--data-dir``, ``--profile``, ``--seed``, ``--progress``."""
     parser.add_argument("--task", default="vulnerability", help="vulnerability or clone")
-    parser.add_argument("--data-dir", default="",
-                        help="empty: the embedded generated data; else a CodeXGLUE Devign/BigCloneBench folder")
+    parser.add_argument(
+        "--data-dir",
+        default="",
+        help="empty: the embedded generated data; else a CodeXGLUE Devign/BigCloneBench folder",
+    )
     parser.add_argument("--profile", default="quick", help="quick (2 CPU cores, minutes) or paper (GPU, hours)")
     parser.add_argument("--seed", type=lambda s: int(float(s)), default=0, help="random seed (an integer)")
-    parser.add_argument("--progress", default="true", choices=["true", "false"],
-                        help="show progress bars (only when output is a terminal; stage lines are logged anyway)")
+    parser.add_argument(
+        "--progress",
+        default="true",
+        choices=["true", "false"],
+        help="show progress bars (only when output is a terminal; stage lines are logged anyway)",
+    )
 
 
 def add_threads_arg(parser: argparse.ArgumentParser) -> None:
     """``--threads``: torch's threads for training, inference and speed timings
     (``mlflow_metacompress/threads.py``)."""
-    parser.add_argument("--threads", default="auto",
-                        help="torch threads per process; auto = $METACOMPRESS_THREADS, else the cores less one")
+    parser.add_argument(
+        "--threads",
+        default="auto",
+        help="torch threads per process; auto = $METACOMPRESS_THREADS, else the cores less one",
+    )
 
 
 def checked_threads(args: argparse.Namespace) -> int | None:
@@ -49,8 +59,9 @@ def trainer(args: argparse.Namespace) -> Any:
     from mlflow_metacompress.distill.devices import TrainerSettings, parse_devices
 
     devices = "auto" if args.devices.strip().lower() == "auto" else parse_devices(args.devices)
-    settings = TrainerSettings(devices=devices, strategy=args.strategy, precision=args.precision or None,
-                               threads=checked_threads(args))
+    settings = TrainerSettings(
+        devices=devices, strategy=args.strategy, precision=args.precision or None, threads=checked_threads(args)
+    )
     settings.check()
     return settings
 

@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     from mlflow_metacompress.gates.gate import GATE_PASSED, log_verdict
     from mlflow_metacompress.gates.registry import TAG_VERDICT
     from mlflow_metacompress.pipeline.data import load_task_data
-    from mlflow_metacompress.pipeline.stages import gate_stage
     from mlflow_metacompress.pipeline.profiles import get_profile, resolve_policy
+    from mlflow_metacompress.pipeline.stages import gate_stage
 
     profile = get_profile(args.profile)
     policy = resolve_policy(args.policy, profile)
@@ -50,14 +50,26 @@ def main(argv: list[str] | None = None) -> int:
             log_verdict(run.info.run_id, decision)
             return 0
         data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
-        outcome = gate_stage("", args.model_name, args.version, data, profile, policy, args.alias, args.seed,
-                             progress=bars(args), threads=threads)
+        outcome = gate_stage(
+            "",
+            args.model_name,
+            args.version,
+            data,
+            profile,
+            policy,
+            args.alias,
+            args.seed,
+            progress=bars(args),
+            threads=threads,
+        )
         verdict = outcome.tags.get(TAG_VERDICT)  # passed/failed, also when the promotion was refused
         if verdict in ("passed", "failed"):
             mlflow.set_tag(TAG_VERDICT, verdict)
             mlflow.log_metric(GATE_PASSED, 1.0 if verdict == "passed" else 0.0)
-    print(f"{args.model_name} v{args.version}: {outcome.verdict}; alias {args.alias!r} "
-          f"{'moved' if outcome.alias_moved else 'not moved'}")
+    print(
+        f"{args.model_name} v{args.version}: {outcome.verdict}; alias {args.alias!r} "
+        f"{'moved' if outcome.alias_moved else 'not moved'}"
+    )
     for message in outcome.failed_checks:
         print(f"  FAIL {message}")
     return 0

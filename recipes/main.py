@@ -15,17 +15,32 @@ def main(argv: list[str] | None = None) -> int:
     add_device_args(parser)
     parser.add_argument("--size-mb", type=float, default=0.0, help="student size target in MB (0: the profile's)")
     parser.add_argument("--policy", default="auto", help="auto (the profile's), quick, a preset or a policy YAML path")
-    parser.add_argument("--methods", default="all",
-                        help="comma-separated methods, or all (every module of mlflow_metacompress/distill/methods/)")
+    parser.add_argument(
+        "--methods",
+        default="all",
+        help="comma-separated methods, or all (every module of mlflow_metacompress/distill/methods/)",
+    )
     args = parser.parse_args(argv)
     uri = setup()
     devices = trainer(args)
     from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline
 
-    result = run_pipeline(PipelineConfig(
-        task=args.task, data_dir=args.data_dir or None, size_mb=args.size_mb or None, policy=args.policy,
-        seed=args.seed, profile=args.profile, methods=args.methods, progress=args.progress == "true",
-        devices=devices.devices, strategy=devices.strategy, precision=devices.precision, threads=devices.threads))
+    result = run_pipeline(
+        PipelineConfig(
+            task=args.task,
+            data_dir=args.data_dir or None,
+            size_mb=args.size_mb or None,
+            policy=args.policy,
+            seed=args.seed,
+            profile=args.profile,
+            methods=args.methods,
+            progress=args.progress == "true",
+            devices=devices.devices,
+            strategy=devices.strategy,
+            precision=devices.precision,
+            threads=devices.threads,
+        )
+    )
     print(f"\nMetaCompress pipeline run {result.run_id} (tracking {uri})\n")
     print(result.markdown)
     for method, error in result.errors.items():

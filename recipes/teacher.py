@@ -18,15 +18,17 @@ def main(argv: list[str] | None = None) -> int:
     devices = trainer(args)
 
     from mlflow_metacompress.pipeline.data import load_task_data
-    from mlflow_metacompress.pipeline.stages import teacher_stage
     from mlflow_metacompress.pipeline.profiles import get_profile
+    from mlflow_metacompress.pipeline.stages import teacher_stage
 
     profile = get_profile(args.profile)
     data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
     with job_run(f"teacher-{data.dataset}"):
         result = teacher_stage(data, profile, args.seed, bars(args), trainer=devices)
-    print(f"teacher {result.model_uri}: test_acc={result.metrics.get('test_acc', float('nan')):.4f} "
-          f"size_mb={result.metrics.get('size_mb', float('nan')):.3f}")
+    print(
+        f"teacher {result.model_uri}: test_acc={result.metrics.get('test_acc', float('nan')):.4f} "
+        f"size_mb={result.metrics.get('size_mb', float('nan')):.3f}"
+    )
     return 0
 
 

@@ -122,6 +122,13 @@ def tiny_classifiers():
     models = []
     for seed, hidden in ((0, 64), (1, 32)):
         torch.manual_seed(seed)
-        models.append(CodeClassifier.from_config(len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
-                                                 max_length=128, pad_token_id=tok.pad_token_id).eval())
+        models.append(
+            CodeClassifier.from_config(
+                len(tok),
+                hidden_size=hidden,
+                intermediate_size=2 * hidden,
+                max_length=128,
+                pad_token_id=tok.pad_token_id,
+            ).eval()
+        )
     return tok, models[0], models[1]

@@ -49,9 +49,18 @@ def static_mode(work: Path) -> dict[str, float]:
     mlflow.set_tracking_uri(f"sqlite:///{work / 'mlflow.db'}")
     with mlflow.start_run() as run:
         result = mlflow.models.evaluate(
-            model=None, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-            evaluator_config={"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"],
-                              "transforms": [], "cache_dir": str(work / "cache")})
+            model=None,
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={
+                "teacher_prob_columns": ["t0", "t1"],
+                "student_prob_columns": ["s0", "s1"],
+                "transforms": [],
+                "cache_dir": str(work / "cache"),
+            },
+        )
     logged = mlflow.MlflowClient().get_run(run.info.run_id).data.metrics
     expected_drop = accuracy_score(y, pt.argmax(1)) - accuracy_score(y, ps.argmax(1))
     expected_mr1 = float(np.mean(pt.argmax(1) != ps.argmax(1)))
@@ -80,8 +89,14 @@ def model_mode_error(work: Path, model_uri: str | None) -> str:
         config["transforms"] = []  # no parser needed: loading the model is what fails
     try:
         with mlflow.start_run():
-            mlflow.models.evaluate(model=probabilities, data=df, targets="target", model_type="metacompress",
-                                   evaluators="metacompress", evaluator_config=config)
+            mlflow.models.evaluate(
+                model=probabilities,
+                data=df,
+                targets="target",
+                model_type="metacompress",
+                evaluators="metacompress",
+                evaluator_config=config,
+            )
     except Exception as exc:  # the error a user sees, whatever MLflow wraps it in
         return f"{type(exc).__name__}: {exc}"
     raise AssertionError("model mode succeeded without the optional packages")
@@ -90,8 +105,11 @@ def model_mode_error(work: Path, model_uri: str | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--core", action="store_true", help="fail if an optional package is installed")
-    parser.add_argument("--model-uri", default=None,
-                        help="also check that this registered metacompress classifier names the models extra")
+    parser.add_argument(
+        "--model-uri",
+        default=None,
+        help="also check that this registered metacompress classifier names the models extra",
+    )
     parser.add_argument("--registry-uri", default=None, help="the registry holding --model-uri")
     args = parser.parse_args(argv)
     present = [m for m in OPTIONAL if importable(m)]
@@ -108,8 +126,15 @@ def main(argv: list[str] | None = None) -> int:
                 mlflow.set_registry_uri(args.registry_uri)
             errors["models"] = model_mode_error(Path(tmp), args.model_uri)
     heavy = [m for m in OPTIONAL if m in sys.modules]
-    print(json.dumps({"metrics": {k: metrics[k] for k in ("accuracy_drop", "mr1_violation_rate", "mr2_mean_kl")},
-                      "model_mode_errors": errors, "heavy_modules_loaded": heavy}))
+    print(
+        json.dumps(
+            {
+                "metrics": {k: metrics[k] for k in ("accuracy_drop", "mr1_violation_rate", "mr2_mean_kl")},
+                "model_mode_errors": errors,
+                "heavy_modules_loaded": heavy,
+            }
+        )
+    )
     for extra, error in errors.items():
         if f'pip install "mlflow-metacompress[{extra}]"' not in error:
             print(f"model mode failed without naming the {extra!r} extra: {error}", file=sys.stderr)

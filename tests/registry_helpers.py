@@ -23,8 +23,9 @@ def sqlite_store(root: Path, experiment: str) -> dict:
     return {"uri": uri, "client": client, "exp": exp, "source": (root / "model").as_uri()}
 
 
-def register_versions(client: MlflowClient, source: str, prefix: str, versions: int = 2,
-                      run_id: str | None = None) -> str:
+def register_versions(
+    client: MlflowClient, source: str, prefix: str, versions: int = 2, run_id: str | None = None
+) -> str:
     """A new registered model ``<prefix>-<n>`` with ``versions`` versions of ``source``; its name."""
     name = f"{prefix}-{next(_names)}"
     client.create_registered_model(name)
@@ -33,8 +34,9 @@ def register_versions(client: MlflowClient, source: str, prefix: str, versions: 
     return name
 
 
-def evaluation_run(client: MlflowClient, experiment_id: str, metrics: dict, end_time: int,
-                   summary: bool = True, finish: bool = True) -> str:
+def evaluation_run(
+    client: MlflowClient, experiment_id: str, metrics: dict, end_time: int, summary: bool = True, finish: bool = True
+) -> str:
     """An evaluation run with ``metrics`` (and, like the evaluator, ``metacompress/summary.json``)
     that ended at ``end_time`` (ms); ``summary``/``finish`` False leave it half-written."""
     run = client.create_run(experiment_id, start_time=end_time - 10)

@@ -9,8 +9,26 @@ import hashlib
 import re
 from html.parser import HTMLParser
 
-URL_ATTRS = {"src", "href", "srcset", "action", "formaction", "poster", "data", "xlink:href", "background", "manifest",
-             "ping", "cite", "longdesc", "codebase", "archive", "icon", "lowsrc", "dynsrc"}
+URL_ATTRS = {
+    "src",
+    "href",
+    "srcset",
+    "action",
+    "formaction",
+    "poster",
+    "data",
+    "xlink:href",
+    "background",
+    "manifest",
+    "ping",
+    "cite",
+    "longdesc",
+    "codebase",
+    "archive",
+    "icon",
+    "lowsrc",
+    "dynsrc",
+}
 CSS_URL = re.compile(r"url\(\s*(['\"]?)([^)'\"]*)\1\s*\)|@import\s+(['\"])([^'\"]+)\3", re.I)
 
 
@@ -31,7 +49,9 @@ class _Page(HTMLParser):
         a = {k.lower(): (v or "") for k, v in attrs}
         for key, value in a.items():
             if key in URL_ATTRS:
-                self.refs.extend(part.strip().split(" ")[0] for part in value.split(",")) if key == "srcset" else self.refs.append(value.strip())
+                self.refs.extend(
+                    part.strip().split(" ")[0] for part in value.split(",")
+                ) if key == "srcset" else self.refs.append(value.strip())
             if key == "style":
                 self.refs.extend(m.group(2) or m.group(4) for m in CSS_URL.finditer(value))
         if tag == "meta" and a.get("http-equiv", "").lower() == "content-security-policy":

@@ -31,6 +31,7 @@ ROOT = PACKAGE.name
 
 # --------------------------------------------------------------------------- import graph
 
+
 def module_names() -> dict[str, Path]:
     """``{dotted name: file}`` of every module (a package is its ``__init__.py``)."""
     out = {}
@@ -44,7 +45,8 @@ def module_names() -> dict[str, Path]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
@@ -151,8 +153,12 @@ def strongly_connected(graph: dict[str, dict[str, list[int]]]) -> list[list[str]
 
 def describe(component: list[str], graph: dict[str, dict[str, list[int]]]) -> str:
     members = set(component)
-    edges = [f"    {a} -> {b} (line {', '.join(map(str, sorted(set(lines))))})"
-             for a in component for b, lines in sorted(graph[a].items()) if b in members]
+    edges = [
+        f"    {a} -> {b} (line {', '.join(map(str, sorted(set(lines))))})"
+        for a in component
+        for b, lines in sorted(graph[a].items())
+        if b in members
+    ]
     return "  cycle among " + ", ".join(component) + ":\n" + "\n".join(edges)
 
 
@@ -163,8 +169,10 @@ def test_import_graph_sees_relative_function_level_and_package_edges():
     # a package __init__ re-exporting its submodules
     assert "mlflow_metacompress.attacks.results" in graph["mlflow_metacompress.attacks"]
     # importing a name from another package runs its __init__
-    assert "mlflow_metacompress.data" in graph["mlflow_metacompress.data.tables"] or \
-        "mlflow_metacompress.data.codexglue" in graph["mlflow_metacompress.data.tables"]
+    assert (
+        "mlflow_metacompress.data" in graph["mlflow_metacompress.data.tables"]
+        or "mlflow_metacompress.data.codexglue" in graph["mlflow_metacompress.data.tables"]
+    )
     assert strongly_connected({"a": {"b": [1]}, "b": {"a": [2]}, "c": {"a": [3]}}) == [["a", "b"], ["c"]]
 
 
@@ -172,10 +180,12 @@ def test_no_import_cycles_between_modules():
     graph = import_graph()
     cycles = [c for c in strongly_connected(graph) if len(c) > 1]
     assert not cycles, "import cycles (function-level imports included):\n" + "\n".join(
-        describe(c, graph) for c in cycles)
+        describe(c, graph) for c in cycles
+    )
 
 
 # --------------------------------------------------------------------------- one-file extensions
+
 
 @pytest.fixture
 def copy_module():
@@ -212,8 +222,12 @@ def test_a_copied_attack_recipe_is_listed_and_runs(copy_module, tracking):
 
     from mlflow_metacompress.attacks import ATTACKS, list_attacks, run_attack
 
-    new = copy_module("mlflow_metacompress.attacks.recipes", "wir_random_zeng_2022", "wir_random_zeng_2022",
-                      f"wir_copy_{uuid.uuid4().hex[:8]}")
+    new = copy_module(
+        "mlflow_metacompress.attacks.recipes",
+        "wir_random_zeng_2022",
+        "wir_random_zeng_2022",
+        f"wir_copy_{uuid.uuid4().hex[:8]}",
+    )
     assert new in list_attacks() and "wir_random_zeng_2022" in list_attacks()
     assert new in ATTACKS
     from test_attacks_recipes import CODES, LABELS
@@ -223,10 +237,20 @@ def test_a_copied_attack_recipe_is_listed_and_runs(copy_module, tracking):
     assert direct.attack == new and direct.metrics()["asr"] > 0
     with mlflow.start_run():
         result = mlflow.models.evaluate(
-            model=_name_sensitive, data=frame, targets="target", model_type="metacompress",
+            model=_name_sensitive,
+            data=frame,
+            targets="target",
+            model_type="metacompress",
             evaluators="metacompress",
-            evaluator_config={"teacher": _name_sensitive, "language": "c", "transforms": [], "attacks": [new],
-                              "attack_budget": 60, "progress": False})
+            evaluator_config={
+                "teacher": _name_sensitive,
+                "language": "c",
+                "transforms": [],
+                "attacks": [new],
+                "attack_budget": 60,
+                "progress": False,
+            },
+        )
     assert f"attack_{new}/student_asr" in result.metrics
     assert result.metrics[f"attack_{new}/student_asr"] == pytest.approx(direct.metrics()["asr"])
 
@@ -246,8 +270,9 @@ def test_a_broken_recipe_module_is_not_swallowed(copy_module):
     from mlflow_metacompress.attacks import list_attacks
 
     folder = Path(importlib.import_module("mlflow_metacompress.attacks.recipes").__file__).parent
-    new = copy_module("mlflow_metacompress.attacks.recipes", "mhm_zhang_2020", "mhm_zhang_2020",
-                      f"broken_{uuid.uuid4().hex[:8]}")
+    new = copy_module(
+        "mlflow_metacompress.attacks.recipes", "mhm_zhang_2020", "mhm_zhang_2020", f"broken_{uuid.uuid4().hex[:8]}"
+    )
     path = folder / f"{new}.py"
     path.write_text(path.read_text() + "\nfrom ..search import no_such_search_strategy\n")
     importlib.invalidate_caches()
@@ -259,8 +284,9 @@ def test_a_copied_transformation_is_listed_and_applies(copy_module):
     """Owned by the transforms package's discovery: a copy of swap_operands under a new name."""
     from mlflow_metacompress.transforms import apply_transform, list_transforms
 
-    new = copy_module("mlflow_metacompress.transforms", "swap_operands", "swap_operands",
-                      f"swap_copy_{uuid.uuid4().hex[:8]}")
+    new = copy_module(
+        "mlflow_metacompress.transforms", "swap_operands", "swap_operands", f"swap_copy_{uuid.uuid4().hex[:8]}"
+    )
     assert new in list_transforms("c")
     code = "int f(int a, int b) {\n  if (a < b) return 1;\n  return 0;\n}\n"
     original = apply_transform(code, "swap_operands", "c")
@@ -269,6 +295,7 @@ def test_a_copied_transformation_is_listed_and_applies(copy_module):
 
 
 # --------------------------------------------------------------------------- an empty working directory
+
 
 @pytest.fixture
 def empty_cwd(tmp_path, monkeypatch, _migrated_db):
@@ -326,10 +353,23 @@ def test_evaluate_with_models_leaves_an_empty_cwd_empty(empty_cwd, logged_models
     work, _, uri = empty_cwd
     data = tmp_path / "data.jsonl"
     _write_data(data)
-    code = main(["--tracking-uri", uri, "evaluate", "--student", logged_models["student"],
-                 "--teacher", logged_models["teacher"], "--data", str(data), "--targets", "target",
-                 "--evaluator-config", json.dumps({"language": "c", "transforms": ["swap_operands"],
-                                                   "progress": False})])
+    code = main(
+        [
+            "--tracking-uri",
+            uri,
+            "evaluate",
+            "--student",
+            logged_models["student"],
+            "--teacher",
+            logged_models["teacher"],
+            "--data",
+            str(data),
+            "--targets",
+            "target",
+            "--evaluator-config",
+            json.dumps({"language": "c", "transforms": ["swap_operands"], "progress": False}),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "mr1_violation_rate/metamorphic" in out and "run_id:" in out
@@ -342,8 +382,25 @@ def test_attack_cli_leaves_an_empty_cwd_empty(empty_cwd, logged_models, tmp_path
     work, _, uri = empty_cwd
     data = tmp_path / "data.jsonl"
     _write_data(data)
-    code = main(["--tracking-uri", uri, "attack", "--model", logged_models["student"], "--data", str(data),
-                 "--attack", "wir_random_zeng_2022", "--budget", "5", "--language", "c", "--limit", "3"])
+    code = main(
+        [
+            "--tracking-uri",
+            uri,
+            "attack",
+            "--model",
+            logged_models["student"],
+            "--data",
+            str(data),
+            "--attack",
+            "wir_random_zeng_2022",
+            "--budget",
+            "5",
+            "--language",
+            "c",
+            "--limit",
+            "3",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     assert "Attack success rate" in capsys.readouterr().out
     assert sorted(os.listdir(work)) == []
@@ -367,10 +424,34 @@ def test_distill_student_leaves_an_empty_cwd_empty(empty_cwd, tiny_classifiers, 
     folder.mkdir(parents=True)
     for split, n, seed in (("train", 24, 0), ("valid", 8, 1), ("test", 8, 2)):
         toy_frame(n, seed).assign(idx=range(n), project="toy").to_json(
-            folder / f"{split}.jsonl", orient="records", lines=True)
-    code = main(["--tracking-uri", uri, "distill", "student", "--method", "compressor",
-                 "--data-dir", str(tmp_path / "data"), "--teacher", "models:/empty-cwd-teacher/1",
-                 "--size-mb", "0.1", "--population", "4", "--generations", "2", "--epochs", "1",
-                 "--batch-size", "8", "--max-length", "64", "--no-progress"])
+            folder / f"{split}.jsonl", orient="records", lines=True
+        )
+    code = main(
+        [
+            "--tracking-uri",
+            uri,
+            "distill",
+            "student",
+            "--method",
+            "compressor",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--teacher",
+            "models:/empty-cwd-teacher/1",
+            "--size-mb",
+            "0.1",
+            "--population",
+            "4",
+            "--generations",
+            "2",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "64",
+            "--no-progress",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     assert sorted(os.listdir(work)) == []

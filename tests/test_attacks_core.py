@@ -14,7 +14,11 @@ from mlflow_metacompress.attacks.constraints import RenameConstraints
 from mlflow_metacompress.attacks.goal import GoalFunction, QueryModel
 from mlflow_metacompress.attacks.results import AttackReport, AttackResult, AttackStatus
 from mlflow_metacompress.attacks.search import (
-    RenameSpace, genetic, greedy_by_importance, metropolis_hastings, rank_by_importance,
+    RenameSpace,
+    genetic,
+    greedy_by_importance,
+    metropolis_hastings,
+    rank_by_importance,
 )
 from mlflow_metacompress.attacks.substitutes import IdentifierVocabulary, name_similarity, split_name
 
@@ -83,10 +87,13 @@ def test_goal_result_success_and_score():
     assert r.succeeded and r.prediction == 1 and r.score == pytest.approx(0.7)
 
 
-@pytest.mark.parametrize("bad, message", [
-    (lambda df: np.array([[2.0, -1.0]] * len(df)), "probabilities"),
-    (lambda df: np.ones(len(df)), "N×K"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda df: np.array([[2.0, -1.0]] * len(df)), "probabilities"),
+        (lambda df: np.ones(len(df)), "N×K"),
+    ],
+)
 def test_query_model_rejects_non_probabilities(bad, message):
     with pytest.raises(ValueError, match=message):
         QueryModel(bad, ["func"]).probabilities([("x",)])
@@ -162,15 +169,28 @@ def test_space_drops_colliding_and_duplicate_renamings_without_queries():
 
 # ----------------------------------------------------------------- results
 def _result(status, queries, reason=None):
-    return AttackResult(index=0, status=status, queries=queries, original_code="x", adversarial_code="y",
-                        label=0, original_probs=np.array([0.6, 0.4]), adversarial_probs=np.array([0.4, 0.6]),
-                        skip_reason=reason)
+    return AttackResult(
+        index=0,
+        status=status,
+        queries=queries,
+        original_code="x",
+        adversarial_code="y",
+        label=0,
+        original_probs=np.array([0.6, 0.4]),
+        adversarial_probs=np.array([0.4, 0.6]),
+        skip_reason=reason,
+    )
 
 
 def test_report_metrics_match_hand_computation():
     S, F, K = AttackStatus.SUCCEEDED, AttackStatus.FAILED, AttackStatus.SKIPPED
-    results = [_result(S, 10), _result(S, 30), _result(F, 50), _result(K, 1, "wrong_prediction"),
-               _result(K, 1, "no_identifiers")]
+    results = [
+        _result(S, 10),
+        _result(S, 30),
+        _result(F, 50),
+        _result(K, 1, "wrong_prediction"),
+        _result(K, 1, "no_identifiers"),
+    ]
     for i, r in enumerate(results):
         r.index = i
     rep = AttackReport("x", results, ["func"], pd.DataFrame({"func": ["x"] * 5}))
@@ -214,8 +234,9 @@ def test_vocabulary_ranks_by_similarity_and_samples_deterministically():
 def test_indexed_ranking_equals_brute_force_ranking():
     rng = random.Random(0)
     parts = ["i", "len", "buf", "count", "x", "tmp", "ptr", "size", "n", "idx", "val", "key"]
-    vocab = IdentifierVocabulary(Counter({"_".join(rng.sample(parts, rng.randint(1, 3))): rng.randint(1, 9)
-                                          for _ in range(400)}))
+    vocab = IdentifierVocabulary(
+        Counter({"_".join(rng.sample(parts, rng.randint(1, 3))): rng.randint(1, 9) for _ in range(400)})
+    )
     for query in ["i_len", "bufSize", "zz", "n", "count", "tmpPtr2"]:
         brute = sorted(vocab.names, key=lambda n: (-name_similarity(query, n), -vocab.counts[n], n))
         assert vocab.nearest(query, 300) == [n for n in brute if n != query][:300]

@@ -8,12 +8,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from test_attacks_recipes import CODES, assert_consistent_renaming
 
 from mlflow_metacompress.attacks import AttackStatus, run_attack
 from mlflow_metacompress.attacks.cli import main
 from mlflow_metacompress.attacks.substitutes import IDENT, MLMSubstitutes
-
-from test_attacks_recipes import CODES, assert_consistent_renaming
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +24,14 @@ def tiny():
 
     torch.manual_seed(0)
     tok = train_tokenizer(CODES * 3, vocab_size=400, min_frequency=1)
-    model = CodeClassifier.from_config(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1,
-                                       num_attention_heads=2, intermediate_size=64, max_length=128)
+    model = CodeClassifier.from_config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_length=128,
+    )
     model.eval()
     # A random encoder barely separates inputs: rescale the head so the logit margin
     # spans about ±2 around the median over the data, putting inputs near the boundary.
@@ -82,8 +87,27 @@ def test_run_attack_and_cli_on_a_models_uri(tiny, tracking, tmp_path, capsys):
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps({"func": c, "target": int(y)}) + "\n" for c, y in zip(df["func"], labels)))
     out = tmp_path / "res.parquet"
-    assert main(["--model", uri, "--data", str(data), "--attack", "wir_random_zeng_2022", "--budget", "10",
-                 "--language", "c", "--limit", "2", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                uri,
+                "--data",
+                str(data),
+                "--attack",
+                "wir_random_zeng_2022",
+                "--budget",
+                "10",
+                "--language",
+                "c",
+                "--limit",
+                "2",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "Attack success rate" in printed and "Number of skipped attacks" in printed
     assert len(pd.read_parquet(out)) == 2
@@ -97,8 +121,15 @@ def test_alert_with_a_masked_language_model(tmp_path):
 
     torch.manual_seed(0)
     tok = train_tokenizer(CODES * 3, vocab_size=400, min_frequency=1)
-    cfg = RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=520, pad_token_id=tok.pad_token_id)
+    cfg = RobertaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=520,
+        pad_token_id=tok.pad_token_id,
+    )
     RobertaForMaskedLM(cfg).save_pretrained(tmp_path / "mlm")
     tok.save_pretrained(tmp_path / "mlm")
     mlm = MLMSubstitutes.from_pretrained(tmp_path / "mlm")
@@ -110,8 +141,9 @@ def test_alert_with_a_masked_language_model(tmp_path):
         return np.stack([1 - p, p], axis=1)
 
     df = pd.DataFrame({"func": CODES[:2]})
-    report = run_attack("alert_yang_2022", predict, df, ["func"], [1, 1], "c", budget=60, progress=False,
-                        mlm=str(tmp_path / "mlm"))
+    report = run_attack(
+        "alert_yang_2022", predict, df, ["func"], [1, 1], "c", budget=60, progress=False, mlm=str(tmp_path / "mlm")
+    )
     assert "masked language model" in report.details["substitutes"]
     assert str(tmp_path / "mlm") in report.summary()
     assert all(r.status is AttackStatus.SUCCEEDED for r in report.results)

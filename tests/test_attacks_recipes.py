@@ -198,8 +198,9 @@ def test_any_split_of_the_samples_gives_the_same_results(name, frame):
 def test_integer_index_labels_stay_integers_in_the_table(frame):
     labelled = frame.set_axis(range(100, 100 + 3 * len(frame), 3))  # not a RangeIndex after filtering
     labelled = labelled[labelled.index != 103]
-    table = run_attack("wir_random_zeng_2022", name_sensitive, labelled, ["func"], labelled["target"], "c", budget=10,
-                       progress=False).table()
+    table = run_attack(
+        "wir_random_zeng_2022", name_sensitive, labelled, ["func"], labelled["target"], "c", budget=10, progress=False
+    ).table()
     assert table["index"].tolist() == labelled.index.tolist() and table["index"].dtype.kind == "i"
 
 
@@ -211,8 +212,9 @@ def test_clone_pairs_change_only_the_first_function(frame):
         seen_second.update(df["func2"])
         return name_sensitive(df[["func1"]])
 
-    report = run_attack("alert_yang_2022", pair_model, pairs, ["func1", "func2"], LABELS, "c", budget=80,
-                        progress=False)
+    report = run_attack(
+        "alert_yang_2022", pair_model, pairs, ["func1", "func2"], LABELS, "c", budget=80, progress=False
+    )
     assert seen_second == set(CODES)
     adv = report.adversarial_frame()
     assert len(adv) >= len(WITH_COUNT)
@@ -222,8 +224,9 @@ def test_clone_pairs_change_only_the_first_function(frame):
 
 def test_unparsable_or_identifier_free_code_is_skipped():
     df = pd.DataFrame({"func": ["int f(void) { return 1; }", "int g(int a) { return a +; }"]})
-    report = run_attack("mhm_zhang_2020", lambda d: np.tile([0.2, 0.8], (len(d), 1)), df, ["func"], [1, 1], "c",
-                        progress=False)
+    report = run_attack(
+        "mhm_zhang_2020", lambda d: np.tile([0.2, 0.8], (len(d), 1)), df, ["func"], [1, 1], "c", progress=False
+    )
     assert [r.skip_reason for r in report.results] == ["no_identifiers", "unparsable"]
     assert all(r.status is AttackStatus.SKIPPED and r.queries == 1 for r in report.results)
     assert report.metrics()["accuracy_under_attack"] == 1.0  # nothing could be attacked

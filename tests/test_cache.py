@@ -88,8 +88,15 @@ def stored(tmp_path):
     path = cache.store("predictions", key, {"probs": probs}, rows=rows, classes=["a", "b", "c"], cache_dir=tmp_path)
 
     def reload(n_rows=len(df), classes=("a", "b", "c")):
-        return cache.load("predictions", key, rows=rows, n_rows=n_rows, checks={"probs": "probabilities"},
-                          classes=classes, cache_dir=tmp_path)
+        return cache.load(
+            "predictions",
+            key,
+            rows=rows,
+            n_rows=n_rows,
+            checks={"probs": "probabilities"},
+            classes=classes,
+            cache_dir=tmp_path,
+        )
 
     return path, key, rows, probs, reload
 
@@ -186,24 +193,30 @@ def test_tampered_cache_cannot_pass_an_evaluation(tracking, tmp_path, caplog):
     import mlflow
 
     from mlflow_metacompress.relations import evaluate_relations
-    from tests.test_evaluator import _sklearn_pair, evaluate
-
     from tests.conftest import toy_frame
+    from tests.test_evaluator import _sklearn_pair, evaluate
 
     df = toy_frame(80)
     teacher, student = _sklearn_pair(df)
     with mlflow.start_run():
-        kw = dict(pyfunc_predict_fn="predict_proba", pip_requirements=["scikit-learn"], input_example=df[["func"]].head(2))
+        kw = dict(
+            pyfunc_predict_fn="predict_proba", pip_requirements=["scikit-learn"], input_example=df[["func"]].head(2)
+        )
         t = mlflow.sklearn.log_model(teacher, name="t", **kw)
         s = mlflow.sklearn.log_model(student, name="s", **kw)
     cfg = {"teacher": t.model_uri, "transforms": [], "cache_dir": str(tmp_path / "shared-ci-cache"), "progress": False}
-    expected = evaluate_relations(teacher.predict_proba(df[["func"]]), student.predict_proba(df[["func"]]),
-                                  df["target"].to_numpy()).metrics
+    expected = evaluate_relations(
+        teacher.predict_proba(df[["func"]]), student.predict_proba(df[["func"]]), df["target"].to_numpy()
+    ).metrics
     assert expected["mr1_violation_rate"] > 0  # otherwise the tampering could not show
     _, first = evaluate(s.model_uri, df, cfg)
     rows = cache.rows_digest(df, ["func"])
-    path = {role: cache.entry_path("predictions", cache.entry_key("predictions", cache.model_identity(uri), rows),
-                                   cfg["cache_dir"]) for role, uri in (("t", t.model_uri), ("s", s.model_uri))}
+    path = {
+        role: cache.entry_path(
+            "predictions", cache.entry_key("predictions", cache.model_identity(uri), rows), cfg["cache_dir"]
+        )
+        for role, uri in (("t", t.model_uri), ("s", s.model_uri))
+    }
     assert path["t"].is_file() and path["s"].is_file()
     shutil.copy(path["t"], path["s"])
     with caplog.at_level(logging.WARNING):
@@ -212,7 +225,9 @@ def test_tampered_cache_cannot_pass_an_evaluation(tracking, tmp_path, caplog):
     for result in (first, second):
         assert result.metrics["mr1_violation_rate"] == pytest.approx(expected["mr1_violation_rate"])
         assert result.metrics["any_violation_rate"] == pytest.approx(expected["any_violation_rate"])
-    summary = json.loads(open(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read())
+    summary = json.loads(
+        open(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read()
+    )
     assert summary["student_rows_run"] == 80 and summary["teacher_rows_run"] == 0
 
 
@@ -227,7 +242,9 @@ def _store_one(args: tuple[str, int]) -> bool:
 
 def _assert_one_valid_entry(folder: Path) -> None:
     assert [p.name for p in folder.iterdir()] == ["predictions-one-key.npz"]  # no temporary file left behind
-    entry = cache.load("predictions", "one-key", rows="r", n_rows=50, checks={"probs": "probabilities"}, cache_dir=folder)
+    entry = cache.load(
+        "predictions", "one-key", rows="r", n_rows=50, checks={"probs": "probabilities"}, cache_dir=folder
+    )
     np.testing.assert_array_equal(entry.arrays["probs"], softmax_rows(50, 3, 0))
 
 
@@ -269,6 +286,7 @@ def _as_nobody(work):
     if os.getuid() != 0:
         pytest.skip("needs root to switch to another user")
     import encodings.cp437  # noqa: F401  (zipfile's codec, imported lazily: the child may not read the stdlib)
+
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest

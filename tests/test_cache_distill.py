@@ -34,8 +34,9 @@ def teacher(tracking, tmp_path, monkeypatch):
     environment, and an empty working directory to run in."""
     exp = mlflow.create_experiment("cache", artifact_location=(tmp_path / "artifacts").as_uri())
     with mlflow.start_run(experiment_id=exp):
-        info = mlflow.pyfunc.log_model(name="m", python_model=LengthModel(), registered_model_name="teacher",
-                                       pip_requirements=[])
+        info = mlflow.pyfunc.log_model(
+            name="m", python_model=LengthModel(), registered_model_name="teacher", pip_requirements=[]
+        )
     mlflow.MlflowClient().set_registered_model_alias("teacher", "champion", "1")
     monkeypatch.setenv(cache.ENV, str(tmp_path / "cache-home"))
     empty = tmp_path / "cwd"
@@ -47,8 +48,10 @@ def teacher(tracking, tmp_path, monkeypatch):
 def test_one_identity_for_every_spelling_of_a_model(teacher):
     info, _, _ = teacher
     run_uri = f"runs:/{info.run_id}/m"
-    ids = {cache.model_identity(u) for u in ("models:/teacher/1", "models:/teacher@champion", "models:/teacher/latest",
-                                              run_uri, info.model_uri)}
+    ids = {
+        cache.model_identity(u)
+        for u in ("models:/teacher/1", "models:/teacher@champion", "models:/teacher/latest", run_uri, info.model_uri)
+    }
     ids.add(cache.model_identity(mlflow.pyfunc.load_model("models:/teacher@champion")))
     assert len(ids) == 1 and ids.pop() == f"model_uuid:{info.model_uuid}"
     with mlflow.start_run():
@@ -123,7 +126,9 @@ def test_fidelity_states_use_the_one_cache_and_recompute_a_bad_entry(teacher, mo
 
     _, home, cwd = teacher
     loads = []
-    monkeypatch.setattr(fidelity_cache, "load_teacher_classifier", lambda uri: loads.append(uri) or (_FakeClassifier(), None))
+    monkeypatch.setattr(
+        fidelity_cache, "load_teacher_classifier", lambda uri: loads.append(uri) or (_FakeClassifier(), None)
+    )
     examples = CodeExamples(texts=CODES, labels=[0] * len(CODES))
     logits, states = fidelity_cache.teacher_outputs("models:/teacher/1", examples, None)
     assert states[:, 0].tolist() == [float(len(t)) for t in CODES]

@@ -106,8 +106,9 @@ SUBCOMMANDS = ("evaluate", "attack", "distill", "gate", "policies", "report", "c
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mlflow_metacompress.cli", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mlflow_metacompress.cli", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_help_lists_every_subcommand_and_each_help_exits_0():
@@ -166,9 +167,25 @@ def _printed(text: str) -> dict[str, float]:
 
 def test_evaluate_prints_the_headline_metrics_of_a_new_run(pair, capsys):
     uri, uris, df, data = pair
-    argv = ["--tracking-uri", uri, "evaluate", "--student", uris["student"], "--teacher", uris["teacher"],
-            "--data", str(data), "--targets", "target", "--experiment", "cli-eval", "--run-name", "first",
-            "--evaluator-config", json.dumps({"transforms": [], "language": "c", "progress": False})]
+    argv = [
+        "--tracking-uri",
+        uri,
+        "evaluate",
+        "--student",
+        uris["student"],
+        "--teacher",
+        uris["teacher"],
+        "--data",
+        str(data),
+        "--targets",
+        "target",
+        "--experiment",
+        "cli-eval",
+        "--run-name",
+        "first",
+        "--evaluator-config",
+        json.dumps({"transforms": [], "language": "c", "progress": False}),
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     printed = _printed(out)
@@ -191,29 +208,78 @@ def test_evaluate_prints_the_headline_metrics_of_a_new_run(pair, capsys):
 
 def test_evaluate_json_output_and_metamorphic_metrics(pair, capsys):
     uri, uris, df, data = pair
-    assert main(["--tracking-uri", uri, "evaluate", "--student", uris["student"], "--teacher", uris["teacher"],
-                 "--data", str(data), "--targets", "target", "--evaluator-config",
-                 json.dumps({"transforms": ["swap_operands"], "language": "c", "progress": False})]) == 0
+    assert (
+        main(
+            [
+                "--tracking-uri",
+                uri,
+                "evaluate",
+                "--student",
+                uris["student"],
+                "--teacher",
+                uris["teacher"],
+                "--data",
+                str(data),
+                "--targets",
+                "target",
+                "--evaluator-config",
+                json.dumps({"transforms": ["swap_operands"], "language": "c", "progress": False}),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "mr1_violation_rate/metamorphic" in _printed(out)
-    assert main(["--tracking-uri", uri, "evaluate", "--student", uris["student"], "--teacher", uris["teacher"],
-                 "--data", str(data), "--json", "--evaluator-config", '{"transforms": [], "language": "c"}']) == 0
+    assert (
+        main(
+            [
+                "--tracking-uri",
+                uri,
+                "evaluate",
+                "--student",
+                uris["student"],
+                "--teacher",
+                uris["teacher"],
+                "--data",
+                str(data),
+                "--json",
+                "--evaluator-config",
+                '{"transforms": [], "language": "c"}',
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert mlflow.get_run(doc["run_id"]).data.metrics["mr1_violation_rate"] == doc["metrics"]["mr1_violation_rate"]
     assert "teacher_accuracy" not in doc["metrics"]  # no --targets: no accuracy
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--evaluator-config", "{transforms"], "--evaluator-config is not valid JSON"),
-    (["--evaluator-config", "[1, 2]"], "must be a JSON object, got list"),
-    (["--evaluator-config", '{"teacher": "x"}'], "must not set 'teacher'"),
-    (["--targets", "label"], "--targets column 'label' not in"),
-    (["--evaluator-config", '{"code_columns": ["code"], "language": "c"}'], "code"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--evaluator-config", "{transforms"], "--evaluator-config is not valid JSON"),
+        (["--evaluator-config", "[1, 2]"], "must be a JSON object, got list"),
+        (["--evaluator-config", '{"teacher": "x"}'], "must not set 'teacher'"),
+        (["--targets", "label"], "--targets column 'label' not in"),
+        (["--evaluator-config", '{"code_columns": ["code"], "language": "c"}'], "code"),
+    ],
+)
 def test_evaluate_input_errors_exit_2_with_one_line(pair, capsys, extra, message):
     uri, uris, _, data = pair
-    code = main(["--tracking-uri", uri, "evaluate", "--student", uris["student"], "--teacher", uris["teacher"],
-                 "--data", str(data), *extra])
+    code = main(
+        [
+            "--tracking-uri",
+            uri,
+            "evaluate",
+            "--student",
+            uris["student"],
+            "--teacher",
+            uris["teacher"],
+            "--data",
+            str(data),
+            *extra,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2, err
     ours = [line for line in err.splitlines() if not re.match(r"\d{4}/\d\d/\d\d ", line)]  # MLflow's own log lines
@@ -224,19 +290,41 @@ def test_evaluate_data_file_errors_name_the_file(pair, capsys, tmp_path):
     uri, uris, _, _ = pair
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"func": "int f;", "target": 0}\n{"func": oops}\n')
-    cases = {str(tmp_path / "missing.jsonl"): "does not exist", str(tmp_path): "is a directory",
-             str(tmp_path / "x.txt"): "unsupported data format '.txt'", str(bad): f"{bad}:2: invalid JSON"}
+    cases = {
+        str(tmp_path / "missing.jsonl"): "does not exist",
+        str(tmp_path): "is a directory",
+        str(tmp_path / "x.txt"): "unsupported data format '.txt'",
+        str(bad): f"{bad}:2: invalid JSON",
+    }
     (tmp_path / "x.txt").write_text("a")
     for path, message in cases.items():
-        assert main(["--tracking-uri", uri, "evaluate", "--student", uris["student"], "--teacher", uris["teacher"],
-                     "--data", path]) == 2
+        assert (
+            main(
+                [
+                    "--tracking-uri",
+                    uri,
+                    "evaluate",
+                    "--student",
+                    uris["student"],
+                    "--teacher",
+                    uris["teacher"],
+                    "--data",
+                    path,
+                ]
+            )
+            == 2
+        )
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
 
 
 # --------------------------------------------------------------------- quick policy
-QUICK_OK = {"accuracy_drop": 0.0, "mr1_violation_rate": 0.1, "mr1_violation_rate/metamorphic": 0.1,
-            "attack_mhm_zhang_2020/student_accuracy_drop": 0.1}
+QUICK_OK = {
+    "accuracy_drop": 0.0,
+    "mr1_violation_rate": 0.1,
+    "mr1_violation_rate/metamorphic": 0.1,
+    "attack_mhm_zhang_2020/student_accuracy_drop": 0.1,
+}
 
 
 def test_quick_is_a_policy_in_every_cli(store, capsys):
@@ -292,10 +380,39 @@ def test_distill_teacher_trains_on_the_embedded_data_without_data_dir(tracking, 
     from mlflow_metacompress.distill.datasets import split_halves
 
     rows, seed = 60, 3
-    code = main(["--tracking-uri", tracking, "distill", "teacher", "--generated-rows", str(rows), "--seed", str(seed),
-                 "--layers", "1", "--hidden", "16", "--heads", "1", "--intermediate", "32", "--vocab-size", "300",
-                 "--epochs", "1", "--max-steps", "2", "--batch-size", "8", "--max-length", "64", "--no-progress",
-                 "--registered-name", "generated-teacher"])
+    code = main(
+        [
+            "--tracking-uri",
+            tracking,
+            "distill",
+            "teacher",
+            "--generated-rows",
+            str(rows),
+            "--seed",
+            str(seed),
+            "--layers",
+            "1",
+            "--hidden",
+            "16",
+            "--heads",
+            "1",
+            "--intermediate",
+            "32",
+            "--vocab-size",
+            "300",
+            "--epochs",
+            "1",
+            "--max-steps",
+            "2",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "64",
+            "--no-progress",
+            "--registered-name",
+            "generated-teacher",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     result = json.loads(capsys.readouterr().out)
     assert result["model_uri"] == "models:/generated-teacher/1"

@@ -26,10 +26,12 @@ class _Half(mlflow.pyfunc.PythonModel):
 def models(tracking, tmp_path, monkeypatch):
     """A registered teacher and student, a data file, and a spy counting model loads."""
     with mlflow.start_run():
-        t = mlflow.pyfunc.log_model(name="t", python_model=_Half(), registered_model_name="t-model",
-                                    pip_requirements=[])
-        s = mlflow.pyfunc.log_model(name="s", python_model=_Half(), registered_model_name="s-model",
-                                    pip_requirements=[])
+        t = mlflow.pyfunc.log_model(
+            name="t", python_model=_Half(), registered_model_name="t-model", pip_requirements=[]
+        )
+        s = mlflow.pyfunc.log_model(
+            name="s", python_model=_Half(), registered_model_name="s-model", pip_requirements=[]
+        )
     data = tmp_path / "eval.jsonl"
     toy_frame(8).to_json(data, orient="records", lines=True)
     loads: list[str] = []
@@ -55,18 +57,37 @@ def _one_error_line(err: str, command: str) -> str:
 
 
 def _evaluate(uri, teacher, student, data, *extra):
-    return main(["--tracking-uri", uri, "evaluate", "--teacher", teacher, "--student", student, "--data", str(data),
-                 "--targets", "target", *extra])
+    return main(
+        [
+            "--tracking-uri",
+            uri,
+            "evaluate",
+            "--teacher",
+            teacher,
+            "--student",
+            student,
+            "--data",
+            str(data),
+            "--targets",
+            "target",
+            *extra,
+        ]
+    )
 
 
-@pytest.mark.parametrize("config, message", [
-    ({"code_columns": 5}, "evaluator_config['code_columns'] must be a list of names (or one name); got 5 (int)"),
-    ({"attacks": 3}, "evaluator_config['attacks'] must be a list of names"),
-    ({"transfroms": "all"},
-     "unknown evaluator_config key(s) ['transfroms'] (did you mean 'transfroms' → 'transforms'?)"),
-    ({"progres": False}, "did you mean 'progres' → 'progress'?"),
-    ({"batch_size": "8"}, "evaluator_config['batch_size'] must be an integer"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"code_columns": 5}, "evaluator_config['code_columns'] must be a list of names (or one name); got 5 (int)"),
+        ({"attacks": 3}, "evaluator_config['attacks'] must be a list of names"),
+        (
+            {"transfroms": "all"},
+            "unknown evaluator_config key(s) ['transfroms'] (did you mean 'transfroms' → 'transforms'?)",
+        ),
+        ({"progres": False}, "did you mean 'progres' → 'progress'?"),
+        ({"batch_size": "8"}, "evaluator_config['batch_size'] must be an integer"),
+    ],
+)
 def test_config_errors_come_before_any_model_load_and_leave_no_run(models, capsys, config, message):
     uri, teacher, student, data, loads = models
     before = len(_runs(uri))
@@ -94,12 +115,15 @@ def test_a_missing_alias_names_the_model_and_its_aliases(models, capsys):
     MlflowClient(uri, uri).set_registered_model_alias("s-model", "candidate", "1")
     assert _evaluate(uri, teacher, "models:/s-model@champion", data) == 2
     line = _one_error_line(capsys.readouterr().err, "evaluate")
-    assert ("student model URI 'models:/s-model@champion' does not resolve: registered model 's-model' has no alias "
-            "'champion' (its aliases: candidate)") in line, line
+    assert (
+        "student model URI 'models:/s-model@champion' does not resolve: registered model 's-model' has no alias "
+        "'champion' (its aliases: candidate)"
+    ) in line, line
     assert _evaluate(uri, "models:/nothing@champion", "models:/s-model@candidate", data) == 2
     line = _one_error_line(capsys.readouterr().err, "evaluate")
-    assert ("teacher model URI 'models:/nothing@champion' does not resolve: "
-            "registered model 'nothing' does not exist") in line
+    assert (
+        "teacher model URI 'models:/nothing@champion' does not resolve: registered model 'nothing' does not exist"
+    ) in line
 
 
 def test_the_evaluator_names_the_teacher_alias_problem_too(models):
@@ -108,21 +132,43 @@ def test_the_evaluator_names_the_teacher_alias_problem_too(models):
     from mlflow_metacompress.evaluation.validation import MetaCompressInputError
 
     uri, _, student, _, _ = models
-    with mlflow.start_run(), pytest.raises(MetaCompressInputError,
-                                           match=r"teacher model URI 'models:/t-model@champion' does not resolve: "
-                                                 r"registered model 't-model' has no alias 'champion'"):
-        mlflow.models.evaluate(model=student, data=toy_frame(6), targets="target", model_type="metacompress",
-                               evaluators="metacompress",
-                               evaluator_config={"teacher": "models:/t-model@champion", "transforms": [],
-                                                 "progress": False})
+    with (
+        mlflow.start_run(),
+        pytest.raises(
+            MetaCompressInputError,
+            match=r"teacher model URI 'models:/t-model@champion' does not resolve: "
+            r"registered model 't-model' has no alias 'champion'",
+        ),
+    ):
+        mlflow.models.evaluate(
+            model=student,
+            data=toy_frame(6),
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={"teacher": "models:/t-model@champion", "transforms": [], "progress": False},
+        )
 
 
 def test_gate_config_typo_fails_before_its_run(models, capsys):
     uri, teacher, _, data, loads = models
     MlflowClient(uri, uri).set_model_version_tag("s-model", "1", "metacompress.teacher", teacher)
     before = len(_runs(uri))
-    code = main(["--tracking-uri", uri, "gate", "--model-name", "s-model", "--version", "1", "--data", str(data),
-                 "--evaluator-config", '{"attack_buget": 3}'])
+    code = main(
+        [
+            "--tracking-uri",
+            uri,
+            "gate",
+            "--model-name",
+            "s-model",
+            "--version",
+            "1",
+            "--data",
+            str(data),
+            "--evaluator-config",
+            '{"attack_buget": 3}',
+        ]
+    )
     line = _one_error_line(capsys.readouterr().err, "gate")
     assert code == 2 and "did you mean 'attack_buget' → 'attack_budget'?" in line
     assert loads == [] and len(_runs(uri)) == before
@@ -145,10 +191,14 @@ def elsewhere(tmp_path, monkeypatch):
     mlflow.set_registry_uri(None)
 
 
-@pytest.mark.parametrize("argv", [
-    ["report", "0123abcd"], ["compare", "0123abcd", "4567ef01"],
-    ["gate", "--model-name", "m", "--version", "1", "--evaluation-run-id", "0123abcd"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "0123abcd"],
+        ["compare", "0123abcd", "4567ef01"],
+        ["gate", "--model-name", "m", "--version", "1", "--evaluation-run-id", "0123abcd"],
+    ],
+)
 def test_reading_runs_in_a_folder_without_a_store_names_it_and_creates_nothing(elsewhere, capsys, argv):
     assert main(argv) == 2
     line = _one_error_line(capsys.readouterr().err, argv[0])
@@ -157,10 +207,17 @@ def test_reading_runs_in_a_folder_without_a_store_names_it_and_creates_nothing(e
     assert list(elsewhere.iterdir()) == []  # no empty mlflow.db (or anything else) was created
 
 
-@pytest.mark.parametrize("argv, what", [
-    (["report", "0123abcd"], "run '0123abcd'"), (["compare", "0123abcd"], "run '0123abcd'"),
-    (["gate", "--model-name", "m", "--version", "1", "--evaluation-run-id", "0123abcd"], "evaluation run '0123abcd'"),
-])
+@pytest.mark.parametrize(
+    "argv, what",
+    [
+        (["report", "0123abcd"], "run '0123abcd'"),
+        (["compare", "0123abcd"], "run '0123abcd'"),
+        (
+            ["gate", "--model-name", "m", "--version", "1", "--evaluation-run-id", "0123abcd"],
+            "evaluation run '0123abcd'",
+        ),
+    ],
+)
 def test_a_missing_run_is_named_with_the_tracking_uri(tracking, capsys, argv, what):
     client = MlflowClient(tracking, tracking)
     client.create_registered_model("m")

@@ -50,8 +50,9 @@ def test_subprocesses_inherit_the_temporary_home(tmp_path):
         " 'hf': hf.HF_HOME, 'hf_hub_cache': hf.HF_HUB_CACHE, 'home': os.path.expanduser('~')}))"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path,
-                         env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path, env=env, timeout=120
+    )
     folders = json.loads(out.stdout.strip().splitlines()[-1])
     for name, folder in folders.items():
         assert _under(folder, os.environ["HOME"]), (name, folder)

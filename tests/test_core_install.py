@@ -14,16 +14,28 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from mlflow_metacompress._optional import PROVIDERS, MissingExtraError, require
 
 REPO = Path(__file__).resolve().parents[1]
-HIDDEN = ("torch", "transformers", "lightning", "tokenizers", "tree_sitter", "tree_sitter_c", "tree_sitter_java",
-          "tree_sitter_python", "pymoo", "numba", "z3", "datasets")
+HIDDEN = (
+    "torch",
+    "transformers",
+    "lightning",
+    "tokenizers",
+    "tree_sitter",
+    "tree_sitter_c",
+    "tree_sitter_java",
+    "tree_sitter_python",
+    "pymoo",
+    "numba",
+    "z3",
+    "datasets",
+)
 
 HOOK = f"""
 import importlib.abc, runpy, sys
@@ -40,13 +52,18 @@ sys.meta_path.insert(0, Hide())
 def run_hidden(code: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *sys.path]))
     env.pop("MLFLOW_TRACKING_URI", None)
-    return subprocess.run([sys.executable, "-c", HOOK + code, *args], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path, env=env)
+    return subprocess.run(
+        [sys.executable, "-c", HOOK + code, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+    )
 
 
 def smoke(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
-    proc = run_hidden(f"sys.argv = [{str(REPO / 'tests' / 'core_smoke.py')!r}, *sys.argv[1:]]\n"
-                      "runpy.run_path(sys.argv[0], run_name='__main__')", tmp_path, *args)
+    proc = run_hidden(
+        f"sys.argv = [{str(REPO / 'tests' / 'core_smoke.py')!r}, *sys.argv[1:]]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')",
+        tmp_path,
+        *args,
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     return proc, (json.loads(lines[-1]) if lines else {})
 
@@ -74,7 +91,9 @@ def test_static_mode_runs_without_the_optional_packages(tracking, tiny_classifie
 
 def test_require_names_the_extra_and_reraises_other_errors(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed
-    with pytest.raises(MissingExtraError, match=r'^hub data needs datasets: pip install "mlflow-metacompress\[datasets\]"$'):
+    with pytest.raises(
+        MissingExtraError, match=r'^hub data needs datasets: pip install "mlflow-metacompress\[datasets\]"$'
+    ):
         require("datasets", "hub data")
     monkeypatch.setitem(sys.modules, "z3", None)
     err = pytest.raises(MissingExtraError, require, "z3", "the search").value

@@ -11,9 +11,11 @@ import pytest
 from mlflow_metacompress.data.codexglue import DataFormatError
 from mlflow_metacompress.data.tables import read_table
 
-ROWS = [{"func": "int f(int a) { return a; }", "target": 1},
-        {"func": "void g(void) {\n  /* é, ü */\n}", "target": 0},
-        {"func": 'char *s = "a,b\\"c";', "target": 1}]
+ROWS = [
+    {"func": "int f(int a) { return a; }", "target": 1},
+    {"func": "void g(void) {\n  /* é, ü */\n}", "target": 0},
+    {"func": 'char *s = "a,b\\"c";', "target": 1},
+]
 EXPECTED = pd.DataFrame(ROWS)
 
 

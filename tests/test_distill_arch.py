@@ -28,8 +28,15 @@ def roberta_flops(h: int, n_layers: int, i: int, seq: int, k: int, pair: bool, w
 
 @pytest.mark.parametrize("pair", [False, True])
 def test_params_size_and_flops_match_closed_form(pair):
-    spec = ArchSpec(vocab_size=1234, num_hidden_layers=3, hidden_size=48, num_attention_heads=4,
-                    intermediate_size=96, max_length=40, pair_mode="concat_cls" if pair else None)
+    spec = ArchSpec(
+        vocab_size=1234,
+        num_hidden_layers=3,
+        hidden_size=48,
+        num_attention_heads=4,
+        intermediate_size=96,
+        max_length=40,
+        pair_mode="concat_cls" if pair else None,
+    )
     expected = roberta_params(1234, 48, 3, 96, 40, 2, pair)
     assert spec.parameter_count() == expected
     assert spec.size_mb() == pytest.approx(expected * 4 / 1e6)
@@ -37,12 +44,21 @@ def test_params_size_and_flops_match_closed_form(pair):
     model = spec.build()
     assert parameter_count(model) == expected and size_mb(model) == pytest.approx(spec.size_mb())
     assert spec_of(model) == spec
-    assert measure_model(model) == pytest.approx({"params": expected, "size_mb": spec.size_mb(), "gflops": spec.gflops()})
+    assert measure_model(model) == pytest.approx(
+        {"params": expected, "size_mb": spec.size_mb(), "gflops": spec.gflops()}
+    )
 
 
 def test_siamese_pairs_are_counted_with_a_four_wide_head():
-    spec = ArchSpec(vocab_size=1234, num_hidden_layers=2, hidden_size=48, num_attention_heads=4,
-                    intermediate_size=96, max_length=40, pair_mode="siamese")
+    spec = ArchSpec(
+        vocab_size=1234,
+        num_hidden_layers=2,
+        hidden_size=48,
+        num_attention_heads=4,
+        intermediate_size=96,
+        max_length=40,
+        pair_mode="siamese",
+    )
     expected = roberta_params(1234, 48, 2, 96, 40, 2, True, widths=4)
     assert spec.parameter_count() == expected == parameter_count(spec.build())
     assert spec.gflops() == pytest.approx(roberta_flops(48, 2, 96, 40, 2, True, widths=4) / 1e9, rel=1e-9)

@@ -18,15 +18,29 @@ def tiny_teacher(tmp_path: Path) -> tuple[Path, str]:
     from tests.test_distill_e2e import write_devign
 
     data = write_devign(tmp_path / "data")
-    arch = ArchSpec(vocab_size=300, num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
-                    max_length=64)
-    result = train_teacher(data, "devign", arch=arch, epochs=1, batch_size=8, registered_name="toy-teacher",
-                           progress=False)
+    arch = ArchSpec(
+        vocab_size=300, num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64, max_length=64
+    )
+    result = train_teacher(
+        data, "devign", arch=arch, epochs=1, batch_size=8, registered_name="toy-teacher", progress=False
+    )
     return data, result.model_uri
 
 
-SEARCH_ARGS = ["--population", "6", "--generations", "2", "--option", "probes=2", "--option", "probe_steps=2",
-               "--option", "probe_rows=16", "--option", "probe_valid=8"]
+SEARCH_ARGS = [
+    "--population",
+    "6",
+    "--generations",
+    "2",
+    "--option",
+    "probes=2",
+    "--option",
+    "probe_steps=2",
+    "--option",
+    "probe_rows=16",
+    "--option",
+    "probe_valid=8",
+]
 
 
 @pytest.mark.slow
@@ -34,8 +48,27 @@ def test_avatar_cli_end_to_end(tracking, tmp_path, capsys):
     from mlflow_metacompress.distill.cli import main
 
     data, teacher = tiny_teacher(tmp_path)
-    rc = main(["student", "--method", "avatar", "--data-dir", str(data), "--teacher", teacher, "--size-mb", "0.2",
-               "--epochs", "1", "--batch-size", "8", "--max-length", "64", "--no-progress", *SEARCH_ARGS])
+    rc = main(
+        [
+            "student",
+            "--method",
+            "avatar",
+            "--data-dir",
+            str(data),
+            "--teacher",
+            teacher,
+            "--size-mb",
+            "0.2",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "64",
+            "--no-progress",
+            *SEARCH_ARGS,
+        ]
+    )
     assert rc == 0
     result = json.loads(capsys.readouterr().out)
     assert result["model_uri"] == "models:/metacompress-avatar/1"

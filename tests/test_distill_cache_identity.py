@@ -24,7 +24,9 @@ def test_same_version_number_in_two_registries_gives_two_keys(tmp_path, monkeypa
         mlflow.set_tracking_uri(uri)
         mlflow.set_registry_uri(uri)
         with mlflow.start_run():
-            mlflow.pyfunc.log_model(name="m", python_model=Const(), registered_model_name="teacher", pip_requirements=[])
+            mlflow.pyfunc.log_model(
+                name="m", python_model=Const(), registered_model_name="teacher", pip_requirements=[]
+            )
         keys.append((cache_key("models:/teacher/1", df, ["func"]), cache_key("models:/teacher/latest", df, ["func"])))
         identities.append((model_identity("models:/teacher/1"), resolve_model("models:/teacher/1", "teacher").identity))
     assert keys[0][0] == keys[0][1]  # latest pins to the same version: same key

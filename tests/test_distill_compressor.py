@@ -9,8 +9,14 @@ from mlflow_metacompress.distill.search.ga import SearchSpace, fitness, search_a
 
 
 def test_fitness_is_gflops_minus_size_error():
-    spec = ArchSpec(vocab_size=2000, num_hidden_layers=2, hidden_size=64, num_attention_heads=2,
-                    intermediate_size=128, max_length=64)
+    spec = ArchSpec(
+        vocab_size=2000,
+        num_hidden_layers=2,
+        hidden_size=64,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_length=64,
+    )
     assert fitness(spec, 3.0) == pytest.approx(spec.gflops() - abs(spec.size_mb() - 3.0))
     assert fitness(spec, spec.size_mb()) == pytest.approx(spec.gflops())
 
@@ -32,16 +38,23 @@ def test_ga_respects_size_target_within_10_percent(target):
 def test_ga_is_deterministic_and_honours_the_space():
     space = SearchSpace().cap_vocab(3000)
     assert space.vocab_size == (1000, 2000, 3000)
-    a = search_architecture(0.8, population=6, generations=3, seed=7, base=ArchSpec(max_length=16), space=space, progress=False)
-    b = search_architecture(0.8, population=6, generations=3, seed=7, base=ArchSpec(max_length=16), space=space, progress=False)
+    a = search_architecture(
+        0.8, population=6, generations=3, seed=7, base=ArchSpec(max_length=16), space=space, progress=False
+    )
+    b = search_architecture(
+        0.8, population=6, generations=3, seed=7, base=ArchSpec(max_length=16), space=space, progress=False
+    )
     assert a.best == b.best and a.history == b.history
     assert a.best.vocab_size in space.vocab_size
 
 
 def test_infeasible_target_falls_back_with_flag():
-    tiny = SearchSpace(vocab_size=(1000,), num_hidden_layers=(1,), hidden_size=(16,), num_attention_heads=(1,),
-                       intermediate_size=(32,))
-    result = search_architecture(50.0, population=2, generations=1, base=ArchSpec(max_length=8), space=tiny, progress=False)
+    tiny = SearchSpace(
+        vocab_size=(1000,), num_hidden_layers=(1,), hidden_size=(16,), num_attention_heads=(1,), intermediate_size=(32,)
+    )
+    result = search_architecture(
+        50.0, population=2, generations=1, base=ArchSpec(max_length=8), space=tiny, progress=False
+    )
     assert not result.feasible and result.best.hidden_size == 16
 
 

@@ -10,8 +10,8 @@ import torch
 
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.datasets import CodeExamples, split_halves
-from mlflow_metacompress.distill.student import train_student
 from mlflow_metacompress.distill.modules import ClassifierModule, soft_label_loss
+from mlflow_metacompress.distill.student import train_student
 from mlflow_metacompress.distill.training import FitConfig, monitored_metrics
 from mlflow_metacompress.models.tokenizer import train_tokenizer
 from tests.conftest import TOY_CODE, toy_frame
@@ -24,22 +24,46 @@ def tok():
 
 def test_checkpoint_and_state_dict_hold_only_the_student(tok, tmp_path):
     torch.manual_seed(0)
-    teacher = ArchSpec(vocab_size=len(tok), hidden_size=48, num_hidden_layers=2, num_attention_heads=2,
-                       intermediate_size=96, max_length=64).build().eval()
-    student = ArchSpec(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1,
-                       intermediate_size=32, max_length=64).build()
+    teacher = (
+        ArchSpec(
+            vocab_size=len(tok),
+            hidden_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=96,
+            max_length=64,
+        )
+        .build()
+        .eval()
+    )
+    student = ArchSpec(
+        vocab_size=len(tok),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=32,
+        max_length=64,
+    ).build()
     train, val = toy_frame(24, seed=0), toy_frame(16, seed=1)
     soft = teacher.predict_logits(tok, list(train["func"]))
     loss = soft_label_loss(1.0)
     loss.teacher = teacher  # even a loss that references the teacher must not leak it
-    result = train_student(student, tok, [CodeExamples.from_frame(train, ["func"], teacher_logits=soft)],
-                           CodeExamples.from_frame(val, ["func"], "target"), loss,
-                           fit_config=FitConfig(epochs=2, batch_size=8, progress=False), checkpoint_dir=tmp_path)
+    result = train_student(
+        student,
+        tok,
+        [CodeExamples.from_frame(train, ["func"], teacher_logits=soft)],
+        CodeExamples.from_frame(val, ["func"], "target"),
+        loss,
+        fit_config=FitConfig(epochs=2, batch_size=8, progress=False),
+        checkpoint_dir=tmp_path,
+    )
     ckpt = torch.load(result.best_checkpoint, map_location="cpu", weights_only=True)
     student_keys = {f"model.{k}" for k in student.state_dict()}
     assert set(ckpt["state_dict"]) == student_keys
     assert sum(v.numel() for v in ckpt["state_dict"].values()) == sum(v.numel() for v in student.state_dict().values())
-    teacher_shapes = {tuple(v.shape) for v in teacher.state_dict().values()} - {tuple(v.shape) for v in student.state_dict().values()}
+    teacher_shapes = {tuple(v.shape) for v in teacher.state_dict().values()} - {
+        tuple(v.shape) for v in student.state_dict().values()
+    }
     assert not any(tuple(v.shape) in teacher_shapes for v in ckpt["state_dict"].values())
     assert not any(isinstance(v, torch.Tensor) for v in (ckpt.get("hyper_parameters") or {}).values())
     # the best checkpoint is what the student holds afterwards, and it is the best epoch
@@ -52,10 +76,22 @@ def test_checkpoint_and_state_dict_hold_only_the_student(tok, tmp_path):
 
 
 def test_module_state_dict_keys_are_student_only(tok):
-    student = ArchSpec(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1,
-                       intermediate_size=32, max_length=32).build()
-    teacher = ArchSpec(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=1,
-                       intermediate_size=32, max_length=32).build()
+    student = ArchSpec(
+        vocab_size=len(tok),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=32,
+        max_length=32,
+    ).build()
+    teacher = ArchSpec(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=32,
+        max_length=32,
+    ).build()
     module = ClassifierModule(student, soft_label_loss(2.0), extra_loss=lambda out, batch: teacher(**{})[0])
     assert all(k.startswith("model.") for k in module.state_dict())
     assert sum(p.numel() for p in module.parameters()) == sum(p.numel() for p in student.parameters())
@@ -66,10 +102,18 @@ def test_training_reduces_kd_loss_toward_teacher(tok):
     df = toy_frame(32, seed=3)
     # a teacher that is certain of the label: the student should learn to agree with it
     soft = np.where(df["target"].to_numpy()[:, None] == np.array([[0, 1]]), 4.0, -4.0).astype(np.float32)
-    student = ArchSpec(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                       intermediate_size=64, max_length=64).build()
+    student = ArchSpec(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_length=64,
+    ).build()
     ex = CodeExamples.from_frame(df, ["func"], "target", teacher_logits=soft)
-    result = train_student(student, tok, [ex], ex, fit_config=FitConfig(epochs=8, batch_size=8, progress=False), lr=5e-3)
+    result = train_student(
+        student, tok, [ex], ex, fit_config=FitConfig(epochs=8, batch_size=8, progress=False), lr=5e-3
+    )
     assert result.best_score >= 0.9
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
 
@@ -89,13 +133,21 @@ def test_examples_name_missing_columns_and_misaligned_rows():
         CodeExamples.from_frame(df, ["func"], "label")
     with pytest.raises(ValueError, match="teacher_logits has 3 rows, texts has 2"):
         CodeExamples.from_frame(df, ["func"], teacher_logits=np.zeros((3, 2)))
-    pair = CodeExamples.from_frame(pd.DataFrame({"func1": ["a"], "func2": ["b"], "label": [1]}), ["func1", "func2"], "label")
+    pair = CodeExamples.from_frame(
+        pd.DataFrame({"func1": ["a"], "func2": ["b"], "label": [1]}), ["func1", "func2"], "label"
+    )
     assert pair[0] == {"index": 0, "text": "a", "text_b": "b", "label": 1}
 
 
 def _student(tok):
-    return ArchSpec(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1,
-                    intermediate_size=32, max_length=64).build()
+    return ArchSpec(
+        vocab_size=len(tok),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=32,
+        max_length=64,
+    ).build()
 
 
 def test_monitor_selects_on_agreement_or_keeps_the_last_epoch(tok):
@@ -107,7 +159,9 @@ def test_monitor_selects_on_agreement_or_keeps_the_last_epoch(tok):
     cfg = FitConfig(epochs=3, batch_size=8, progress=False)
     torch.manual_seed(0)
     student = _student(tok)
-    agree = train_student(student, tok, [train], val, fit_config=FitConfig(**{**cfg.__dict__, "monitor": "val_agreement"}))
+    agree = train_student(
+        student, tok, [train], val, fit_config=FitConfig(**{**cfg.__dict__, "monitor": "val_agreement"})
+    )
     assert agree.best_score == pytest.approx(max(r["val_agreement"] for r in agree.history))
     # logged under its own name, never as best_val_acc
     assert monitored_metrics(agree) == {"best_val_agreement": agree.best_score}
@@ -116,8 +170,9 @@ def test_monitor_selects_on_agreement_or_keeps_the_last_epoch(tok):
     assert np.mean(pred == val_logits.argmax(1)) == pytest.approx(agree.best_score)
     # rows keeping all relations: the kept epoch is the best one on that metric
     torch.manual_seed(0)
-    kept = train_student(_student(tok), tok, [train], val,
-                         fit_config=FitConfig(**{**cfg.__dict__, "monitor": "val_relations_kept"}))
+    kept = train_student(
+        _student(tok), tok, [train], val, fit_config=FitConfig(**{**cfg.__dict__, "monitor": "val_relations_kept"})
+    )
     assert kept.best_score == pytest.approx(max(r["val_relations_kept"] for r in kept.history))
     assert monitored_metrics(kept) == {"best_val_relations_kept": kept.best_score}
     # "last" keeps the final epoch: re-measured agreement equals the last epoch's
@@ -136,7 +191,9 @@ def test_monitor_errors_name_the_problem(tok):
     with pytest.raises(ValueError, match="monitor must be .*got 'loss'"):
         train_student(_student(tok), tok, [ex], ex, fit_config=FitConfig(epochs=1, progress=False, monitor="loss"))
     with pytest.raises(ValueError, match="val_agreement.*teacher_logits"):
-        train_student(_student(tok), tok, [ex], ex, fit_config=FitConfig(epochs=1, progress=False, monitor="val_agreement"))
+        train_student(
+            _student(tok), tok, [ex], ex, fit_config=FitConfig(epochs=1, progress=False, monitor="val_agreement")
+        )
 
 
 def test_patience_stops_a_fit_whose_score_has_stopped_improving(tok):
@@ -150,9 +207,21 @@ def test_patience_stops_a_fit_whose_score_has_stopped_improving(tok):
     module = ClassifierModule(_student(tok), lr=0.0)
     stopped = fit(module, tok, ex, ex, cfg, mlflow_logger=False)
     assert len(stopped.history) == 3 and stopped.best_score == pytest.approx(stopped.history[0]["val_acc"])
-    full = fit(ClassifierModule(_student(tok), lr=0.0), tok, ex, ex, FitConfig(**{**cfg.__dict__, "patience": None}),
-               mlflow_logger=False)
+    full = fit(
+        ClassifierModule(_student(tok), lr=0.0),
+        tok,
+        ex,
+        ex,
+        FitConfig(**{**cfg.__dict__, "patience": None}),
+        mlflow_logger=False,
+    )
     assert len(full.history) == 8
     with pytest.raises(ValueError, match="patience must be at least 1"):
-        fit(ClassifierModule(_student(tok), lr=0.0), tok, ex, ex, FitConfig(**{**cfg.__dict__, "patience": 0}),
-            mlflow_logger=False)
+        fit(
+            ClassifierModule(_student(tok), lr=0.0),
+            tok,
+            ex,
+            ex,
+            FitConfig(**{**cfg.__dict__, "patience": 0}),
+            mlflow_logger=False,
+        )

@@ -44,8 +44,14 @@ class RankProbe:
 
 def _student(tok):
     torch.manual_seed(0)
-    return ArchSpec(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                    intermediate_size=64, max_length=64).build()
+    return ArchSpec(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_length=64,
+    ).build()
 
 
 def _train(tok, devices: int, strategy: str, folder):
@@ -56,10 +62,17 @@ def _train(tok, devices: int, strategy: str, folder):
     val = CodeExamples.from_frame(toy_frame(24, seed=4), ["func"], "target")
     folder.mkdir()
     model = _student(tok)
-    result = train_student(model, tok, [train], val, soft_label_loss(1.0), RankProbe(str(folder)),
-                           FitConfig(epochs=6, batch_size=8, progress=False, accelerator="cpu",
-                                     devices=devices, strategy=strategy),
-                           lr=5e-3, checkpoint_dir=folder / "ckpt")
+    result = train_student(
+        model,
+        tok,
+        [train],
+        val,
+        soft_label_loss(1.0),
+        RankProbe(str(folder)),
+        FitConfig(epochs=6, batch_size=8, progress=False, accelerator="cpu", devices=devices, strategy=strategy),
+        lr=5e-3,
+        checkpoint_dir=folder / "ckpt",
+    )
     return model, result
 
 
@@ -95,14 +108,17 @@ def test_two_process_ddp_student_predicts_like_a_one_process_student(tmp_path):
     assert not os.path.exists("lightning_logs")
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"devices": 0}, "devices must be a positive integer or 'auto', got 0"),
-    ({"devices": "two"}, "got 'two'"),
-    ({"devices": 10_000}, "devices=10000 but only"),
-    ({"strategy": "horovod"}, "strategy must be one of"),
-    ({"precision": "8-bit"}, "precision must be one of"),
-    ({"accelerator": "cpu", "precision": "16-mixed"}, "not supported on a CPU"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"devices": 0}, "devices must be a positive integer or 'auto', got 0"),
+        ({"devices": "two"}, "got 'two'"),
+        ({"devices": 10_000}, "devices=10000 but only"),
+        ({"strategy": "horovod"}, "strategy must be one of"),
+        ({"precision": "8-bit"}, "precision must be one of"),
+        ({"accelerator": "cpu", "precision": "16-mixed"}, "not supported on a CPU"),
+    ],
+)
 def test_placement_errors_name_the_setting_and_value(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         resolve(**kwargs)
@@ -125,12 +141,15 @@ def test_ddp_runs_spawned_never_relaunching_the_command_line():
         assert placed.devices == 2 and placed.accelerator == "cpu"
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--devices", "0"], "devices must be a positive integer or 'auto', got '0'"),
-    (["--strategy", "horovod"], "strategy must be one of"),
-    (["--accelerator", "cpu", "--precision", "16-mixed"], "not supported on a CPU"),
-    (["--devices", "100000"], "devices=100000 but only"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--devices", "0"], "devices must be a positive integer or 'auto', got '0'"),
+        (["--strategy", "horovod"], "strategy must be one of"),
+        (["--accelerator", "cpu", "--precision", "16-mixed"], "not supported on a CPU"),
+        (["--devices", "100000"], "devices=100000 but only"),
+    ],
+)
 def test_cli_refuses_bad_device_settings_before_any_data_or_run(argv, message, tmp_path, monkeypatch, capsys):
     from mlflow_metacompress.cli import main
 
@@ -156,15 +175,15 @@ def test_mlproject_and_recipes_pass_device_settings(tmp_path, monkeypatch):
         assert params["devices"].default == "1" and params["strategy"].default == "auto"
         assert params["precision"].default == ""
         assert "--devices {devices} --strategy {strategy} --precision {precision}" in entry.command
-        command = entry.compute_command({**{k: "x" for k in params}, "devices": "2", "strategy": "ddp",
-                                         "precision": ""}, str(tmp_path))
+        command = entry.compute_command(
+            {**{k: "x" for k in params}, "devices": "2", "strategy": "ddp", "precision": ""}, str(tmp_path)
+        )
         assert "--devices 2 --strategy ddp --precision ''" in command
     # the recipes check the values before any data is made or a run starts
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     monkeypatch.syspath_prepend(str(repo / "recipes"))
-    monkeypatch.setattr(sys, "argv", ["recipes/teacher.py", "--profile", "tiny", "--strategy", "ddp",
-                                      "--devices", "0"])
+    monkeypatch.setattr(sys, "argv", ["recipes/teacher.py", "--profile", "tiny", "--strategy", "ddp", "--devices", "0"])
     with pytest.raises(ValueError, match="devices must be a positive integer or 'auto', got '0'"):
         runpy.run_path(str(repo / "recipes" / "teacher.py"), run_name="__main__")
     assert not (tmp_path / "mlruns").exists()

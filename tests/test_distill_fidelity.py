@@ -70,22 +70,43 @@ def test_consistency_is_symmetric_kl_to_each_variants_own_original():
 def test_fidelity_loss_matches_numpy(seed):
     rng = np.random.default_rng(seed)
     n, m, k, hs = 5, 7, 2, 6
-    arrays = dict(s_o=rng.normal(size=(n, k)) * 2, t_o=rng.normal(size=(n, k)) * 3, h_o=rng.normal(size=(n, hs)),
-                  z_o=rng.normal(size=(n, hs)), s_v=rng.normal(size=(m, k)) * 2, t_v=rng.normal(size=(m, k)) * 3,
-                  h_v=rng.normal(size=(m, hs)), z_v=rng.normal(size=(m, hs)))
+    arrays = dict(
+        s_o=rng.normal(size=(n, k)) * 2,
+        t_o=rng.normal(size=(n, k)) * 3,
+        h_o=rng.normal(size=(n, hs)),
+        z_o=rng.normal(size=(n, hs)),
+        s_v=rng.normal(size=(m, k)) * 2,
+        t_v=rng.normal(size=(m, k)) * 3,
+        h_v=rng.normal(size=(m, hs)),
+        z_v=rng.normal(size=(m, hs)),
+    )
     parent = rng.integers(0, n, m)
     w = FidelityWeights(temperature=2.0, variant_kd=0.7, align=0.3, confidence=1.5, consistency=0.4)
     want = numpy_fidelity(**arrays, parent=parent, w=w)
     tens = {k_: torch.tensor(v, dtype=torch.float32) for k_, v in arrays.items()}
-    total, parts = fidelity_loss(tens["s_o"], tens["t_o"], tens["h_o"], tens["z_o"], tens["s_v"], tens["t_v"],
-                                 tens["h_v"], tens["z_v"], torch.tensor(parent), w)
+    total, parts = fidelity_loss(
+        tens["s_o"],
+        tens["t_o"],
+        tens["h_o"],
+        tens["z_o"],
+        tens["s_v"],
+        tens["t_v"],
+        tens["h_v"],
+        tens["z_v"],
+        torch.tensor(parent),
+        w,
+    )
     for key in ("kd", "kd_var", "align", "confidence", "consistency"):
         assert parts[key] == pytest.approx(want[key], rel=1e-4, abs=1e-6), key
     assert total.item() == pytest.approx(want["total"], rel=1e-4)
     # no variants in the batch: only the original-side terms remain
     total_o, parts_o = fidelity_loss(tens["s_o"], tens["t_o"], tens["h_o"], tens["z_o"], w=w)
     assert set(parts_o) == {"kd", "align", "confidence"}
-    cos = (arrays["h_o"] * arrays["z_o"]).sum(1) / np.linalg.norm(arrays["h_o"], axis=1) / np.linalg.norm(arrays["z_o"], axis=1)
+    cos = (
+        (arrays["h_o"] * arrays["z_o"]).sum(1)
+        / np.linalg.norm(arrays["h_o"], axis=1)
+        / np.linalg.norm(arrays["z_o"], axis=1)
+    )
     assert parts_o["align"] == pytest.approx((1 - cos).mean(), rel=1e-5)
 
 
@@ -93,16 +114,32 @@ def test_fidelity_options_coerce_values_and_refuse_unknown_keys():
     from mlflow_metacompress.distill import get_method
 
     method = get_method("fidelity")
-    w = method.parse({"temperature": "4", "align_kind": "mse", "population": 3, "transforms": "rename_variables,swap_operands",
-                      "student_config": {"vocab_size": 1000, "num_hidden_layers": 1, "hidden_size": 16,
-                                         "num_attention_heads": 2, "intermediate_size": 64}})
+    w = method.parse(
+        {
+            "temperature": "4",
+            "align_kind": "mse",
+            "population": 3,
+            "transforms": "rename_variables,swap_operands",
+            "student_config": {
+                "vocab_size": 1000,
+                "num_hidden_layers": 1,
+                "hidden_size": 16,
+                "num_attention_heads": 2,
+                "intermediate_size": 64,
+            },
+        }
+    )
     assert w.temperature == 4.0 and w.align_kind == "mse" and w.consistency == FidelityWeights().consistency
     assert w.population == 3 and w.transforms == ("rename_variables", "swap_operands")
     assert w.student_config == ArchSpec(1000, 1, 16, 2, 64)
     assert set(FIDELITY_WEIGHTS) <= {f for f in FidelityWeights.__dataclass_fields__}  # the options carry every weight
-    with pytest.raises(ValueError, match=r"unknown option\(s\) \['temprature'\] of method 'fidelity'; known options: .*'temperature'"):
+    with pytest.raises(
+        ValueError, match=r"unknown option\(s\) \['temprature'\] of method 'fidelity'; known options: .*'temperature'"
+    ):
         method.parse({"temprature": 4})
-    with pytest.raises(ValueError, match=r"option align_kind='l1' of method 'fidelity': expected one of \['cosine', 'mse'\]"):
+    with pytest.raises(
+        ValueError, match=r"option align_kind='l1' of method 'fidelity': expected one of \['cosine', 'mse'\]"
+    ):
         method.parse({"align_kind": "l1"})
     with pytest.raises(ValueError, match="option student_config=.*unknown option.*'hidden'"):
         method.parse({"student_config": {"hidden": 16}})
@@ -122,9 +159,19 @@ def test_variant_table_and_draws_stay_with_their_original():
             assert table.texts[r] != codes[i]
             assert ("+ 2" in table.texts[r] or "2 +" in table.texts[r]) == (i == 2)  # a variant of its own original
     model = ArchSpec(1000, 1, 16, 2, 32, max_length=32).build(["0", "1"])
-    module = FidelityModule(model, None, np.zeros((3, 2)), np.zeros((3, 4)), table.texts, None,
-                            np.zeros((len(table), 2)), np.zeros((len(table), 4)), variant_of, FidelityWeights(),
-                            variants_per_step=2)
+    module = FidelityModule(
+        model,
+        None,
+        np.zeros((3, 2)),
+        np.zeros((3, 4)),
+        table.texts,
+        None,
+        np.zeros((len(table), 2)),
+        np.zeros((len(table), 4)),
+        variant_of,
+        FidelityWeights(),
+        variants_per_step=2,
+    )
     for _ in range(20):
         rows, parents = module.draw_variants(np.array([2, 1, 0]))
         pos_to_orig = {0: 2, 1: 1, 2: 0}
@@ -135,18 +182,51 @@ def test_variant_table_and_draws_stay_with_their_original():
 
 @pytest.mark.slow
 def test_fidelity_end_to_end_with_a_given_architecture(tracking, tmp_path, capsys):
-    from mlflow_metacompress.distill.cli import main
     from mlflow_metacompress.distill.arch import param_count
+    from mlflow_metacompress.distill.cli import main
 
     data, teacher = tiny_teacher(tmp_path)
-    arch = {"vocab_size": 1000, "num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2,
-            "intermediate_size": 64, "tokenizer": "bpe", "hidden_act": "gelu", "dropout": 0.1, "max_length": 64,
-            "position_embedding_type": "rotary"}
+    arch = {
+        "vocab_size": 1000,
+        "num_hidden_layers": 1,
+        "hidden_size": 16,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "tokenizer": "bpe",
+        "hidden_act": "gelu",
+        "dropout": 0.1,
+        "max_length": 64,
+        "position_embedding_type": "rotary",
+    }
     cache = tmp_path / "soft"
-    rc = main(["student", "--method", "fidelity", "--data-dir", str(data), "--teacher", teacher, "--size-mb", "0.2",
-               "--epochs", "1", "--batch-size", "8", "--max-length", "64", "--cache-dir", str(cache), "--no-progress",
-               "--option", f"student_config={arch!r}", "--option", "transforms=['rename_variables','swap_operands']",
-               "--option", "align_kind=mse"])
+    rc = main(
+        [
+            "student",
+            "--method",
+            "fidelity",
+            "--data-dir",
+            str(data),
+            "--teacher",
+            teacher,
+            "--size-mb",
+            "0.2",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "64",
+            "--cache-dir",
+            str(cache),
+            "--no-progress",
+            "--option",
+            f"student_config={arch!r}",
+            "--option",
+            "transforms=['rename_variables','swap_operands']",
+            "--option",
+            "align_kind=mse",
+        ]
+    )
     assert rc == 0
     result = json.loads(capsys.readouterr().out)
     config = result["config"]

@@ -23,14 +23,22 @@ def family(target: float, pair_mode: str | None, max_length: int, min_vocab: int
     for hidden in range(32, 769, 32):
         for layers in range(1, 5):
             for vocab in range(min_vocab, 46001, 1000):
-                c = ArchSpec(vocab_size=vocab, num_hidden_layers=layers, hidden_size=hidden,
-                             num_attention_heads=hidden // 32, intermediate_size=4 * hidden, max_length=max_length)
+                c = ArchSpec(
+                    vocab_size=vocab,
+                    num_hidden_layers=layers,
+                    hidden_size=hidden,
+                    num_attention_heads=hidden // 32,
+                    intermediate_size=4 * hidden,
+                    max_length=max_length,
+                )
                 if 0.8 * target <= size_mb(c, 2, pair_mode) <= target:
                     yield c
 
 
-@pytest.mark.parametrize("target,pair_mode,max_length", [(3.0, None, 128), (3.0, "concat_cls", 256), (10.0, None, 512),
-                                                         (1.5, None, 128), (30.0, None, 256)])
+@pytest.mark.parametrize(
+    "target,pair_mode,max_length",
+    [(3.0, None, 128), (3.0, "concat_cls", 256), (10.0, None, 512), (1.5, None, 128), (30.0, None, 256)],
+)
 def test_teacher_shaped_keeps_proportions_budget_and_is_the_family_optimum(target, pair_mode, max_length):
     c = teacher_shaped(target, pair_mode=pair_mode, max_length=max_length)
     assert c.hidden_size % 32 == 0 and c.hidden_size % 16 == 0
@@ -66,10 +74,14 @@ def test_fidelity_choose_architecture_options_and_fallback(caplog):
     assert c == teacher_shaped(3.0, max_length=64) and record == {"arch": "teacher_shaped"}
     c, record = choose_architecture(ctx(3.0), parse({"max_layers": "2"}), {})
     assert c.num_hidden_layers <= 2 and record["max_layers"] == 2
-    small, record = choose_architecture(ctx(0.2), parse({}), {})  # 4000 tokens cannot fit: relaxed to 1000, with a warning
+    small, record = choose_architecture(
+        ctx(0.2), parse({}), {}
+    )  # 4000 tokens cannot fit: relaxed to 1000, with a warning
     assert small == teacher_shaped(0.2, max_length=64, min_vocab=1000) and "allowing 1000" in caplog.text
     assert record == {"arch": "teacher_shaped", "min_vocab": 1000}
     with pytest.raises(ValueError, match="fits 0.2 MB"):  # an explicit min_vocab is not relaxed
         choose_architecture(ctx(0.2), parse({"min_vocab": 4000}), {})
-    with pytest.raises(ValueError, match=r"option arch='wide' of method 'fidelity': expected one of \['teacher_shaped', 'avatar'\]"):
+    with pytest.raises(
+        ValueError, match=r"option arch='wide' of method 'fidelity': expected one of \['teacher_shaped', 'avatar'\]"
+    ):
         parse({"arch": "wide"})

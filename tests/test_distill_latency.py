@@ -22,15 +22,29 @@ def law_timer(calls: list | None = None):
         if calls is not None:
             calls.append((spec, seq, batch))
         return float(LAW @ latency.features(spec))
+
     return timer
 
 
 def test_features_are_the_documented_cost_terms():
-    spec = ArchSpec(vocab_size=1000, num_hidden_layers=3, hidden_size=64, num_attention_heads=4, intermediate_size=256,
-                    max_length=128)
+    spec = ArchSpec(
+        vocab_size=1000,
+        num_hidden_layers=3,
+        hidden_size=64,
+        num_attention_heads=4,
+        intermediate_size=256,
+        max_length=128,
+    )
     L, s, h, a, f = 3, 128, 64, 4, 256
-    expected = [1, L, L * s * h * h / 1e7, L * s * h * f / 1e7, L * s * s * h / 1e7, L * a * s * s / 1e6,
-                L * s * (h + f) / 1e5]
+    expected = [
+        1,
+        L,
+        L * s * h * h / 1e7,
+        L * s * h * f / 1e7,
+        L * s * s * h / 1e7,
+        L * a * s * s / 1e6,
+        L * s * (h + f) / 1e5,
+    ]
     assert latency.features(spec) == pytest.approx(expected)
     assert len(expected) == len(latency.TERMS)
 
@@ -39,8 +53,14 @@ def test_calibration_recovers_a_known_law_and_predicts_unseen_shapes():
     model = latency.calibrate(64, 8, timer=law_timer())
     assert model.coef == pytest.approx(LAW, abs=1e-6) and model.residual < 1e-6
     assert (model.seq_len, model.batch_size, model.threads) == (64, 8, resolve_threads())  # the inference threads
-    unseen = ArchSpec(vocab_size=5000, num_hidden_layers=5, hidden_size=96, num_attention_heads=3,
-                      intermediate_size=384, max_length=64)
+    unseen = ArchSpec(
+        vocab_size=5000,
+        num_hidden_layers=5,
+        hidden_size=96,
+        num_attention_heads=3,
+        intermediate_size=384,
+        max_length=64,
+    )
     assert model.predict_ms(unseen) == pytest.approx(float(LAW @ latency.features(unseen)))
     assert model.predict_many([unseen, unseen]).tolist() == pytest.approx([model.predict_ms(unseen)] * 2)
     assert latency.LatencyModel.from_dict(json.loads(json.dumps(model.to_dict()))) == model
@@ -72,8 +92,19 @@ def test_real_timing_is_positive_and_threads_are_restored(monkeypatch):
     before = torch.get_num_threads()
     with latency.timing_threads() as n:
         assert torch.get_num_threads() == n == 3  # the inference threads: here $METACOMPRESS_THREADS
-        ms = latency.time_shape(ArchSpec(vocab_size=100, num_hidden_layers=1, hidden_size=16, num_attention_heads=1,
-                                         intermediate_size=32, max_length=8), 8, 2, repeats=1)
+        ms = latency.time_shape(
+            ArchSpec(
+                vocab_size=100,
+                num_hidden_layers=1,
+                hidden_size=16,
+                num_attention_heads=1,
+                intermediate_size=32,
+                max_length=8,
+            ),
+            8,
+            2,
+            repeats=1,
+        )
     assert torch.get_num_threads() == before
     assert np.isfinite(ms) and ms > 0
     assert latency.device_name("cpu").startswith("cpu:")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from mlflow_metacompress.distill.datasets import CodeExamples
 from mlflow_metacompress.distill.augment import chain, concat, metamorphic
+from mlflow_metacompress.distill.datasets import CodeExamples
 from mlflow_metacompress.distill.losses import morph_loss
 from mlflow_metacompress.distill.methods.morph import Options as MorphOptions
 from tests.test_distill_avatar import SEARCH_ARGS, tiny_teacher
@@ -87,9 +87,29 @@ def test_morph_end_to_end_labels_variants_once_outside_training(tracking, tmp_pa
     monkeypatch.setattr(mlflow.pyfunc, "load_model", load)
     monkeypatch.setattr(modules.ClassifierModule, "training_step", step)
     cache = tmp_path / "soft"
-    rc = main(["student", "--method", "morph", "--data-dir", str(data), "--teacher", teacher, "--size-mb", "0.2",
-               "--epochs", "1", "--batch-size", "8", "--max-length", "64", "--cache-dir", str(cache), "--no-progress",
-               *SEARCH_ARGS])
+    rc = main(
+        [
+            "student",
+            "--method",
+            "morph",
+            "--data-dir",
+            str(data),
+            "--teacher",
+            teacher,
+            "--size-mb",
+            "0.2",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "64",
+            "--cache-dir",
+            str(cache),
+            "--no-progress",
+            *SEARCH_ARGS,
+        ]
+    )
     assert rc == 0
     result = json.loads(capsys.readouterr().out)
     config = result["config"]

@@ -16,10 +16,17 @@ from tests.conftest import TOY_CODE
 
 def test_morph_search_falls_back_to_the_teacher_shaped_student(monkeypatch):
     texts = TOY_CODE * 4
-    ctx = DistillContext(task="devign", code_columns=("func",),
-                         unlabeled=CodeExamples(texts, teacher_logits=np.zeros((len(texts), 2), np.float32)),
-                         valid=CodeExamples(texts, labels=np.zeros(len(texts), int)), labels=["0", "1"],
-                         pair_mode=None, size_mb=3.0, max_length=64, fit_config=FitConfig(progress=False))
+    ctx = DistillContext(
+        task="devign",
+        code_columns=("func",),
+        unlabeled=CodeExamples(texts, teacher_logits=np.zeros((len(texts), 2), np.float32)),
+        valid=CodeExamples(texts, labels=np.zeros(len(texts), int)),
+        labels=["0", "1"],
+        pair_mode=None,
+        size_mb=3.0,
+        max_length=64,
+        fit_config=FitConfig(progress=False),
+    )
     evaluated = []
 
     def fake_probes(ctx, pruned, opts, loss_fn, **kw):

@@ -33,9 +33,15 @@ def _teacher(frames: dict[str, pd.DataFrame]) -> tuple[CodeClassifier, object]:
     flat at 0.5, where any noise flips the argmax)."""
     tok = train_tokenizer(list(frames["train"]["func"]), vocab_size=1000)
     torch.manual_seed(0)
-    model = CodeClassifier.from_config(len(tok), hidden_size=HIDDEN, num_hidden_layers=LAYERS,
-                                       num_attention_heads=2, intermediate_size=INTERMEDIATE, max_length=MAX_LENGTH,
-                                       pad_token_id=tok.pad_token_id)
+    model = CodeClassifier.from_config(
+        len(tok),
+        hidden_size=HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=2,
+        intermediate_size=INTERMEDIATE,
+        max_length=MAX_LENGTH,
+        pad_token_id=tok.pad_token_id,
+    )
     texts = list(frames["train"]["func"])
     labels = torch.tensor([int("malloc" in t) for t in texts])
     optimiser = torch.optim.AdamW(model.parameters(), lr=2e-3)
@@ -107,8 +113,16 @@ def _expected_int8_bytes(teacher: nn.Module) -> int:
             total += n * d + n * (4 + 4)
         elif isinstance(module, nn.LayerNorm):
             total += sum(p.numel() * 4 for p in module.parameters())
-    assert total and sum(p.numel() for m in teacher.modules() if not isinstance(m, (nn.Linear, nn.Embedding, nn.LayerNorm))
-                         for p in m.parameters(recurse=False)) == 0  # every weight is in those three kinds
+    assert (
+        total
+        and sum(
+            p.numel()
+            for m in teacher.modules()
+            if not isinstance(m, (nn.Linear, nn.Embedding, nn.LayerNorm))
+            for p in m.parameters(recurse=False)
+        )
+        == 0
+    )  # every weight is in those three kinds
     return total
 
 
@@ -122,8 +136,16 @@ def test_int8_copy_is_faithful_small_tagged_and_reloads(tracking, tmp_path, trai
 
     frames, teacher, tok = trained
     teacher_uri = _register_teacher(teacher, tok)
-    result = distill_student(frames, teacher_uri, "devign", method="quantize", max_length=MAX_LENGTH,
-                             registered_name="q-int8", progress=False, cache_dir=tmp_path / "cache")
+    result = distill_student(
+        frames,
+        teacher_uri,
+        "devign",
+        method="quantize",
+        max_length=MAX_LENGTH,
+        registered_name="q-int8",
+        progress=False,
+        cache_dir=tmp_path / "cache",
+    )
     assert result.model_uri == "models:/q-int8/1"
 
     rows = _held_out()
@@ -205,8 +227,17 @@ def test_half_precision_copies(tracking, tmp_path, trained):
     teacher_uri = _register_teacher(teacher, tok)
     rows = _held_out()
     oracle = mlflow.pyfunc.load_model(teacher_uri).predict(rows).to_numpy()
-    result = distill_student(frames, teacher_uri, "devign", method="quantize", max_length=MAX_LENGTH,
-                             registered_name="q-half", progress=False, cache_dir=tmp_path / "cache", dtype="float16")
+    result = distill_student(
+        frames,
+        teacher_uri,
+        "devign",
+        method="quantize",
+        max_length=MAX_LENGTH,
+        registered_name="q-half",
+        progress=False,
+        cache_dir=tmp_path / "cache",
+        dtype="float16",
+    )
     probs = mlflow.pyfunc.load_model(result.model_uri).predict(rows).to_numpy()
     assert np.abs(probs - oracle).max() < 0.01 and (probs.argmax(1) == oracle.argmax(1)).mean() >= 0.98
     loaded, _ = CodeClassifier.load(_artifact_dir(result.model_uri))
@@ -230,8 +261,10 @@ def test_unknown_dtype_is_named_before_anything_runs(tracking, capsys):
         get_method("quantize").parse({"dtype": "int4"})
     with pytest.raises(ValueError, match="option dtype='int4'"):
         distill_student(None, "models:/absent/1", method="quantize", dtype="int4")  # before any data or URI is read
-    assert main(["distill", "student", "--method", "quantize", "--teacher", "models:/absent/1",
-                 "--option", "dtype=int4"]) == 2
+    assert (
+        main(["distill", "student", "--method", "quantize", "--teacher", "models:/absent/1", "--option", "dtype=int4"])
+        == 2
+    )
     assert "option dtype='int4' of method 'quantize'" in capsys.readouterr().err
 
 

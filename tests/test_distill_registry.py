@@ -58,14 +58,41 @@ def test_built_in_methods_are_discovered_with_frozen_typed_options():
 
 def test_existing_option_names_keep_working():
     assert {"population", "generations", "temperature", "lr", "tolerance", "max_vocab"} <= set(
-        get_method("compressor").options.__dataclass_fields__)
-    search = {"population", "generations", "probes", "probe_steps", "probe_rows", "probe_valid", "size_lower",
-              "max_vocab", "max_lengths", "lr", "temperature"}
+        get_method("compressor").options.__dataclass_fields__
+    )
+    search = {
+        "population",
+        "generations",
+        "probes",
+        "probe_steps",
+        "probe_rows",
+        "probe_valid",
+        "size_lower",
+        "max_vocab",
+        "max_lengths",
+        "lr",
+        "temperature",
+    }
     assert search | {"energy_samples"} <= set(get_method("avatar").options.__dataclass_fields__)
     assert search | {"cosine_weight", "language"} <= set(get_method("morph").options.__dataclass_fields__)
-    assert search | {"arch", "head_dim", "ffn_ratio", "max_layers", "min_vocab", "student_config", "transforms",
-                     "variants_per_step", "select", "language", "variant_kd", "align", "align_kind", "confidence",
-                     "confidence_threshold", "consistency"} <= set(get_method("fidelity").options.__dataclass_fields__)
+    assert search | {
+        "arch",
+        "head_dim",
+        "ffn_ratio",
+        "max_layers",
+        "min_vocab",
+        "student_config",
+        "transforms",
+        "variants_per_step",
+        "select",
+        "language",
+        "variant_kd",
+        "align",
+        "align_kind",
+        "confidence",
+        "confidence_threshold",
+        "consistency",
+    } <= set(get_method("fidelity").options.__dataclass_fields__)
 
 
 def test_a_copied_method_module_is_listed_and_usable_by_name(tmp_path, monkeypatch, capsys):
@@ -92,9 +119,33 @@ def test_a_copied_method_trains_and_registers_through_the_cli(tracking, tmp_path
     add_method_module(tmp_path, monkeypatch, "compressor_copy", copy_of("compressor", "compressor_copy"))
     data, teacher = tiny_teacher(tmp_path)
     capsys.readouterr()
-    rc = main(["distill", "student", "--method", "compressor_copy", "--data-dir", str(data), "--teacher", teacher,
-               "--size-mb", "0.1", "--population", "4", "--generations", "2", "--epochs", "1", "--batch-size", "8",
-               "--max-length", "64", "--no-progress", "--option", "tolerance=0.5"])
+    rc = main(
+        [
+            "distill",
+            "student",
+            "--method",
+            "compressor_copy",
+            "--data-dir",
+            str(data),
+            "--teacher",
+            teacher,
+            "--size-mb",
+            "0.1",
+            "--population",
+            "4",
+            "--generations",
+            "2",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "64",
+            "--no-progress",
+            "--option",
+            "tolerance=0.5",
+        ]
+    )
     assert rc == 0
     result = json.loads(capsys.readouterr().out)
     assert result["model_uri"] == "models:/metacompress-compressor_copy/1"
@@ -141,7 +192,9 @@ def test_a_module_breaking_the_contract_is_named(tmp_path, monkeypatch):
 
 def test_two_modules_declaring_one_name_are_refused(tmp_path, monkeypatch):
     add_method_module(tmp_path, monkeypatch, "second_compressor", copy_of("compressor", "compressor"))
-    with pytest.raises(ValueError, match="'compressor' is declared by both .*methods.compressor and .*second_compressor"):
+    with pytest.raises(
+        ValueError, match="'compressor' is declared by both .*methods.compressor and .*second_compressor"
+    ):
         list_methods()
 
 
@@ -156,16 +209,36 @@ class _Opts(MethodOptions):
 
 
 def test_option_values_are_converted_to_the_field_types():
-    o = parse_options(_Opts, {"flag": "true", "count": "3", "names": ["x", "y"], "mode": "b", "lr": 1,
-                              "arch": {"vocab_size": 1000, "num_hidden_layers": 1, "hidden_size": 16,
-                                       "num_attention_heads": 1, "intermediate_size": 32}, "label": "None"})
+    o = parse_options(
+        _Opts,
+        {
+            "flag": "true",
+            "count": "3",
+            "names": ["x", "y"],
+            "mode": "b",
+            "lr": 1,
+            "arch": {
+                "vocab_size": 1000,
+                "num_hidden_layers": 1,
+                "hidden_size": 16,
+                "num_attention_heads": 1,
+                "intermediate_size": 32,
+            },
+            "label": "None",
+        },
+    )
     assert o == _Opts(lr=1.0, flag=True, count=3, names=("x", "y"), mode="b", arch=ArchSpec(1000, 1, 16, 1, 32))
     assert isinstance(o.lr, float) and o.label is None
     assert parse_options(_Opts, {"names": "x, y,", "count": 4.0}).names == ("x", "y")
     assert coerce("0", bool) is False and coerce(2, float) == 2.0
-    for key, value, message in [("count", True, "expected an integer, got a boolean"), ("count", "2.5", "expected an integer"),
-                                ("flag", "maybe", "expected a boolean"), ("mode", "c", r"expected one of \['a', 'b'\]"),
-                                ("lr", "fast", "expected a number"), ("label", 3, "expected a string")]:
+    for key, value, message in [
+        ("count", True, "expected an integer, got a boolean"),
+        ("count", "2.5", "expected an integer"),
+        ("flag", "maybe", "expected a boolean"),
+        ("mode", "c", r"expected one of \['a', 'b'\]"),
+        ("lr", "fast", "expected a number"),
+        ("label", 3, "expected a string"),
+    ]:
         with pytest.raises(ValueError, match=f"option {key}=.*: {message}"):
             parse_options(_Opts, {key: value})
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['colour', 'size'\]; known options: \["):

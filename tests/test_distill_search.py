@@ -15,9 +15,18 @@ from mlflow_metacompress.distill.search.moo import decode, fit_surrogate, moo_se
 from mlflow_metacompress.distill.search.space import AvatarSpace, enumerate_feasible, prune, size_mb
 from mlflow_metacompress.models.classifier import parameter_count
 
-TINY = AvatarSpace(vocab_size=(500, 3500), num_hidden_layers=(1, 2), hidden_size=(8, 56), num_attention_heads=(1, 4),
-                   intermediate_size=(16, 100), tokenizer=("bpe",), hidden_act=("gelu", "relu"), dropout=(0.1,),
-                   max_length=(32, 64), position_embedding_type=("absolute", "rotary"))
+TINY = AvatarSpace(
+    vocab_size=(500, 3500),
+    num_hidden_layers=(1, 2),
+    hidden_size=(8, 56),
+    num_attention_heads=(1, 4),
+    intermediate_size=(16, 100),
+    tokenizer=("bpe",),
+    hidden_act=("gelu", "relu"),
+    dropout=(0.1,),
+    max_length=(32, 64),
+    position_embedding_type=("absolute", "rotary"),
+)
 TARGET, LOWER = 0.3, 0.5
 
 
@@ -33,24 +42,49 @@ def brute_force(space: AvatarSpace, target: float, lower: float, pair_mode=None)
     vocab = [v for v in range(space.vocab_size[0], space.vocab_size[1] + 1) if v % 1000 == 0]
     inter = [i for i in range(space.intermediate_size[0], space.intermediate_size[1] + 1) if i % 32 == 0]
     for v, L, h, a, i, act, ml, pos in itertools.product(
-            vocab, range(space.num_hidden_layers[0], space.num_hidden_layers[1] + 1), hidden,
-            range(space.num_attention_heads[0], space.num_attention_heads[1] + 1), inter, space.hidden_act,
-            space.max_length, space.position_embedding_type):
+        vocab,
+        range(space.num_hidden_layers[0], space.num_hidden_layers[1] + 1),
+        hidden,
+        range(space.num_attention_heads[0], space.num_attention_heads[1] + 1),
+        inter,
+        space.hidden_act,
+        space.max_length,
+        space.position_embedding_type,
+    ):
         if h % a or (pos == "rotary" and act != "gelu"):
             continue
-        c = ArchSpec(vocab_size=v, num_hidden_layers=L, hidden_size=h, num_attention_heads=a, intermediate_size=i,
-                     tokenizer="bpe", hidden_act=act, dropout=0.1, max_length=ml, position_embedding_type=pos,
-                     pair_mode=pair_mode)
+        c = ArchSpec(
+            vocab_size=v,
+            num_hidden_layers=L,
+            hidden_size=h,
+            num_attention_heads=a,
+            intermediate_size=i,
+            tokenizer="bpe",
+            hidden_act=act,
+            dropout=0.1,
+            max_length=ml,
+            position_embedding_type=pos,
+            pair_mode=pair_mode,
+        )
         if lower * target <= size_mb(c, 2, pair_mode) <= target:
             out.add(c)
     return out
 
 
-@pytest.mark.parametrize("pos,pair,act", [("absolute", None, "relu"), ("absolute", "concat_cls", "gelu"),
-                                          ("rotary", None, "gelu"), ("rotary", "concat_cls", "gelu")])
+@pytest.mark.parametrize(
+    "pos,pair,act",
+    [
+        ("absolute", None, "relu"),
+        ("absolute", "concat_cls", "gelu"),
+        ("rotary", None, "gelu"),
+        ("rotary", "concat_cls", "gelu"),
+    ],
+)
 def test_closed_form_size_matches_built_student(pos, pair, act):
-    for c in (ArchSpec(1000, 2, 32, 4, 64, max_length=64, position_embedding_type=pos, hidden_act=act),
-              ArchSpec(3000, 3, 48, 3, 96, max_length=128, position_embedding_type=pos, hidden_act=act)):
+    for c in (
+        ArchSpec(1000, 2, 32, 4, 64, max_length=64, position_embedding_type=pos, hidden_act=act),
+        ArchSpec(3000, 3, 48, 3, 96, max_length=128, position_embedding_type=pos, hidden_act=act),
+    ):
         model = build_student(c, ["0", "1"], pair)
         assert param_count(c, 2, pair) == parameter_count(model)
         assert model.encoder.config.hidden_act == act
@@ -94,9 +128,21 @@ def test_default_space_pruned_at_3mb_only_keeps_sizes_that_fit():
 def test_decode_repairs_heads_and_rotary_activation():
     pruned = prune(TINY, TARGET, lower=0.0)
     rng = np.random.default_rng(0)
-    sizes = [len(pruned.grid(g)) for g in ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads",
-                                           "intermediate_size", "tokenizer", "hidden_act", "dropout", "max_length",
-                                           "position_embedding_type")]
+    sizes = [
+        len(pruned.grid(g))
+        for g in (
+            "vocab_size",
+            "num_hidden_layers",
+            "hidden_size",
+            "num_attention_heads",
+            "intermediate_size",
+            "tokenizer",
+            "hidden_act",
+            "dropout",
+            "max_length",
+            "position_embedding_type",
+        )
+    ]
     for _ in range(200):
         c = decode(rng.integers(0, sizes).astype(float), pruned)
         assert c.hidden_size % c.num_attention_heads == 0
@@ -105,17 +151,36 @@ def test_decode_repairs_heads_and_rotary_activation():
 
 def _random_configs(pruned, n, seed=0):
     rng = np.random.default_rng(seed)
-    sizes = [len(pruned.grid(g)) for g in ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads",
-                                           "intermediate_size", "tokenizer", "hidden_act", "dropout", "max_length",
-                                           "position_embedding_type")]
+    sizes = [
+        len(pruned.grid(g))
+        for g in (
+            "vocab_size",
+            "num_hidden_layers",
+            "hidden_size",
+            "num_attention_heads",
+            "intermediate_size",
+            "tokenizer",
+            "hidden_act",
+            "dropout",
+            "max_length",
+            "position_embedding_type",
+        )
+    ]
     return [decode(rng.integers(0, sizes).astype(float), pruned) for _ in range(n)]
 
 
 def test_surrogates_recover_the_signal_they_are_fitted_on():
     pruned = prune(AvatarSpace(), 3.0)
     train, test = _random_configs(pruned, 60, 0), _random_configs(pruned, 30, 1)
-    truth = lambda cs: np.array([0.5 + 0.03 * np.log2(c.hidden_size) - 0.02 * np.log2(c.num_hidden_layers)  # noqa: E731
-                                 + (0.05 if c.tokenizer == "bpe" else 0.0) for c in cs])
+    truth = lambda cs: np.array(
+        [
+            0.5
+            + 0.03 * np.log2(c.hidden_size)
+            - 0.02 * np.log2(c.num_hidden_layers)  # noqa: E731
+            + (0.05 if c.tokenizer == "bpe" else 0.0)
+            for c in cs
+        ]
+    )
     br = fit_surrogate(train, truth(train), pruned, "bayesian_ridge")
     np.testing.assert_allclose(br.predict(test), truth(test), atol=2e-3)  # linear in the features: exact up to noise
     gb = fit_surrogate(train, truth(train), pruned, "gradient_boosting")
@@ -127,8 +192,9 @@ def test_surrogates_recover_the_signal_they_are_fitted_on():
 
 
 def brute_non_dominated(F: np.ndarray) -> np.ndarray:
-    return np.array([not any(np.all(F[j] <= F[i]) and np.any(F[j] < F[i]) for j in range(len(F)) if j != i)
-                     for i in range(len(F))])
+    return np.array(
+        [not any(np.all(F[j] <= F[i]) and np.any(F[j] < F[i]) for j in range(len(F)) if j != i) for i in range(len(F))]
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -140,8 +206,13 @@ def test_non_dominated_filter_matches_brute_force(seed):
 
 def test_nsga2_front_is_the_non_dominated_subset_of_what_it_evaluated():
     pruned = prune(TINY, TARGET, lower=LOWER)
-    objective = lambda cs: np.array([[abs(size_mb(c) - TARGET), -c.hidden_size, c.num_hidden_layers]  # noqa: E731
-                                     for c in cs], dtype=float)
+    objective = lambda cs: np.array(
+        [
+            [abs(size_mb(c) - TARGET), -c.hidden_size, c.num_hidden_layers]  # noqa: E731
+            for c in cs
+        ],
+        dtype=float,
+    )
     result = moo_search(pruned, objective, 3, algorithm="nsga2", population=16, generations=6, seed=0)
     assert result.configs and all(pruned.feasible(c) for c in result.feasible)
     np.testing.assert_array_equal(result.F, objective(result.configs))
@@ -164,8 +235,13 @@ def test_nsga2_reaches_the_true_optimum_of_a_small_space():
 
 def test_agemoea_front_is_the_non_dominated_subset_of_what_it_evaluated():
     pruned = prune(TINY, TARGET, lower=0.5)
-    objective = lambda cs: np.array([[size_mb(c), -c.hidden_size, c.num_hidden_layers, c.intermediate_size]  # noqa: E731
-                                     for c in cs], dtype=float)
+    objective = lambda cs: np.array(
+        [
+            [size_mb(c), -c.hidden_size, c.num_hidden_layers, c.intermediate_size]  # noqa: E731
+            for c in cs
+        ],
+        dtype=float,
+    )
     result = moo_search(pruned, objective, 4, algorithm="agemoea", population=12, generations=3, seed=0)
     keep = brute_non_dominated(result.feasible_F)
     assert set(result.configs) == {c for c, k in zip(result.feasible, keep) if k}

@@ -19,8 +19,13 @@ from mlflow_metacompress.distill.search.teacher_shaped import teacher_shaped
 from tests.test_distill_search import LOWER, TARGET, TINY, brute_force
 
 FAKE = LatencyModel((0.05, 0.01, 2.0, 1.0, 0.0, 0.5, 0.0), "cpu:test", "0", 1, 64, 8)
-SMALL = SearchSpace(vocab_size=(1000, 2000, 3000), num_hidden_layers=(1, 2, 3, 4), hidden_size=(16, 32, 48, 64),
-                    num_attention_heads=(1, 2, 4, 8), intermediate_size=tuple(range(32, 1025, 32)))
+SMALL = SearchSpace(
+    vocab_size=(1000, 2000, 3000),
+    num_hidden_layers=(1, 2, 3, 4),
+    hidden_size=(16, 32, 48, 64),
+    num_attention_heads=(1, 2, 4, 8),
+    intermediate_size=tuple(range(32, 1025, 32)),
+)
 
 
 def test_sound_pruning_matches_brute_force_filtered_by_the_rules():
@@ -36,7 +41,9 @@ def test_sound_pruning_matches_brute_force_filtered_by_the_rules():
 
 
 def test_repair_keeps_the_largest_allowed_heads_and_ffn():
-    v = repair({"hidden_size": 64, "num_attention_heads": 8, "intermediate_size": 1000}, (1, 2, 4, 8), range(32, 1025, 32))
+    v = repair(
+        {"hidden_size": 64, "num_attention_heads": 8, "intermediate_size": 1000}, (1, 2, 4, 8), range(32, 1025, 32)
+    )
     assert v == {"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 256}
     v = repair({"hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 32}, (1, 2, 4), (32, 64))
     assert v["num_attention_heads"] == 1 and v["intermediate_size"] == 32
@@ -46,16 +53,29 @@ def test_ga_latency_objective_stays_sound_within_budget_and_paper_is_reproducibl
     base = ArchSpec(max_length=64)
     budget, ref = latency_budget(FAKE, 0.5, max_length=64, max_vocab=3000)
     assert ref is not None and budget == pytest.approx(FAKE.predict_ms(ref))
-    result = search_architecture(0.5, population=10, generations=4, seed=3, base=base, space=SMALL, progress=False,
-                                 objective="latency", latency=FAKE, latency_budget_ms=budget, seeds=(ref,))
+    result = search_architecture(
+        0.5,
+        population=10,
+        generations=4,
+        seed=3,
+        base=base,
+        space=SMALL,
+        progress=False,
+        objective="latency",
+        latency=FAKE,
+        latency_budget_ms=budget,
+        seeds=(ref,),
+    )
     assert result.feasible and result.fallback is None and structurally_sound(result.best)
     assert result.latency_ms == pytest.approx(float(np.dot(FAKE.coef, features(result.best))))
     assert result.latency_ms <= budget
     assert abs(result.best.size_mb() - 0.5) <= 0.05
     best = [row["best_fitness"] for row in result.history]
     assert len(best) == 4 and result.fitness == pytest.approx(fitness(result.best, 0.5))
-    paper = [search_architecture(0.5, population=10, generations=4, seed=3, base=base, space=SMALL, progress=False)
-             for _ in range(2)]
+    paper = [
+        search_architecture(0.5, population=10, generations=4, seed=3, base=base, space=SMALL, progress=False)
+        for _ in range(2)
+    ]
     assert paper[0].best == paper[1].best and paper[0].history == paper[1].history
     assert paper[0].objective == "paper" and paper[0].latency_ms is None
     assert best == sorted(best)  # elitist survival: the best fitness never decreases

@@ -56,11 +56,18 @@ def toy_context(seed: int, target: float = 3.0):
     from tests.conftest import TOY_CODE
 
     texts = TOY_CODE * 4
-    return DistillContext(task="devign", code_columns=("func",),
-                          unlabeled=CodeExamples(texts, teacher_logits=np.zeros((len(texts), 2), np.float32)),
-                          valid=CodeExamples(texts, labels=np.zeros(len(texts), int)), labels=["0", "1"],
-                          pair_mode=None, size_mb=target, max_length=64,
-                          fit_config=FitConfig(progress=False, batch_size=8), seed=seed)
+    return DistillContext(
+        task="devign",
+        code_columns=("func",),
+        unlabeled=CodeExamples(texts, teacher_logits=np.zeros((len(texts), 2), np.float32)),
+        valid=CodeExamples(texts, labels=np.zeros(len(texts), int)),
+        labels=["0", "1"],
+        pair_mode=None,
+        size_mb=target,
+        max_length=64,
+        fit_config=FitConfig(progress=False, batch_size=8),
+        seed=seed,
+    )
 
 
 @pytest.fixture
@@ -103,8 +110,10 @@ def test_small_budget_latency_search_finds_a_feasible_front(fake_search, monkeyp
         assert again == choice and record2 == record  # deterministic for a seed
     # before the warm start (no seeds) the same budget fell back on most seeds
     monkeypatch.setattr(fake_search, "_seeds", lambda *a: [])
-    kinds = [fake_search.avatar_search(toy_context(s, target), opts, {}, objective="latency")[1]["fallback"]
-             for s in range(5)]
+    kinds = [
+        fake_search.avatar_search(toy_context(s, target), opts, {}, objective="latency")[1]["fallback"]
+        for s in range(5)
+    ]
     assert kinds.count("teacher_shaped") >= 3
 
 
@@ -115,8 +124,9 @@ def test_paper_objective_is_not_seeded(fake_search, monkeypatch):
     calls = []
     real = moo.moo_search
     monkeypatch.setattr(moo, "moo_search", lambda *a, **kw: calls.append(kw.get("seeds")) or real(*a, **kw))
-    _, record = fake_search.avatar_search(toy_context(0), Options(population=4, generations=2, probes=2), {},
-                                          objective="paper")
+    _, record = fake_search.avatar_search(
+        toy_context(0), Options(population=4, generations=2, probes=2), {}, objective="paper"
+    )
     assert calls == [[]] and "seeded" not in record
 
 
@@ -143,8 +153,16 @@ def test_compressor_seeds_a_teacher_shaped_student_of_its_own_band(monkeypatch):
     ref, band = setup["seeds"]
     assert not 0.9 <= size_mb(ref) <= 1.1 and 0.9 <= size_mb(band) <= 1.1
     assert setup["latency_budget_ms"] == pytest.approx(float(np.dot(FAKE.coef, features(ref))))
-    kw = {"population": 4, "generations": 2, "base": ArchSpec(max_length=64), "space": SearchSpace().cap_vocab(1000),
-          "progress": False, "objective": "latency", "latency": FAKE, "latency_budget_ms": setup["latency_budget_ms"]}
+    kw = {
+        "population": 4,
+        "generations": 2,
+        "base": ArchSpec(max_length=64),
+        "space": SearchSpace().cap_vocab(1000),
+        "progress": False,
+        "objective": "latency",
+        "latency": FAKE,
+        "latency_budget_ms": setup["latency_budget_ms"],
+    }
     for seed in range(5):
         result = search_architecture(1.0, seed=seed, seeds=setup["seeds"], **kw)
         assert result.feasible and result.fallback is None

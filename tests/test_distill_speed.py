@@ -43,8 +43,14 @@ def test_side_by_side_alternates_and_keeps_the_best_run():
     t = FakeModel(clock, [9.0, 0.8, 0.6, 0.9], log, "teacher")  # the first call is the warm-up
     s = FakeModel(clock, [9.0, 0.3, 0.2, 0.25], log, "student")
     frame = pd.DataFrame({"func": ["a", "b"]})
-    best = speed.side_by_side({"teacher": lambda: t.predict(speed.batch_of(frame, ["func"])),
-                               "student": lambda: s.predict(speed.batch_of(frame, ["func"]))}, 3, clock)
+    best = speed.side_by_side(
+        {
+            "teacher": lambda: t.predict(speed.batch_of(frame, ["func"])),
+            "student": lambda: s.predict(speed.batch_of(frame, ["func"])),
+        },
+        3,
+        clock,
+    )
     assert log == ["teacher", "student"] * 4
     assert best == pytest.approx({"teacher": 0.6, "student": 0.2})
     assert speed.batch_of(frame, ["func"], 5)["func"].tolist() == ["a", "b", "a", "b", "a"]
@@ -94,17 +100,25 @@ def test_energy_is_tagged_with_codecarbon_and_says_estimated_without_counters(mo
     monkeypatch.setattr(speed, "has_power_counters", lambda: False)
     assert energy.available()
     clock, log = FakeClock(), []
-    report = speed.measure(FakeModel(clock, [0.01], log, "s"), FakeModel(clock, [0.02], log, "t"), toy_frame(4),
-                           ["func"], clock=clock)
+    report = speed.measure(
+        FakeModel(clock, [0.01], log, "s"), FakeModel(clock, [0.02], log, "t"), toy_frame(4), ["func"], clock=clock
+    )
     rows = 3 * speed.BATCH  # three rounds of a batch per model
-    assert report.energy == pytest.approx({"student": 2e-6 * 3.6e6 * 1000 / rows, "teacher": 8e-6 * 3.6e6 * 1000 / rows})
+    assert report.energy == pytest.approx(
+        {"student": 2e-6 * 3.6e6 * 1000 / rows, "teacher": 8e-6 * 3.6e6 * 1000 / rows}
+    )
     tags = report.tags()
     assert tags["metacompress.energy_note"].startswith("estimated")
     assert float(tags["metacompress.teacher_energy_j_per_1k"]) == pytest.approx(report.energy["teacher"], rel=1e-3)
     monkeypatch.setattr(energy, "available", lambda: False)
-    assert speed.measure(FakeModel(clock, [0.01], log, "s"), FakeModel(clock, [0.02], log, "t"), toy_frame(4),
-                         ["func"], clock=clock).tags().keys().isdisjoint({"metacompress.energy_j_per_1k",
-                                                                          "metacompress.energy_note"})
+    assert (
+        speed.measure(
+            FakeModel(clock, [0.01], log, "s"), FakeModel(clock, [0.02], log, "t"), toy_frame(4), ["func"], clock=clock
+        )
+        .tags()
+        .keys()
+        .isdisjoint({"metacompress.energy_j_per_1k", "metacompress.energy_note"})
+    )
 
 
 def _log_pair(big_hidden: int = 256, big_layers: int = 4) -> tuple[str, str]:
@@ -119,9 +133,15 @@ def _log_pair(big_hidden: int = 256, big_layers: int = 4) -> tuple[str, str]:
     uris = []
     for hidden, layers in ((big_hidden, big_layers), (16, 1)):
         torch.manual_seed(0)
-        model = CodeClassifier.from_config(len(tok), hidden_size=hidden, num_hidden_layers=layers,
-                                           num_attention_heads=max(1, hidden // 64), intermediate_size=4 * hidden,
-                                           max_length=128, pad_token_id=tok.pad_token_id).eval()
+        model = CodeClassifier.from_config(
+            len(tok),
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=max(1, hidden // 64),
+            intermediate_size=4 * hidden,
+            max_length=128,
+            pad_token_id=tok.pad_token_id,
+        ).eval()
         with mlflow.start_run():
             uris.append(log_code_classifier(model, tok, code_columns=["func"]).model_uri)
     return uris[0], uris[1]
@@ -130,10 +150,14 @@ def _log_pair(big_hidden: int = 256, big_layers: int = 4) -> tuple[str, str]:
 def _evaluate(teacher: str, student: str, **cfg) -> dict[str, float]:
     data = toy_frame(32)
     with mlflow.start_run():
-        result = mlflow.models.evaluate(student, data, targets="target", model_type="metacompress",
-                                        evaluators="metacompress",
-                                        evaluator_config={"teacher": teacher, "transforms": [], "progress": False,
-                                                          **cfg})
+        result = mlflow.models.evaluate(
+            student,
+            data,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={"teacher": teacher, "transforms": [], "progress": False, **cfg},
+        )
     return result.metrics
 
 
@@ -162,8 +186,11 @@ def test_measure_speed_is_refused_in_static_mode_and_skipped_for_callables(track
 
     df = pd.DataFrame({"func": TOY_CODE, "t0": 0.5, "t1": 0.5, "s0": 0.5, "s1": 0.5})
     with pytest.raises(MetaCompressInputError, match="measure_speed"):
-        parse_config({"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"],
-                      "measure_speed": True}, df, model_given=False)
+        parse_config(
+            {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"], "measure_speed": True},
+            df,
+            model_given=False,
+        )
     with pytest.raises(MetaCompressInputError, match="measure_speed"):
         parse_config({"teacher": "x", "measure_speed": "yes"}, df, model_given=True)
     fn = lambda frame: np.full((len(frame), 2), 0.5)  # noqa: E731
@@ -184,10 +211,28 @@ def test_avatar_small_budget_falls_back_registers_and_tags(tracking, tmp_path):
     from tests.test_distill_avatar import tiny_teacher
 
     data, teacher = tiny_teacher(tmp_path)
-    result = distill_student(data, teacher, "devign", method="avatar", size_mb=3.0, max_length=64, epochs=1,
-                             batch_size=8, max_steps=2, registered_name="small-budget", progress=False,
-                             population=4, generations=2, probes=2, probe_steps=1, probe_rows=16, probe_valid=8, size_lower=0.9,
-                             latency_slack=1e-6, cache_dir=tmp_path / "cache")
+    result = distill_student(
+        data,
+        teacher,
+        "devign",
+        method="avatar",
+        size_mb=3.0,
+        max_length=64,
+        epochs=1,
+        batch_size=8,
+        max_steps=2,
+        registered_name="small-budget",
+        progress=False,
+        population=4,
+        generations=2,
+        probes=2,
+        probe_steps=1,
+        probe_rows=16,
+        probe_valid=8,
+        size_lower=0.9,
+        latency_slack=1e-6,
+        cache_dir=tmp_path / "cache",
+    )
     assert result.version == "1" and result.config["search_fallback"] is True
     record = result.config["search"]
     assert record["fallback"] == "teacher_shaped" and record["objective"] == "latency"

@@ -15,8 +15,9 @@ from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.teacher import build_teacher, minilm_path, train_teacher
 from tests.conftest import TOY_CODE
 
-SMALL = ArchSpec(vocab_size=300, num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
-                 max_length=48)
+SMALL = ArchSpec(
+    vocab_size=300, num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64, max_length=48
+)
 
 
 def test_scratch_teacher_trains_its_own_bpe_tokenizer():
@@ -34,9 +35,18 @@ def local_encoder_dir(tmp_path):
     from mlflow_metacompress.models.tokenizer import train_tokenizer
 
     tok = train_tokenizer(TOY_CODE * 4, vocab_size=200)
-    RobertaModel(RobertaConfig(vocab_size=len(tok), hidden_size=24, num_hidden_layers=1, num_attention_heads=2,
-                               intermediate_size=48, max_position_embeddings=66, pad_token_id=1),
-                 add_pooling_layer=False).save_pretrained(tmp_path / "enc")
+    RobertaModel(
+        RobertaConfig(
+            vocab_size=len(tok),
+            hidden_size=24,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=48,
+            max_position_embeddings=66,
+            pad_token_id=1,
+        ),
+        add_pooling_layer=False,
+    ).save_pretrained(tmp_path / "enc")
     tok.save_pretrained(tmp_path / "enc")
     return tmp_path / "enc"
 
@@ -77,8 +87,9 @@ def test_pair_teacher_trains_on_a_frame_dict(tracking):
     df = pd.DataFrame(rows, columns=["func1", "func2", "label"])
     frames = {"train": df, "valid": df.head(12), "test": df.tail(12)}
     torch.manual_seed(0)
-    res = train_teacher(frames, "bigclonebench", arch=SMALL, epochs=1, batch_size=8, max_steps=2,
-                        registered_name=None, progress=False)
+    res = train_teacher(
+        frames, "bigclonebench", arch=SMALL, epochs=1, batch_size=8, max_steps=2, registered_name=None, progress=False
+    )
     assert res.registered_name is None and res.version is None and res.model_uri.startswith("models:/m-")
     assert 0.0 <= res.metrics["test_acc"] <= 1.0 and res.config["pair_mode"] == "concat_cls"
     params = mlflow.get_run(res.run_id).data.params

@@ -14,13 +14,19 @@ import pytest
 from PIL import Image
 from sklearn.metrics import confusion_matrix
 
+from mlflow_metacompress.data.generators import generate_vulnerability
 from mlflow_metacompress.evaluation.artifacts import write_artifacts
 from mlflow_metacompress.evaluation.config import parse_config
 from mlflow_metacompress.evaluation.engine import run_evaluation
-from mlflow_metacompress.evaluation.plots import confusion_counts, confusion_figure, kl_figure, variant_group, write_plots
+from mlflow_metacompress.evaluation.plots import (
+    confusion_counts,
+    confusion_figure,
+    kl_figure,
+    variant_group,
+    write_plots,
+)
 from mlflow_metacompress.evaluation.predictors import Predictor
 from mlflow_metacompress.relations import evaluate_relations
-from mlflow_metacompress.data.generators import generate_vulnerability
 from tests.conftest import random_probs
 
 CLASSES = ["benign", "CWE-121", "CWE-78"]
@@ -28,7 +34,9 @@ CLASSES = ["benign", "CWE-121", "CWE-78"]
 
 def _probs(codes: list[str], salt: int) -> np.ndarray:
     """Deterministic per code (the predictor runs each distinct code once)."""
-    return np.stack([random_probs(np.random.default_rng(zlib.crc32(f"{salt}:{c}".encode())), 1, 3, 2.0)[0] for c in codes])
+    return np.stack(
+        [random_probs(np.random.default_rng(zlib.crc32(f"{salt}:{c}".encode())), 1, 3, 2.0)[0] for c in codes]
+    )
 
 
 def teacher_fn(frame: pd.DataFrame) -> pd.DataFrame:
@@ -36,13 +44,17 @@ def teacher_fn(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def student_fn(frame: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame(0.5 * _probs(frame["func"].tolist(), 0) + 0.5 * _probs(frame["func"].tolist(), 1), columns=CLASSES)
+    return pd.DataFrame(
+        0.5 * _probs(frame["func"].tolist(), 0) + 0.5 * _probs(frame["func"].tolist(), 1), columns=CLASSES
+    )
 
 
 def model_outcome(df: pd.DataFrame, **raw):
     cfg = parse_config({"teacher": teacher_fn, "progress": False, "use_cache": False, **raw}, df, model_given=True)
-    pair = (Predictor("teacher", teacher_fn, cache_dir=None, progress=False),
-            Predictor("student", student_fn, cache_dir=None, progress=False))
+    pair = (
+        Predictor("teacher", teacher_fn, cache_dir=None, progress=False),
+        Predictor("student", student_fn, cache_dir=None, progress=False),
+    )
     return run_evaluation(df, None, cfg, *pair), cfg
 
 
@@ -60,7 +72,9 @@ def test_confusion_counts_match_sklearn_and_are_written_to_summary(tmp_path):
     outcome, cfg = model_outcome(df, transforms=[])
     written = write_artifacts(outcome, cfg, tmp_path)
     assert "confusion_teacher_vs_student.png" in written
-    expected = confusion_matrix(teacher_fn(df).to_numpy().argmax(1), student_fn(df).to_numpy().argmax(1), labels=[0, 1, 2])
+    expected = confusion_matrix(
+        teacher_fn(df).to_numpy().argmax(1), student_fn(df).to_numpy().argmax(1), labels=[0, 1, 2]
+    )
     summary = json.loads((tmp_path / "summary.json").read_text())
     confusion = summary["confusion_teacher_vs_student"]
     assert confusion["labels"] == CLASSES and confusion["counts"] == expected.tolist()
@@ -73,7 +87,9 @@ def test_confusion_counts_only_the_original_inputs():
     df = generate_vulnerability(20, seed=3)
     outcome, _ = model_outcome(df, language="c", transforms=["rename_variables"])
     assert set(outcome.per_sample["variant"]) == {"original", "rename_variables"}
-    expected = confusion_matrix(teacher_fn(df).to_numpy().argmax(1), student_fn(df).to_numpy().argmax(1), labels=[0, 1, 2])
+    expected = confusion_matrix(
+        teacher_fn(df).to_numpy().argmax(1), student_fn(df).to_numpy().argmax(1), labels=[0, 1, 2]
+    )
     np.testing.assert_array_equal(confusion_counts(outcome.per_sample, outcome.classes), expected)
 
 
@@ -89,7 +105,9 @@ def test_confusion_figure_labels_rows_teacher_columns_student_with_counts():
     assert "23/29" in ax.get_title()
 
 
-def synthetic_per_sample(transforms: int = 12, attacks: tuple[str, ...] = ("attack_mhm_zhang_2020", "attack_alert_yang_2022")):
+def synthetic_per_sample(
+    transforms: int = 12, attacks: tuple[str, ...] = ("attack_mhm_zhang_2020", "attack_alert_yang_2022")
+):
     """A per-sample table like the engine's: original, ``transforms`` transformations, attacks."""
     rng = np.random.default_rng(7)
     frames = []
@@ -132,7 +150,11 @@ def test_kl_figure_has_one_curve_per_group_the_threshold_and_one_box_per_variant
 
 def test_kl_histogram_png_is_readable_with_twelve_transformations(tmp_path):
     per, _ = synthetic_per_sample()
-    assert write_plots(per, CLASSES, 10, 0.1, tmp_path) == ["reliability.png", "kl_histogram.png", "confusion_teacher_vs_student.png"]
+    assert write_plots(per, CLASSES, 10, 0.1, tmp_path) == [
+        "reliability.png",
+        "kl_histogram.png",
+        "confusion_teacher_vs_student.png",
+    ]
     width, height = png_size(tmp_path / "kl_histogram.png")
     assert width == 1200 and 450 <= height <= 1000
     assert (tmp_path / "kl_histogram.png").stat().st_size > 20_000  # drawn content, not an empty canvas
@@ -154,12 +176,22 @@ def test_static_mode_logs_the_confusion_matrix(tracking):
     df = pd.DataFrame({**{f"t{k}": pt[:, k] for k in range(3)}, **{f"s{k}": ps[:, k] for k in range(3)}})
     with mlflow.start_run() as run:
         result = mlflow.models.evaluate(
-            model=None, data=df, model_type="metacompress", evaluators="metacompress",
-            evaluator_config={"teacher_prob_columns": ["t0", "t1", "t2"], "student_prob_columns": ["s0", "s1", "s2"]})
+            model=None,
+            data=df,
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={"teacher_prob_columns": ["t0", "t1", "t2"], "student_prob_columns": ["s0", "s1", "s2"]},
+        )
     assert "confusion_teacher_vs_student" in result.artifacts
-    path = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="metacompress/confusion_teacher_vs_student.png")
+    path = mlflow.artifacts.download_artifacts(
+        run_id=run.info.run_id, artifact_path="metacompress/confusion_teacher_vs_student.png"
+    )
     png_size(__import__("pathlib").Path(path))
-    summary = json.loads(open(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="metacompress/summary.json")).read())
+    summary = json.loads(
+        open(
+            mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="metacompress/summary.json")
+        ).read()
+    )
     expected = confusion_matrix(pt.argmax(1), ps.argmax(1), labels=[0, 1, 2])
     assert summary["confusion_teacher_vs_student"]["labels"] == ["0", "1", "2"]
     assert summary["confusion_teacher_vs_student"]["counts"] == expected.tolist()

@@ -31,16 +31,21 @@ MODEL_CASES = [
 ]
 
 
-@pytest.mark.parametrize("config,match", MODEL_CASES, ids=[next(iter(c)) + str(i) for i, (c, _) in enumerate(MODEL_CASES)])
+@pytest.mark.parametrize(
+    "config,match", MODEL_CASES, ids=[next(iter(c)) + str(i) for i, (c, _) in enumerate(MODEL_CASES)]
+)
 def test_bad_config_values_are_named_before_any_model_runs(tracking, config, match):
     assert run_and_expect(toy_frame(8), {"teacher": teacher, "code_columns": ["func"], **config}, match) == 0
 
 
-@pytest.mark.parametrize("value,match", [
-    ("", r"code column 'func' must hold non-empty code; row 3"),
-    ("   \n", r"code column 'func' must hold non-empty code; row 3"),
-    (1.5, r"code column 'func' must hold strings; row 3 holds float"),
-])
+@pytest.mark.parametrize(
+    "value,match",
+    [
+        ("", r"code column 'func' must hold non-empty code; row 3"),
+        ("   \n", r"code column 'func' must hold non-empty code; row 3"),
+        (1.5, r"code column 'func' must hold strings; row 3 holds float"),
+    ],
+)
 def test_bad_code_cells_name_the_row_before_any_model_runs(tracking, value, match):
     df = toy_frame(8)
     df["func"] = df["func"].astype(object)
@@ -61,8 +66,12 @@ def test_lone_surrogates_in_code_are_named():
 
 
 def test_static_mode_duplicate_probability_columns(tracking):
-    run_and_expect(_static(), {"teacher_prob_columns": ["t0", "t0"], "student_prob_columns": ["s0", "s1"]},
-                   r"'teacher_prob_columns'\] names 't0' twice", model=None)
+    run_and_expect(
+        _static(),
+        {"teacher_prob_columns": ["t0", "t0"], "student_prob_columns": ["s0", "s1"]},
+        r"'teacher_prob_columns'\] names 't0' twice",
+        model=None,
+    )
 
 
 def test_static_mode_text_probability_is_named(tracking):
@@ -82,6 +91,12 @@ def test_valid_static_mode_still_runs(tracking):
     import mlflow
 
     with mlflow.start_run():
-        result = mlflow.models.evaluate(model=None, data=_static(), targets="target", model_type="metacompress",
-                                        evaluators="metacompress", evaluator_config=STATIC)
+        result = mlflow.models.evaluate(
+            model=None,
+            data=_static(),
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config=STATIC,
+        )
     assert result.metrics["mr1_violation_rate"] == 0.0

@@ -28,8 +28,17 @@ def teacher(frame):
 
 
 def test_config_is_frozen_and_lists_become_tuples():
-    cfg = parse_config({"teacher": teacher, "code_columns": ["func"], "attacks": [], "transforms": ["rename_variables"],
-                        "language": "c"}, toy_frame(4), model_given=True)
+    cfg = parse_config(
+        {
+            "teacher": teacher,
+            "code_columns": ["func"],
+            "attacks": [],
+            "transforms": ["rename_variables"],
+            "language": "c",
+        },
+        toy_frame(4),
+        model_given=True,
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.language = "java"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -88,7 +97,9 @@ def test_language_is_not_detected_when_nothing_needs_it(caplog):
 
 
 def test_attacks_need_a_language_too():
-    cfg = parse_config({"teacher": teacher, "transforms": [], "attacks": "mhm_zhang_2020"}, toy_frame(5), model_given=True)
+    cfg = parse_config(
+        {"teacher": teacher, "transforms": [], "attacks": "mhm_zhang_2020"}, toy_frame(5), model_given=True
+    )
     assert cfg.attacks == ("mhm_zhang_2020",) and cfg.language == "c" and cfg.config_sources()["language"] == "detected"
 
 
@@ -101,12 +112,24 @@ def test_clone_pairs_infer_both_columns_and_transform_the_first():
 @pytest.mark.parametrize(
     "raw, match",
     [
-        ({"kl_treshold": 0.2, "attack_buget": 3}, r"unknown evaluator_config key\(s\) \['attack_buget', 'kl_treshold'\]"),
+        (
+            {"kl_treshold": 0.2, "attack_buget": 3},
+            r"unknown evaluator_config key\(s\) \['attack_buget', 'kl_treshold'\]",
+        ),
         ({"sources": ()}, r"unknown evaluator_config key\(s\) \['sources'\]"),  # internal field, not a key
         ({"language": "rust"}, r"language must be one of \('c', 'java', 'python'\); got 'rust'"),
-        ({"language": "c", "transforms": ["nope", "rename_variables"]}, r"transforms \['nope'\] are not available for 'c'"),
-        ({"transforms": [], "attacks": ["nope_2099"]}, r"unknown attacks \['nope_2099'\]; available: \[.*'mhm_zhang_2020'"),
-        ({"transforms": [], "transform_columns": ["target"]}, r"transform_columns \['target'\] are not code columns \['func'\]"),
+        (
+            {"language": "c", "transforms": ["nope", "rename_variables"]},
+            r"transforms \['nope'\] are not available for 'c'",
+        ),
+        (
+            {"transforms": [], "attacks": ["nope_2099"]},
+            r"unknown attacks \['nope_2099'\]; available: \[.*'mhm_zhang_2020'",
+        ),
+        (
+            {"transforms": [], "transform_columns": ["target"]},
+            r"transform_columns \['target'\] are not code columns \['func'\]",
+        ),
         ({"batch_size": 0}, r"evaluator_config\['batch_size'\] must be an integer ≥ 1; got 0"),
         ({"code_columns": "missing"}, "code column 'missing' is missing from the data"),
     ],
@@ -118,21 +141,32 @@ def test_bad_keys_and_values_are_named(raw, match):
 
 def test_attacks_without_labels_fail_at_parse_time():
     with pytest.raises(MetaCompressInputError, match="attacks need labels"):
-        parse_config({"teacher": teacher, "transforms": [], "attacks": ["mhm_zhang_2020"]}, toy_frame(5), model_given=True,
-                     labels_given=False)
+        parse_config(
+            {"teacher": teacher, "transforms": [], "attacks": ["mhm_zhang_2020"]},
+            toy_frame(5),
+            model_given=True,
+            labels_given=False,
+        )
 
 
 def test_static_mode():
     df = pd.DataFrame({"t0": [0.5], "t1": [0.5], "s0": [0.4], "s1": [0.6]})
-    cfg = parse_config({"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]}, df, model_given=False)
+    cfg = parse_config(
+        {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]}, df, model_given=False
+    )
     assert cfg.static and cfg.code_columns is None and cfg.language is None and cfg.transform_names() == []
     assert cfg.detected_values() == {} and cfg.config_sources()["teacher_prob_columns"] == "given"
     assert cfg.as_loggable()["teacher_prob_columns"] == ["t0", "t1"]
     with pytest.raises(MetaCompressInputError, match="static mode only judges"):
-        parse_config({"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"], "transforms": ["x"]}, df,
-                     model_given=False)
+        parse_config(
+            {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"], "transforms": ["x"]},
+            df,
+            model_given=False,
+        )
     with pytest.raises(MetaCompressInputError, match="probability column 's9' is missing"):
-        parse_config({"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s9"]}, df, model_given=False)
+        parse_config(
+            {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s9"]}, df, model_given=False
+        )
 
 
 def test_every_field_but_sources_is_a_key():
@@ -146,8 +180,9 @@ WRONG_VALUES = [5, 2.5, True, {"a": 1}, ["x", 3], [], "", object()]
 
 
 @pytest.mark.parametrize("key", [k for k in config_keys() if k != "teacher"])
-@pytest.mark.parametrize("value", WRONG_VALUES,
-                         ids=["int", "float", "bool", "dict", "mixed_list", "empty_list", "empty_str", "object"])
+@pytest.mark.parametrize(
+    "value", WRONG_VALUES, ids=["int", "float", "bool", "dict", "mixed_list", "empty_list", "empty_str", "object"]
+)
 def test_every_wrong_type_is_either_accepted_or_named_by_its_key(key, value):
     """A wrong value of any key is either accepted (e.g. ``[]`` for a list) or a
     MetaCompressInputError naming that key; never a bare TypeError or AttributeError."""

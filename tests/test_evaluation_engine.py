@@ -22,7 +22,9 @@ from tests.conftest import random_probs, toy_frame
 
 def _hash_probs(codes: list[str], salt: int) -> np.ndarray:
     """Deterministic per-code probabilities (3 classes): any rewrite may change them."""
-    rows = [random_probs(np.random.default_rng(zlib.crc32(f"{salt}:{c}".encode())), 1, 3, sharpness=2.0)[0] for c in codes]
+    rows = [
+        random_probs(np.random.default_rng(zlib.crc32(f"{salt}:{c}".encode())), 1, 3, sharpness=2.0)[0] for c in codes
+    ]
     return np.stack(rows)
 
 
@@ -35,8 +37,10 @@ def student_fn(frame: pd.DataFrame) -> np.ndarray:
 
 
 def predictors():
-    return (Predictor("teacher", teacher_fn, cache_dir=None, progress=False),
-            Predictor("student", student_fn, cache_dir=None, progress=False))
+    return (
+        Predictor("teacher", teacher_fn, cache_dir=None, progress=False),
+        Predictor("student", student_fn, cache_dir=None, progress=False),
+    )
 
 
 def labelled(n: int = 30, seed: int = 5) -> pd.DataFrame:
@@ -58,13 +62,16 @@ def test_original_metrics_and_per_sample_columns_follow_the_relations():
     expected = evaluate_relations(teacher_fn(df), student_fn(df), y, RelationConfig(kl_threshold=0.05))
     assert {k: outcome.metrics[k] for k in expected.metrics} == pytest.approx(expected.metrics, abs=1e-12)
     assert set(outcome.metrics) - set(expected.metrics) == {"accuracy_drop_pvalue"} | {  # tests/test_statistics.py
-        k for k in outcome.metrics if k.endswith(("_ci_low", "_ci_high"))}
+        k for k in outcome.metrics if k.endswith(("_ci_low", "_ci_high"))
+    }
     per = outcome.per_sample
     probs = [f"teacher_prob_{k}" for k in range(3)] + [f"student_prob_{k}" for k in range(3)]
     assert list(per.columns) == ["variant", "row", "label", *probs, *expected.per_sample, "code"]
     assert (per["variant"] == "original").all() and per["row"].tolist() == list(range(30))
     for key, values in expected.per_sample.items():
-        np.testing.assert_allclose(per[key].to_numpy().astype(float), np.asarray(values, dtype=float), atol=1e-12, err_msg=key)
+        np.testing.assert_allclose(
+            per[key].to_numpy().astype(float), np.asarray(values, dtype=float), atol=1e-12, err_msg=key
+        )
     np.testing.assert_allclose(per[[f"student_prob_{k}" for k in range(3)]].to_numpy(), student_fn(df), atol=1e-12)
     assert per["code"].tolist() == df["func"].tolist() and outcome.classes == ["0", "1", "2"]
     notes = {k: v for k, v in outcome.notes.items() if k != "statistics"}  # tests/test_statistics.py
@@ -112,17 +119,26 @@ def test_student_columns_are_aligned_to_the_teacher_classes():
     df = toy_frame(10)
 
     def named_teacher(frame):
-        return pd.DataFrame(teacher_fn(frame)[:, :2] / teacher_fn(frame)[:, :2].sum(1, keepdims=True), columns=["safe", "vuln"])
+        return pd.DataFrame(
+            teacher_fn(frame)[:, :2] / teacher_fn(frame)[:, :2].sum(1, keepdims=True), columns=["safe", "vuln"]
+        )
 
     def named_student(frame):  # same classes, other column order
         return named_teacher(frame)[["vuln", "safe"]]
 
     cfg = parse_config({"teacher": named_teacher, "transforms": []}, df, model_given=True)
     y = np.where(df["target"].to_numpy() == 1, "vuln", "safe")
-    outcome = run_evaluation(df, y, cfg, Predictor("teacher", named_teacher, cache_dir=None, progress=False),
-                             Predictor("student", named_student, cache_dir=None, progress=False))
+    outcome = run_evaluation(
+        df,
+        y,
+        cfg,
+        Predictor("teacher", named_teacher, cache_dir=None, progress=False),
+        Predictor("student", named_student, cache_dir=None, progress=False),
+    )
     assert outcome.classes == ["safe", "vuln"]
-    assert outcome.metrics["mr1_violation_rate"] == 0.0 and outcome.metrics["mr2_mean_kl"] == pytest.approx(0.0, abs=1e-12)
+    assert outcome.metrics["mr1_violation_rate"] == 0.0 and outcome.metrics["mr2_mean_kl"] == pytest.approx(
+        0.0, abs=1e-12
+    )
     per = outcome.per_sample
     np.testing.assert_allclose(per["student_prob_vuln"], per["teacher_prob_vuln"])
     assert per["label"].tolist() == df["target"].tolist()  # "vuln" is class index 1 in the teacher's order
@@ -132,12 +148,16 @@ def test_static_mode_judges_the_given_columns():
     rng = np.random.default_rng(1)
     t, s = random_probs(rng, 15, 2), random_probs(rng, 15, 2)
     df = pd.DataFrame({"t0": t[:, 0], "t1": t[:, 1], "s0": s[:, 0], "s1": s[:, 1]})
-    cfg = parse_config({"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]}, df, model_given=False)
+    cfg = parse_config(
+        {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]}, df, model_given=False
+    )
     outcome = run_evaluation(df, None, cfg, None, None)
     expected = evaluate_relations(t, s).metrics
     assert {k: outcome.metrics[k] for k in expected} == pytest.approx(expected, abs=1e-12)
     assert all(k.endswith(("_ci_low", "_ci_high")) for k in set(outcome.metrics) - set(expected))
-    assert "code" not in outcome.per_sample and "label" not in outcome.per_sample and set(outcome.notes) == {"statistics"}
+    assert (
+        "code" not in outcome.per_sample and "label" not in outcome.per_sample and set(outcome.notes) == {"statistics"}
+    )
 
 
 def test_outcome_is_frozen_and_summary_records_detected_values(tmp_path):
@@ -146,11 +166,19 @@ def test_outcome_is_frozen_and_summary_records_detected_values(tmp_path):
     with pytest.raises(dataclasses.FrozenInstanceError):
         outcome.metrics = {}  # type: ignore[misc]
     written = write_artifacts(outcome, cfg, tmp_path)
-    assert {"summary.json", "per_sample.parquet", "worst_discrepancies.csv", "reliability.png", "kl_histogram.png"} <= set(written)
+    assert {
+        "summary.json",
+        "per_sample.parquet",
+        "worst_discrepancies.csv",
+        "reliability.png",
+        "kl_histogram.png",
+    } <= set(written)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["config"]["language"] is None and summary["config"]["transforms"] == ["rename_variables"]
     assert summary["config_sources"]["language"] == "detected" and summary["config_sources"]["transforms"] == "given"
     assert summary["detected"] == {"language": "c", "code_columns": ["func"], "transform_columns": ["func"]}
-    assert summary["language"] == "c" and summary["metrics"]["mr1_violation_rate"] == outcome.metrics["mr1_violation_rate"]
+    assert (
+        summary["language"] == "c" and summary["metrics"]["mr1_violation_rate"] == outcome.metrics["mr1_violation_rate"]
+    )
     per = pd.read_parquet(tmp_path / "per_sample.parquet")
     assert list(per.columns) == list(outcome.per_sample.columns) and len(per) == len(outcome.per_sample)

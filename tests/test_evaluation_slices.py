@@ -48,15 +48,21 @@ def static_outcome(df: pd.DataFrame, **raw):
     return run_evaluation(df, None, cfg, None, None), cfg
 
 
-def oracle(df: pd.DataFrame, pt: np.ndarray, ps: np.ndarray, column: str, config: RelationConfig | None = None) -> dict[str, float]:
+def oracle(
+    df: pd.DataFrame, pt: np.ndarray, ps: np.ndarray, column: str, config: RelationConfig | None = None
+) -> dict[str, float]:
     """Slice rates by pandas groupby over evaluate_relations' per-sample flags on all rows."""
     flags = pd.DataFrame(evaluate_relations(pt, ps, config=config).per_sample)
     flags["value"] = df[column].to_numpy()
     out = {}
     means = flags.groupby("value")[["mr1_violation", "mr2_violation", "mr4_bin_violation", "any_violation"]].mean()
     for value, row in means.iterrows():
-        for metric, col in (("mr1_violation_rate", "mr1_violation"), ("mr2_violation_rate", "mr2_violation"),
-                            ("mr4_violation_rate", "mr4_bin_violation"), ("any_violation_rate", "any_violation")):
+        for metric, col in (
+            ("mr1_violation_rate", "mr1_violation"),
+            ("mr2_violation_rate", "mr2_violation"),
+            ("mr4_violation_rate", "mr4_bin_violation"),
+            ("any_violation_rate", "any_violation"),
+        ):
             out[f"{metric}/slice:{column}:{value}"] = float(row[col])
     for value, rate in flags[flags["mr3_in_h"]].groupby("value")["mr3_violation"].mean().items():
         out[f"mr3_violation_rate/slice:{column}:{value}"] = float(rate)
@@ -107,8 +113,26 @@ def test_values_beyond_max_slice_values_are_skipped_with_a_warning_and_counted(c
 
 
 def test_metric_names_are_valid_for_mlflow_distinct_and_mapped_back():
-    texts = ["CWE-121", "a/b", "a:b", "a_b", "..", "../etc", "", "  x  ", "x", "<missing>", "é ü", "日本",
-             "v" * 200, "v" * 199 + "w", "tab\there", "50%", "a//b", "a b"]
+    texts = [
+        "CWE-121",
+        "a/b",
+        "a:b",
+        "a_b",
+        "..",
+        "../etc",
+        "",
+        "  x  ",
+        "x",
+        "<missing>",
+        "é ü",
+        "日本",
+        "v" * 200,
+        "v" * 199 + "w",
+        "tab\there",
+        "50%",
+        "a//b",
+        "a b",
+    ]
     tokens = metric_tokens(texts)
     assert len(set(tokens.values())) == len(texts)
     assert tokens["CWE-121"] == "CWE-121" and tokens["é ü"] == "é ü" and tokens["a b"] == "a b"
@@ -138,14 +162,20 @@ def test_awkward_values_and_missing_cells_through_the_engine():
     assert len({k.rsplit(":", 1)[1] for k in keys}) == 6
 
 
-@pytest.mark.parametrize(("raw", "needle"), [
-    ({"slice_columns": ["cwe", "cwx"]}, "names 'cwx', which is not a column of the data"),
-    ({"slice_columns": ["target"], "max_slice_values": 0}, r"'max_slice_values'\] must be an integer ≥ 1; got 0"),
-    ({"slice_columns": ["cwe"], "max_slice_values": True}, r"'max_slice_values'\] must be an integer ≥ 1; got True"),
-    ({"slice_columns": ["cwe", "cwe"]}, r"'slice_columns'\] names 'cwe' twice"),
-    ({"slice_columns": [3]}, r"'slice_columns'\] must be a list of non-empty"),
-    ({"slice_columns": ["tags"]}, r"slice column 'tags' must hold single values"),
-])
+@pytest.mark.parametrize(
+    ("raw", "needle"),
+    [
+        ({"slice_columns": ["cwe", "cwx"]}, "names 'cwx', which is not a column of the data"),
+        ({"slice_columns": ["target"], "max_slice_values": 0}, r"'max_slice_values'\] must be an integer ≥ 1; got 0"),
+        (
+            {"slice_columns": ["cwe"], "max_slice_values": True},
+            r"'max_slice_values'\] must be an integer ≥ 1; got True",
+        ),
+        ({"slice_columns": ["cwe", "cwe"]}, r"'slice_columns'\] names 'cwe' twice"),
+        ({"slice_columns": [3]}, r"'slice_columns'\] must be a list of non-empty"),
+        ({"slice_columns": ["tags"]}, r"slice column 'tags' must hold single values"),
+    ],
+)
 def test_bad_slice_config_is_rejected_before_anything_runs(raw, needle):
     df, _, _ = static_frame(n=20)
     df["tags"] = [["a", "b"]] * len(df)
@@ -154,17 +184,34 @@ def test_bad_slice_config_is_rejected_before_anything_runs(raw, needle):
 
 
 def _hash_probs(codes: list[str], salt: int) -> np.ndarray:
-    return np.stack([random_probs(np.random.default_rng(zlib.crc32(f"{salt}:{c}".encode())), 1, 2, 2.0)[0] for c in codes])
+    return np.stack(
+        [random_probs(np.random.default_rng(zlib.crc32(f"{salt}:{c}".encode())), 1, 2, 2.0)[0] for c in codes]
+    )
 
 
 def test_model_mode_slices_only_the_original_inputs():
     df = generate_vulnerability(20, seed=4)
     teacher = lambda f: _hash_probs(f["func"].tolist(), 0)  # noqa: E731
     student = lambda f: 0.6 * _hash_probs(f["func"].tolist(), 0) + 0.4 * _hash_probs(f["func"].tolist(), 1)  # noqa: E731
-    cfg = parse_config({"teacher": teacher, "progress": False, "language": "c", "transforms": ["rename_variables"],
-                        "slice_columns": ["cwe"], "kl_threshold": 0.02}, df, model_given=True)
-    outcome = run_evaluation(df, None, cfg, Predictor("teacher", teacher, cache_dir=None, progress=False),
-                             Predictor("student", student, cache_dir=None, progress=False))
+    cfg = parse_config(
+        {
+            "teacher": teacher,
+            "progress": False,
+            "language": "c",
+            "transforms": ["rename_variables"],
+            "slice_columns": ["cwe"],
+            "kl_threshold": 0.02,
+        },
+        df,
+        model_given=True,
+    )
+    outcome = run_evaluation(
+        df,
+        None,
+        cfg,
+        Predictor("teacher", teacher, cache_dir=None, progress=False),
+        Predictor("student", student, cache_dir=None, progress=False),
+    )
     assert "mr1_violation_rate/rename_variables" in outcome.metrics
     keys = slice_keys(outcome.metrics)
     assert keys and all(k.split("/", 1)[1].startswith("slice:cwe:") for k in keys)
@@ -178,17 +225,26 @@ def test_slices_through_mlflow_evaluate_in_static_mode(tracking):
     df = df.drop(columns=["func"])
     with mlflow.start_run() as run:
         result = mlflow.models.evaluate(
-            model=None, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-            evaluator_config={**STATIC, "slice_columns": ["cwe"], "max_slice_values": 4, "metric_prefix": "mc_"})
+            model=None,
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={**STATIC, "slice_columns": ["cwe"], "max_slice_values": 4, "metric_prefix": "mc_"},
+        )
     logged = mlflow.get_run(run.info.run_id).data.metrics
     sliced = {k for k in logged if "/slice:" in k}
     assert len({k.rsplit(":", 1)[1] for k in sliced}) == 4 and all(k.startswith("mc_") for k in sliced)
     expected = oracle(df, pt, ps, "cwe")
     for key in sliced:
-        assert logged[key] == pytest.approx(expected[key[len("mc_"):]])
+        assert logged[key] == pytest.approx(expected[key[len("mc_") :]])
         assert result.metrics[key] == logged[key]
         assert greater_is_better(key, "mc_") is False
-    summary = json.loads(open(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="metacompress/summary.json")).read())
+    summary = json.loads(
+        open(
+            mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="metacompress/summary.json")
+        ).read()
+    )
     assert summary["slices"]["cwe"]["skipped_values"] == 6
     assert summary["config"]["slice_columns"] == ["cwe"] and summary["config"]["max_slice_values"] == 4
     assert summary["config_sources"]["max_slice_values"] == "given"

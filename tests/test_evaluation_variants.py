@@ -15,7 +15,15 @@ from mlflow_metacompress.evaluation.pair import ModelPair, PairPredictions
 from mlflow_metacompress.evaluation.predictors import Predictor
 from mlflow_metacompress.evaluation.validation import MetaCompressInputError
 from mlflow_metacompress.evaluation.variants import (
-    SOURCES, SourceInputs, Variant, VariantSet, adversarial, original_variant, pooled_variant, transform_variants, transformed,
+    SOURCES,
+    SourceInputs,
+    Variant,
+    VariantSet,
+    adversarial,
+    original_variant,
+    pooled_variant,
+    transform_variants,
+    transformed,
 )
 from mlflow_metacompress.transforms import TransformStatus, transform
 from tests.conftest import toy_frame
@@ -34,7 +42,9 @@ def uniform(frame: pd.DataFrame) -> np.ndarray:
     return np.tile([0.5, 0.5], (len(frame), 1))
 
 
-def inputs_for(df: pd.DataFrame, raw: dict, labels: np.ndarray | None = None, base: PairPredictions | None = None) -> SourceInputs:
+def inputs_for(
+    df: pd.DataFrame, raw: dict, labels: np.ndarray | None = None, base: PairPredictions | None = None
+) -> SourceInputs:
     cfg = parse_config({"teacher": uniform, "progress": False, **raw}, df, model_given=True)
     base = base or PairPredictions(uniform(df), uniform(df))
     return SourceInputs(df.reset_index(drop=True), cfg, labels, base)
@@ -44,7 +54,11 @@ def test_original_variant_is_every_row():
     df = toy_frame(5).set_index(pd.Index([10, 11, 12, 13, 14]))
     v = original_variant(df, ("func",))
     assert v.kind == "original" and v.suffix == "" and v.positions.tolist() == [0, 1, 2, 3, 4]
-    assert v.frame["func"].tolist() == df["func"].tolist() and list(v.frame.columns) == ["func"] and v.code_column == "func"
+    assert (
+        v.frame["func"].tolist() == df["func"].tolist()
+        and list(v.frame.columns) == ["func"]
+        and v.code_column == "func"
+    )
     empty = original_variant(df, None)  # static mode without code
     assert empty.positions.tolist() == [0, 1, 2, 3, 4] and empty.frame.shape == (5, 0) and empty.code_column == ""
 
@@ -80,7 +94,9 @@ def test_clone_pairs_rewrite_only_the_transform_column():
 
 def test_pooled_variant_is_the_concatenation():
     a = Variant("a", "transform", np.array([0, 2]), pd.DataFrame({"func": ["x", "y"]}), "func")
-    empty = Variant("b", "transform", np.array([], dtype=int), pd.DataFrame({"func": pd.Series([], dtype=object)}), "func")
+    empty = Variant(
+        "b", "transform", np.array([], dtype=int), pd.DataFrame({"func": pd.Series([], dtype=object)}), "func"
+    )
     c = Variant("c", "transform", np.array([1, 2, 3]), pd.DataFrame({"func": ["p", "q", "r"]}), "func")
     pooled = pooled_variant([a, empty, c])
     assert pooled.name == "metamorphic" and pooled.kind == "metamorphic" and pooled.suffix == "/metamorphic"
@@ -111,7 +127,11 @@ def test_transformed_source_with_nothing_to_do():
     df = pd.DataFrame({"func": ["int f(void) { return 0; }"] * 3})
     produced = transformed(inputs_for(df, {"language": "c", "transforms": ["for_to_while"]}))
     assert produced.variants == () and produced.pooled is None
-    assert produced.metrics == {"transform_parse_failures": 0.0, "transform_over_limit": 0.0, "transform_applicable_rate/for_to_while": 0.0}
+    assert produced.metrics == {
+        "transform_parse_failures": 0.0,
+        "transform_over_limit": 0.0,
+        "transform_applicable_rate/for_to_while": 0.0,
+    }
 
 
 def _score(code: str) -> float:
@@ -134,18 +154,40 @@ def test_adversarial_source_attacks_both_models_and_returns_student_examples():
     keep = sensitive(df)[["0", "1"]].to_numpy().argmax(1) == labels
     df = df[keep].reset_index(drop=True).head(6)
     labels = labels[keep][:6]
-    models = ModelPair(Predictor("teacher", stable, cache_dir=None, progress=False),
-                       Predictor("student", sensitive, cache_dir=None, progress=False), ("func",))
+    models = ModelPair(
+        Predictor("teacher", stable, cache_dir=None, progress=False),
+        Predictor("student", sensitive, cache_dir=None, progress=False),
+        ("func",),
+    )
     base, classes = models.predict(df)
     assert classes == ["0", "1"]
-    inputs = SourceInputs(df, parse_config({"teacher": stable, "language": "c", "transforms": [], "attacks": ["mhm_zhang_2020"],
-                                            "attack_budget": 40, "progress": False}, df, model_given=True), labels, base, classes)
+    inputs = SourceInputs(
+        df,
+        parse_config(
+            {
+                "teacher": stable,
+                "language": "c",
+                "transforms": [],
+                "attacks": ["mhm_zhang_2020"],
+                "attack_budget": 40,
+                "progress": False,
+            },
+            df,
+            model_given=True,
+        ),
+        labels,
+        base,
+        classes,
+    )
     produced = adversarial(inputs, models)
     m = produced.metrics
     for role in ("teacher", "student"):
-        assert {f"attack_mhm_zhang_2020/{role}_{k}" for k in ("asr", "accuracy_drop", "accuracy_under_attack")} <= set(m)
+        assert {f"attack_mhm_zhang_2020/{role}_{k}" for k in ("asr", "accuracy_drop", "accuracy_under_attack")} <= set(
+            m
+        )
     assert m["attack_mhm_zhang_2020/excess_drop"] == pytest.approx(
-        m["attack_mhm_zhang_2020/student_accuracy_drop"] - m["attack_mhm_zhang_2020/teacher_accuracy_drop"])
+        m["attack_mhm_zhang_2020/student_accuracy_drop"] - m["attack_mhm_zhang_2020/teacher_accuracy_drop"]
+    )
     table = produced.tables["attacks/mhm_zhang_2020"]
     won = table[table["status"] == "succeeded"]
     (variant,) = produced.variants

@@ -19,8 +19,14 @@ ARTIFACTS = {"summary.json", "per_sample.parquet", "reliability.png", "kl_histog
 
 def evaluate(model, data, config, targets="target"):
     with mlflow.start_run() as run:
-        result = mlflow.models.evaluate(model=model, data=data, targets=targets, model_type="metacompress",
-                                        evaluators="metacompress", evaluator_config=config)
+        result = mlflow.models.evaluate(
+            model=model,
+            data=data,
+            targets=targets,
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config=config,
+        )
     return run.info.run_id, result
 
 
@@ -58,9 +64,13 @@ def test_static_mode_matches_relations_and_logs_everything(tracking):
     assert logged["mr2_mean_kl"] == pytest.approx(expected["mr2_mean_kl"])
     assert ARTIFACTS <= logged_artifacts(run_id)
     assert set(result.artifacts) >= {"summary", "per_sample", "reliability", "kl_histogram"}
-    per = pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/per_sample.parquet"))
+    per = pd.read_parquet(
+        mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/per_sample.parquet")
+    )
     assert len(per) == 120 and per["any_violation"].mean() == pytest.approx(expected["any_violation_rate"])
-    summary = json.loads(open(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read())
+    summary = json.loads(
+        open(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read()
+    )
     assert summary["config"]["teacher_prob_columns"] == ["t0", "t1"]
 
 
@@ -71,8 +81,9 @@ def _sklearn_pair(df):
     from sklearn.pipeline import make_pipeline
 
     def fit(C):
-        return make_pipeline(ColumnTransformer([("v", HashingVectorizer(n_features=512), "func")]),
-                             LogisticRegression(C=C)).fit(df[["func"]], df["target"])
+        return make_pipeline(
+            ColumnTransformer([("v", HashingVectorizer(n_features=512), "func")]), LogisticRegression(C=C)
+        ).fit(df[["func"]], df["target"])
 
     return fit(10.0), fit(0.05)
 
@@ -81,22 +92,43 @@ def test_sklearn_pair_and_teacher_cache(tracking):
     df = toy_frame(80)
     teacher, student = _sklearn_pair(df)
     with mlflow.start_run():
-        t = mlflow.sklearn.log_model(teacher, name="t", pyfunc_predict_fn="predict_proba", pip_requirements=["scikit-learn"], registered_model_name="teacher",
-                                     input_example=df[["func"]].head(2))
-        s = mlflow.sklearn.log_model(student, name="s", pyfunc_predict_fn="predict_proba", pip_requirements=["scikit-learn"], input_example=df[["func"]].head(2))
-        s2 = mlflow.sklearn.log_model(_sklearn_pair(df.sample(frac=1, random_state=1))[1], name="s2", pyfunc_predict_fn="predict_proba", pip_requirements=["scikit-learn"],
-                                      input_example=df[["func"]].head(2))
+        t = mlflow.sklearn.log_model(
+            teacher,
+            name="t",
+            pyfunc_predict_fn="predict_proba",
+            pip_requirements=["scikit-learn"],
+            registered_model_name="teacher",
+            input_example=df[["func"]].head(2),
+        )
+        s = mlflow.sklearn.log_model(
+            student,
+            name="s",
+            pyfunc_predict_fn="predict_proba",
+            pip_requirements=["scikit-learn"],
+            input_example=df[["func"]].head(2),
+        )
+        s2 = mlflow.sklearn.log_model(
+            _sklearn_pair(df.sample(frac=1, random_state=1))[1],
+            name="s2",
+            pyfunc_predict_fn="predict_proba",
+            pip_requirements=["scikit-learn"],
+            input_example=df[["func"]].head(2),
+        )
     cfg = {"teacher": "models:/teacher/1", "transforms": []}
     run_id, result = evaluate(s.model_uri, df, cfg)
     pt, ps = teacher.predict_proba(df[["func"]]), student.predict_proba(df[["func"]])
     expected = evaluate_relations(pt, ps, df["target"].to_numpy()).metrics
     for k, v in expected.items():
         assert result.metrics[k] == pytest.approx(v, abs=1e-9), k
-    first = json.loads(open(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read())
+    first = json.loads(
+        open(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read()
+    )
     assert first["teacher_rows_run"] == 80
     # a second student against the same teacher: the teacher is read from the cache
     run_id2, _ = evaluate(s2.model_uri, df, cfg)
-    second = json.loads(open(mlflow.artifacts.download_artifacts(run_id=run_id2, artifact_path="metacompress/summary.json")).read())
+    second = json.loads(
+        open(mlflow.artifacts.download_artifacts(run_id=run_id2, artifact_path="metacompress/summary.json")).read()
+    )
     assert second["teacher_rows_run"] == 0 and second["student_rows_run"] == 80
 
 
@@ -111,11 +143,20 @@ def test_registered_hf_models_with_prefix(tracking, tiny_classifiers):
     client = mlflow.MlflowClient()
     client.set_registered_model_alias("vuln-teacher", "champion", "1")
     client.set_registered_model_alias("vuln-student", "candidate", "1")
-    run_id, result = evaluate("models:/vuln-student@candidate", df,
-                              {"teacher": "models:/vuln-teacher@champion", "code_columns": ["func"], "transforms": [],
-                               "metric_prefix": "mc_"})
+    run_id, result = evaluate(
+        "models:/vuln-student@candidate",
+        df,
+        {
+            "teacher": "models:/vuln-teacher@champion",
+            "code_columns": ["func"],
+            "transforms": [],
+            "metric_prefix": "mc_",
+        },
+    )
     codes = df["func"].tolist()
-    expected = evaluate_relations(teacher.predict_proba(tok, codes), student.predict_proba(tok, codes), df["target"].to_numpy()).metrics
+    expected = evaluate_relations(
+        teacher.predict_proba(tok, codes), student.predict_proba(tok, codes), df["target"].to_numpy()
+    ).metrics
     for k, v in expected.items():
         assert result.metrics[f"mc_{k}"] == pytest.approx(v, abs=1e-5), k
     assert "mc_mr1_violation_rate" in mlflow.get_run(run_id).data.metrics
@@ -124,8 +165,13 @@ def test_registered_hf_models_with_prefix(tracking, tiny_classifiers):
 
 def test_callable_teacher_and_clone_pairs(tracking):
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({"func1": ["int a() { return 1; }"] * 30, "func2": [f"int b() {{ return {i}; }}" for i in range(30)],
-                       "label": rng.integers(0, 2, 30)})
+    df = pd.DataFrame(
+        {
+            "func1": ["int a() { return 1; }"] * 30,
+            "func2": [f"int b() {{ return {i}; }}" for i in range(30)],
+            "label": rng.integers(0, 2, 30),
+        }
+    )
     table = {f"int b() {{ return {i}; }}": random_probs(rng, 1, 2)[0] for i in range(30)}
 
     def teacher(frame):
@@ -135,4 +181,6 @@ def test_callable_teacher_and_clone_pairs(tracking):
         return pd.DataFrame(np.stack([table[c][::-1] for c in frame["func2"]]), columns=["1", "0"])
 
     _, result = evaluate(student, df, {"teacher": teacher, "transforms": []}, targets="label")
-    assert result.metrics["mr1_violation_rate"] == 0.0 and result.metrics["mr2_mean_kl"] == pytest.approx(0.0, abs=1e-12)
+    assert result.metrics["mr1_violation_rate"] == 0.0 and result.metrics["mr2_mean_kl"] == pytest.approx(
+        0.0, abs=1e-12
+    )

@@ -38,9 +38,20 @@ def test_attacks_through_evaluate(tracking):
     assert len(df) >= 4
     with mlflow.start_run() as run:
         result = mlflow.models.evaluate(
-            model=student, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-            evaluator_config={"teacher": teacher, "language": "c", "transforms": [], "attacks": ATTACKS,
-                              "attack_budget": 60, "progress": False})
+            model=student,
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={
+                "teacher": teacher,
+                "language": "c",
+                "transforms": [],
+                "attacks": ATTACKS,
+                "attack_budget": 60,
+                "progress": False,
+            },
+        )
     m = result.metrics
     for attack in ATTACKS:
         for role in ("teacher", "student"):
@@ -56,8 +67,11 @@ def test_attacks_through_evaluate(tracking):
             assert m[f"attack_{attack}/excess_drop_pct"] == pytest.approx(100 * (drop_s - t) / t)
         # relations on the student's adversarial examples: the student flipped every one
         assert m[f"student_accuracy/attack_{attack}"] == 0.0
-        table = pd.read_parquet(mlflow.artifacts.download_artifacts(
-            run_id=run.info.run_id, artifact_path=f"metacompress/attacks/{attack}.parquet"))
+        table = pd.read_parquet(
+            mlflow.artifacts.download_artifacts(
+                run_id=run.info.run_id, artifact_path=f"metacompress/attacks/{attack}.parquet"
+            )
+        )
         won = table[table["status"] == "succeeded"]
         assert len(won) and "diff" in table
         requery = student(pd.DataFrame({"func": won["adversarial_code"]})).argmax(1)
@@ -67,9 +81,13 @@ def test_attacks_through_evaluate(tracking):
 
 def test_attacks_need_labels(tracking):
     with mlflow.start_run(), pytest.raises(Exception, match="attacks need labels"):
-        mlflow.models.evaluate(model=student, data=toy_frame(6)[["func"]], model_type="metacompress",
-                               evaluators="metacompress",
-                               evaluator_config={"teacher": teacher, "transforms": [], "attacks": ["mhm_zhang_2020"]})
+        mlflow.models.evaluate(
+            model=student,
+            data=toy_frame(6)[["func"]],
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={"teacher": teacher, "transforms": [], "attacks": ["mhm_zhang_2020"]},
+        )
 
 
 class _LengthTeacher(mlflow.pyfunc.PythonModel):
@@ -96,18 +114,37 @@ def test_a_logged_teacher_is_attacked_once_per_process_for_several_students(trac
         uri = mlflow.pyfunc.log_model(name="teacher", python_model=_LengthTeacher()).model_uri
     df = toy_frame(40, seed=3)
     df["target"] = teacher(df).argmax(1)
-    config = {"teacher": uri, "language": "c", "transforms": [], "attacks": ["mhm_zhang_2020"], "attack_budget": 20,
-              "progress": False}
+    config = {
+        "teacher": uri,
+        "language": "c",
+        "transforms": [],
+        "attacks": ["mhm_zhang_2020"],
+        "attack_budget": 20,
+        "progress": False,
+    }
     results = []
     for model in (student, lambda frame: student(frame)[:, ::-1]):
         with mlflow.start_run():
-            results.append(mlflow.models.evaluate(model=model, data=df.head(8), targets="target",
-                                                  model_type="metacompress", evaluators="metacompress",
-                                                  evaluator_config=config).metrics)
+            results.append(
+                mlflow.models.evaluate(
+                    model=model,
+                    data=df.head(8),
+                    targets="target",
+                    model_type="metacompress",
+                    evaluators="metacompress",
+                    evaluator_config=config,
+                ).metrics
+            )
     assert len(calls) == 3  # teacher once, each student once
     for key in ("asr", "accuracy_drop", "mean_queries"):
         assert results[0][f"attack_mhm_zhang_2020/teacher_{key}"] == results[1][f"attack_mhm_zhang_2020/teacher_{key}"]
     with mlflow.start_run():  # another budget: attacked again
-        mlflow.models.evaluate(model=student, data=df.head(8), targets="target", model_type="metacompress",
-                               evaluators="metacompress", evaluator_config={**config, "attack_budget": 10})
+        mlflow.models.evaluate(
+            model=student,
+            data=df.head(8),
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={**config, "attack_budget": 10},
+        )
     assert len(calls) == 5

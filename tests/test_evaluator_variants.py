@@ -15,8 +15,14 @@ from tests.conftest import toy_frame
 
 def evaluate(model, data, config):
     with mlflow.start_run() as run:
-        result = mlflow.models.evaluate(model=model, data=data, targets="target", model_type="metacompress",
-                                        evaluators="metacompress", evaluator_config=config)
+        result = mlflow.models.evaluate(
+            model=model,
+            data=data,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config=config,
+        )
     return run.info.run_id, result
 
 
@@ -29,7 +35,9 @@ def test_transforms_all_logs_variant_metrics(tracking, tiny_classifiers):
     with mlflow.start_run():
         t = log_code_classifier(teacher, tok, registered_model_name="t")
         s = log_code_classifier(student, tok, registered_model_name="s")
-    run_id, result = evaluate(s.model_uri, df, {"teacher": t.model_uri, "language": "c", "transforms": "all", "progress": False})
+    run_id, result = evaluate(
+        s.model_uri, df, {"teacher": t.model_uri, "language": "c", "transforms": "all", "progress": False}
+    )
     m = result.metrics
     assert m["transform_parse_failures"] == 1.0
     names = list_transforms("c")
@@ -48,11 +56,15 @@ def test_transforms_all_logs_variant_metrics(tracking, tiny_classifiers):
         base_t = teacher.predict_proba(tok, [codes[i] for i in changed]).argmax(1)
         assert m[f"teacher_flip_rate/{name}"] == pytest.approx(np.mean(pt.argmax(1) != base_t))
     assert "mr1_violation_rate/metamorphic" in m and "student_flip_rate/metamorphic" in m
-    per = pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/per_sample.parquet"))
+    per = pd.read_parquet(
+        mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/per_sample.parquet")
+    )
     assert {"original", "rename_variables"} <= set(per["variant"])
     renamed = per[per["variant"] == "rename_variables"]
     assert (renamed["code"].to_numpy() != df["func"].to_numpy()[renamed["row"].to_numpy()]).all()
-    failures = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/transform_parse_failures.csv")
+    failures = mlflow.artifacts.download_artifacts(
+        run_id=run_id, artifact_path="metacompress/transform_parse_failures.csv"
+    )
     assert pd.read_csv(failures)["row"].tolist() == [30]
     logged = mlflow.get_run(run_id).data.metrics
     assert logged["mr1_violation_rate/metamorphic"] == pytest.approx(m["mr1_violation_rate/metamorphic"])
@@ -77,5 +89,8 @@ def test_language_detection_warns_and_clone_pairs_transform_first_column(trackin
 
 def test_unknown_transform_is_rejected(tracking):
     with pytest.raises(Exception, match=r"not available for 'c'"):
-        evaluate(lambda f: np.tile([0.5, 0.5], (len(f), 1)), toy_frame(4),
-                 {"teacher": lambda f: np.tile([0.5, 0.5], (len(f), 1)), "language": "c", "transforms": ["nope"]})
+        evaluate(
+            lambda f: np.tile([0.5, 0.5], (len(f), 1)),
+            toy_frame(4),
+            {"teacher": lambda f: np.tile([0.5, 0.5], (len(f), 1)), "language": "c", "transforms": ["nope"]},
+        )

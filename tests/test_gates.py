@@ -10,12 +10,18 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.models.evaluation import EvaluationResult
 
-from tests.registry_helpers import alias_version, evaluation_run, register_versions, version_tags
 from mlflow_metacompress import gates
 from mlflow_metacompress.gates import PromotionRefusedError, gate_version, promote
+from tests.registry_helpers import alias_version, evaluation_run, register_versions, version_tags
 
-GOOD = {"accuracy_drop": 0.01, "mr1_violation_rate": 0.02, "mr1_violation_rate/metamorphic": 0.05,
-        "mr3_violation_rate/metamorphic": 0.04, "mr4_eca": 0.01, "attack_alert_yang_2022/excess_drop_pct": 40.0}
+GOOD = {
+    "accuracy_drop": 0.01,
+    "mr1_violation_rate": 0.02,
+    "mr1_violation_rate/metamorphic": 0.05,
+    "mr3_violation_rate/metamorphic": 0.04,
+    "mr4_eca": 0.01,
+    "attack_alert_yang_2022/excess_drop_pct": 40.0,
+}
 
 
 class _Identity(mlflow.pyfunc.PythonModel):
@@ -160,8 +166,7 @@ class _FakeEvaluator:
         return model_type == "metacompress"
 
     def evaluate(self, *, model_type, dataset, run_id, evaluator_config, model=None, **kwargs):
-        type(self).calls.append({"config": dict(evaluator_config), "n": len(dataset.features_data),
-                                 "run_id": run_id})
+        type(self).calls.append({"config": dict(evaluator_config), "n": len(dataset.features_data), "run_id": run_id})
         return EvaluationResult(dict(GOOD), {}, run_id=run_id)
 
 
@@ -173,7 +178,8 @@ def test_gate_version_evaluates_against_tagged_teacher(registry, monkeypatch, tm
     client, name = _model(registry, versions=1)
     data = tmp_path / "eval.jsonl"
     pd.DataFrame({"func": ["int f(){return 0;}", "int g(){return 1;}"], "target": [0, 1]}).to_json(
-        data, orient="records", lines=True)
+        data, orient="records", lines=True
+    )
     with pytest.raises(ValueError, match="no 'metacompress.teacher' tag"):
         gate_version(name, 1, data, "standard", client=client)
     client.set_model_version_tag(name, "1", gates.TAG_TEACHER, "models:/vuln-teacher/1")

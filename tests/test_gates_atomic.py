@@ -8,13 +8,19 @@ import logging
 import pytest
 from mlflow.models.evaluation import EvaluationResult
 
-from tests.registry_helpers import alias_version, evaluation_run, register_versions, sqlite_store, version_tags
 from mlflow_metacompress import gates
 from mlflow_metacompress.gates import PromotionRefusedError, promote
 from mlflow_metacompress.gates.lock import PromotionLockError, lock_path, promotion_lock
+from tests.registry_helpers import alias_version, evaluation_run, register_versions, sqlite_store, version_tags
 
-GOOD = {"accuracy_drop": 0.01, "mr1_violation_rate": 0.02, "mr1_violation_rate/metamorphic": 0.05,
-        "mr3_violation_rate/metamorphic": 0.04, "mr4_eca": 0.01, "attack_alert_yang_2022/excess_drop_pct": 40.0}
+GOOD = {
+    "accuracy_drop": 0.01,
+    "mr1_violation_rate": 0.02,
+    "mr1_violation_rate/metamorphic": 0.05,
+    "mr3_violation_rate/metamorphic": 0.04,
+    "mr4_eca": 0.01,
+    "attack_alert_yang_2022/excess_drop_pct": 40.0,
+}
 BAD = dict(GOOD, accuracy_drop=0.5)
 T0 = 1_700_000_000_000
 
@@ -95,11 +101,18 @@ def test_verdict_tag_is_written_last(store, monkeypatch, fail_at):
 def test_tag_order_pending_evidence_verdict(store, monkeypatch):
     client, name = _model(store, versions=1)
     real, keys = client.set_model_version_tag, []
-    monkeypatch.setattr(client, "set_model_version_tag", lambda m, v, k, val: (keys.append((k, val)), real(m, v, k, val)))
+    monkeypatch.setattr(
+        client, "set_model_version_tag", lambda m, v, k, val: (keys.append((k, val)), real(m, v, k, val))
+    )
     promote(name, 1, _run(store, GOOD, T0), "standard", client=client)
     assert keys[0] == (gates.TAG_VERDICT, "pending") and keys[-1] == (gates.TAG_VERDICT, "passed")
-    assert {k for k, _ in keys[1:-1]} == {gates.TAG_FAILED, gates.TAG_RUN, gates.TAG_POLICY, gates.TAG_EVALUATED_AT,
-                                          gates.TAG_VERDICT_TIME}
+    assert {k for k, _ in keys[1:-1]} == {
+        gates.TAG_FAILED,
+        gates.TAG_RUN,
+        gates.TAG_POLICY,
+        gates.TAG_EVALUATED_AT,
+        gates.TAG_VERDICT_TIME,
+    }
 
 
 def test_stage_waits_for_the_alias_and_is_never_left_behind(store, monkeypatch):

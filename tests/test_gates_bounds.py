@@ -35,8 +35,14 @@ def _frame(teacher_pred: np.ndarray, student_pred: np.ndarray, y: np.ndarray) ->
 def _evaluation_run(df: pd.DataFrame, **extra) -> str:
     config = {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"], **extra}
     with mlflow.start_run() as run:
-        mlflow.models.evaluate(model=None, data=df, targets="target", model_type="metacompress",
-                               evaluators="metacompress", evaluator_config=config)
+        mlflow.models.evaluate(
+            model=None,
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config=config,
+        )
     return run.info.run_id
 
 
@@ -57,16 +63,18 @@ def test_issue_17_accuracy_drop_on_the_threshold_passes(registered):
     run_id = _evaluation_run(_frame(teacher, student, y))
     logged = mlflow.get_run(run_id).data.metrics
     assert logged["accuracy_drop"] == 0.64 - 0.59 > 0.05  # 0.050000000000000044: full precision in the store
-    decision = promote("student", 1, run_id, {"name": "edge", "thresholds": {"accuracy_drop": "<= 0.05"}},
-                       client=registered)
+    decision = promote(
+        "student", 1, run_id, {"name": "edge", "thresholds": {"accuracy_drop": "<= 0.05"}}, client=registered
+    )
     assert decision.passed and decision.alias_moved
     text = decision.summary()
     assert "accuracy_drop = 0.05 [95% CI " in text and "satisfies <= 0.05" in text
     assert "0.0500000" not in text
     # a drop one row larger still fails, shown with 4 significant digits
     run_id = _evaluation_run(_frame(teacher, np.where(np.arange(100) < 58, 1, 0), y))
-    failed = promote("student", 1, run_id, {"name": "edge", "thresholds": {"accuracy_drop": "<= 0.05"}},
-                     client=registered)
+    failed = promote(
+        "student", 1, run_id, {"name": "edge", "thresholds": {"accuracy_drop": "<= 0.05"}}, client=registered
+    )
     assert not failed.passed and "accuracy_drop = 0.06 [95% CI " in failed.summary()
     assert "violates <= 0.05" in failed.summary()
 
@@ -83,18 +91,29 @@ def test_upper_bound_fails_a_student_whose_point_estimate_passes(registered):
     assert logged["mr1_violation_rate"] == pytest.approx(0.18) and low < 0.18 < 0.20 < high
     point = GatePolicy.from_mapping({"name": "point", "thresholds": {"mr1_violation_rate": "<= 0.20"}})
     assert all(c.passed for c in point.check(logged))
-    decision = promote("student", 1, run_id, {"name": "pessimistic",
-                                              "thresholds": {"mr1_violation_rate": "<= 0.20 @upper"}},
-                       client=registered)
+    decision = promote(
+        "student",
+        1,
+        run_id,
+        {"name": "pessimistic", "thresholds": {"mr1_violation_rate": "<= 0.20 @upper"}},
+        client=registered,
+    )
     assert not decision.passed and not decision.alias_moved
     (check,) = decision.checks
     assert check.metric == "mr1_violation_rate_ci_high" and check.actual == high and check.bound == "upper"
     assert (check.estimate, check.ci_low, check.ci_high) == (logged["mr1_violation_rate"], low, high)
-    assert (f"mr1_violation_rate = 0.18 [95% CI {fmt(low)}, {fmt(high)}]: upper end {fmt(high)} violates <= 0.2"
-            in decision.summary())
+    assert (
+        f"mr1_violation_rate = 0.18 [95% CI {fmt(low)}, {fmt(high)}]: upper end {fmt(high)} violates <= 0.2"
+        in decision.summary()
+    )
     # the same student passes where the whole interval is inside the bound
-    lenient = promote("student", 1, run_id, {"name": "wide", "thresholds": {"mr1_violation_rate": "<= 0.40 @upper"}},
-                      client=registered)
+    lenient = promote(
+        "student",
+        1,
+        run_id,
+        {"name": "wide", "thresholds": {"mr1_violation_rate": "<= 0.40 @upper"}},
+        client=registered,
+    )
     assert lenient.passed and "upper end" in lenient.summary() and "satisfies <= 0.4" in lenient.summary()
 
 
@@ -104,8 +123,15 @@ def test_lower_bound_and_a_missing_interval(tracking):
     student = y.copy()
     student[:10] = 1 - student[:10]
     df = _frame(y, student, y)
-    policy = GatePolicy.from_mapping({"name": "p", "thresholds": {"student_accuracy": {"threshold": 0.85, "bound": "lower"},
-                                                                 "mr1_violation_rate": "<= 0.2 @upper"}})
+    policy = GatePolicy.from_mapping(
+        {
+            "name": "p",
+            "thresholds": {
+                "student_accuracy": {"threshold": 0.85, "bound": "lower"},
+                "mr1_violation_rate": "<= 0.2 @upper",
+            },
+        }
+    )
     logged = mlflow.get_run(_evaluation_run(df)).data.metrics
     acc, upper = policy.check(logged)
     assert acc.metric == "student_accuracy_ci_low" and acc.passed == (logged["student_accuracy_ci_low"] >= 0.85)
@@ -113,7 +139,9 @@ def test_lower_bound_and_a_missing_interval(tracking):
     off = mlflow.get_run(_evaluation_run(df, bootstrap_samples=0)).data.metrics
     acc, upper = policy.check(off)
     assert not acc.passed and not upper.passed and acc.actual is None
-    assert "student_accuracy_ci_low (the lower end of student_accuracy's 95% interval; point estimate 0.9" in acc.message
+    assert (
+        "student_accuracy_ci_low (the lower end of student_accuracy's 95% interval; point estimate 0.9" in acc.message
+    )
     assert "did not produce it" in upper.message and "bootstrap_samples > 0" in upper.message
 
 
@@ -122,16 +150,21 @@ def test_bound_syntax_errors_name_the_metric():
         return GatePolicy.from_mapping({"name": "p", "thresholds": {metric: rule}}).thresholds[0]
 
     t = parse("mr1_violation_rate/metamorphic", "<= 0.20 @upper")
-    assert (t.metric, t.bound, t.checked, str(t)) == ("mr1_violation_rate/metamorphic", "upper",
-                                                      "mr1_violation_rate_ci_high/metamorphic",
-                                                      "mr1_violation_rate/metamorphic <= 0.2 @upper")
+    assert (t.metric, t.bound, t.checked, str(t)) == (
+        "mr1_violation_rate/metamorphic",
+        "upper",
+        "mr1_violation_rate_ci_high/metamorphic",
+        "mr1_violation_rate/metamorphic <= 0.2 @upper",
+    )
     assert parse("mr3_hcar", {"threshold": 0.9, "bound": "@lower"}).checked == "mr3_hcar_ci_low"
     assert parse("mr1_violation_rate/*", "0.1 @upper").checked == "mr1_violation_rate_ci_high/*"
-    for metric, rule, needle in [("mr1_violation_rate", "<= 0.2 @lower", "optimistic end"),
-                                 ("mr3_hcar", ">= 0.9 @upper", "optimistic end"),
-                                 ("mr1_violation_rate", "<= 0.2 @top", "unknown interval bound '@top'"),
-                                 ("attack_*/excess_drop_pct", "<= 100 @upper", "excess_drop_pct has no bootstrap interval"),
-                                 ("mr3_hcar", {"threshold": 0.9, "bound": "median"}, "unknown interval bound")]:
+    for metric, rule, needle in [
+        ("mr1_violation_rate", "<= 0.2 @lower", "optimistic end"),
+        ("mr3_hcar", ">= 0.9 @upper", "optimistic end"),
+        ("mr1_violation_rate", "<= 0.2 @top", "unknown interval bound '@top'"),
+        ("attack_*/excess_drop_pct", "<= 100 @upper", "excess_drop_pct has no bootstrap interval"),
+        ("mr3_hcar", {"threshold": 0.9, "bound": "median"}, "unknown interval bound"),
+    ]:
         with pytest.raises(PolicyError, match=needle) as err:
             parse(metric, rule)
         assert repr(metric) in str(err.value)
@@ -148,5 +181,6 @@ def test_tolerance_and_display():
     hcar, drop = policy.check({"mr3_hcar": 0.8999999999999999, "accuracy_drop": 1e-13})
     assert hcar.passed and drop.passed and hcar.actual == 0.8999999999999999  # the value is not rewritten
     (nan,) = GatePolicy.from_mapping({"name": "p", "thresholds": {"accuracy_drop": "<= 0.05"}}).check(
-        {"accuracy_drop": float("nan")})
+        {"accuracy_drop": float("nan")}
+    )
     assert not nan.passed and "is NaN" in nan.message

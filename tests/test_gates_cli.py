@@ -42,8 +42,19 @@ def store(tmp_path):
 
 
 def _gate(uri, run_id, policy="lenient", version="1"):
-    return ["--tracking-uri", uri, "gate", "--model-name", "student", "--version", version,
-            "--evaluation-run-id", run_id, "--policy", policy]
+    return [
+        "--tracking-uri",
+        uri,
+        "gate",
+        "--model-name",
+        "student",
+        "--version",
+        version,
+        "--evaluation-run-id",
+        run_id,
+        "--policy",
+        policy,
+    ]
 
 
 def _bad_inputs(tmp_path):
@@ -63,8 +74,19 @@ def _bad_inputs(tmp_path):
     }
 
 
-@pytest.mark.parametrize("case", ["directory", "non-utf8", "duplicate threshold", "duplicate top-level",
-                                  "missing policy", "version with space", "version word", "unknown version"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "directory",
+        "non-utf8",
+        "duplicate threshold",
+        "duplicate top-level",
+        "missing policy",
+        "version with space",
+        "version word",
+        "unknown version",
+    ],
+)
 def test_gate_input_errors_exit_2_one_line(store, tmp_path, capsys, case):
     uri, client, eval_run = store
     overrides, needle = _bad_inputs(tmp_path)[case]
@@ -134,8 +156,12 @@ def test_real_process_prints_no_traceback(store, tmp_path):
     uri, _, eval_run = store
     (tmp_path / "policy_dir").mkdir()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.run([sys.executable, "-m", "mlflow_metacompress.cli",
-                           *_gate(uri, eval_run(), policy=str(tmp_path / "policy_dir"))],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlflow_metacompress.cli", *_gate(uri, eval_run(), policy=str(tmp_path / "policy_dir"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "is a directory" in proc.stderr

@@ -18,16 +18,18 @@ def _fit(df, C):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    return make_pipeline(ColumnTransformer([("v", HashingVectorizer(n_features=1024), "func")]),
-                         LogisticRegression(C=C, max_iter=500)).fit(df[["func"]], df["target"])
+    return make_pipeline(
+        ColumnTransformer([("v", HashingVectorizer(n_features=1024), "func")]), LogisticRegression(C=C, max_iter=500)
+    ).fit(df[["func"]], df["target"])
 
 
 @pytest.fixture
 def registered(tracking, tmp_path):
     parts = split_frame(generate_vulnerability(200, seed=5), (0.7, 0.0, 0.3), seed=5, stratify="target")
     train, test = parts["train"], parts["test"][["func", "target"]]
-    kw = dict(pyfunc_predict_fn="predict_proba", input_example=train[["func"]].head(2),
-              pip_requirements=["scikit-learn"])  # skips MLflow's slow requirement inference
+    kw = dict(
+        pyfunc_predict_fn="predict_proba", input_example=train[["func"]].head(2), pip_requirements=["scikit-learn"]
+    )  # skips MLflow's slow requirement inference
     with mlflow.start_run():
         mlflow.sklearn.log_model(_fit(train, 10.0), name="t", registered_model_name="vuln-teacher", **kw)
         for k, C in enumerate((10.0, 0.001)):  # v1 = the teacher refitted, v2 a much weaker student
@@ -40,8 +42,14 @@ def registered(tracking, tmp_path):
     return client, test, path
 
 
-POLICY = {"name": "test-tier", "thresholds": {"mr1_violation_rate": "<= 0.05", "accuracy_drop": "<= 0.05",
-                                               "mr1_violation_rate/metamorphic": "<= 0.2"}}
+POLICY = {
+    "name": "test-tier",
+    "thresholds": {
+        "mr1_violation_rate": "<= 0.05",
+        "accuracy_drop": "<= 0.05",
+        "mr1_violation_rate/metamorphic": "<= 0.2",
+    },
+}
 
 
 def test_gate_version_with_real_evaluator(registered):
@@ -60,9 +68,23 @@ def test_gate_version_with_real_evaluator(registered):
 
 def test_cli_gate_with_data_fails_on_metric_the_evaluation_lacks(registered, tracking, capsys):
     _, _, path = registered
-    code = main(["--tracking-uri", tracking, "gate", "--model-name", "vuln-student", "--version", "1",
-                 "--policy", "lenient", "--data", str(path),
-                 "--evaluator-config", '{"transforms": [], "code_columns": ["func"], "progress": false}'])
+    code = main(
+        [
+            "--tracking-uri",
+            tracking,
+            "gate",
+            "--model-name",
+            "vuln-student",
+            "--version",
+            "1",
+            "--policy",
+            "lenient",
+            "--data",
+            str(path),
+            "--evaluator-config",
+            '{"transforms": [], "code_columns": ["func"], "progress": false}',
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1, out
     assert "attack_*/excess_drop_pct is required by policy 'lenient'" in out

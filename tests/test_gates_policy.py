@@ -19,29 +19,42 @@ def _write(tmp_path, data, name="p.yaml"):
 
 
 def test_yaml_forms_and_derived_directions(tmp_path):
-    path = _write(tmp_path, {"name": "mine", "thresholds": {
-        "accuracy_drop": "<= 0.02",
-        "mr1_violation_rate/metamorphic": {"direction": "<=", "threshold": 0.15},
-        "mr3_hcar": 0.9,
-        "attack_alert_yang_2022/excess_drop_pct": "<=100",
-    }})
+    path = _write(
+        tmp_path,
+        {
+            "name": "mine",
+            "thresholds": {
+                "accuracy_drop": "<= 0.02",
+                "mr1_violation_rate/metamorphic": {"direction": "<=", "threshold": 0.15},
+                "mr3_hcar": 0.9,
+                "attack_alert_yang_2022/excess_drop_pct": "<=100",
+            },
+        },
+    )
     policy = load_policy(path)
     got = {t.metric: (t.direction, t.value) for t in policy.thresholds}
-    assert got == {"accuracy_drop": ("<=", 0.02), "mr1_violation_rate/metamorphic": ("<=", 0.15),
-                   "mr3_hcar": (">=", 0.9), "attack_alert_yang_2022/excess_drop_pct": ("<=", 100.0)}
+    assert got == {
+        "accuracy_drop": ("<=", 0.02),
+        "mr1_violation_rate/metamorphic": ("<=", 0.15),
+        "mr3_hcar": (">=", 0.9),
+        "attack_alert_yang_2022/excess_drop_pct": ("<=", 100.0),
+    }
     assert policy.name == "mine"
 
 
-@pytest.mark.parametrize("rule, needle", [
-    ("< 0.1", "unknown direction '<'"),
-    ({"direction": "lt", "threshold": 0.1}, "unknown direction 'lt'"),
-    ("<= abc", "threshold must be a number, got 'abc'"),
-    ({"direction": "<=", "threshold": "ten"}, "threshold must be a number, got 'ten'"),
-    ({"direction": "<=", "threshold": True}, "threshold must be a number"),
-    ("<= nan", "threshold must be finite"),
-    (">= 0.1", "contradicts the metric catalogue"),
-    ({"limit": 0.1}, "needs 'threshold'"),
-])
+@pytest.mark.parametrize(
+    "rule, needle",
+    [
+        ("< 0.1", "unknown direction '<'"),
+        ({"direction": "lt", "threshold": 0.1}, "unknown direction 'lt'"),
+        ("<= abc", "threshold must be a number, got 'abc'"),
+        ({"direction": "<=", "threshold": "ten"}, "threshold must be a number, got 'ten'"),
+        ({"direction": "<=", "threshold": True}, "threshold must be a number"),
+        ("<= nan", "threshold must be finite"),
+        (">= 0.1", "contradicts the metric catalogue"),
+        ({"limit": 0.1}, "needs 'threshold'"),
+    ],
+)
 def test_yaml_rule_errors_name_the_metric_and_value(tmp_path, rule, needle):
     path = _write(tmp_path, {"name": "bad", "thresholds": {"accuracy_drop": rule}})
     with pytest.raises(PolicyError) as err:
@@ -100,25 +113,40 @@ def test_inclusive_bounds_and_nan_judged_by_mlflow():
 
 
 def test_missing_metric_fails_with_hint_and_glob_expands():
-    policy = GatePolicy.from_mapping({"name": "p", "thresholds": {
-        "mr1_violation_rate/metamorphic": "<= 0.1", "attack_*/excess_drop_pct": "<= 100"}})
+    policy = GatePolicy.from_mapping(
+        {"name": "p", "thresholds": {"mr1_violation_rate/metamorphic": "<= 0.1", "attack_*/excess_drop_pct": "<= 100"}}
+    )
     res = policy.check({"mr1_violation_rate": 0.0, "mr1_violation_rate/rename_variables": 0.0})
     assert [c.passed for c in res] == [False, False]
     assert "did not produce it" in res[0].message and "mr1_violation_rate/rename_variables" in res[0].message
     assert res[1].metric == "attack_*/excess_drop_pct" and res[1].actual is None
-    res = policy.check({"mr1_violation_rate/metamorphic": 0.05, "attack_mhm_zhang_2020/excess_drop_pct": 50.0,
-                        "attack_alert_yang_2022/excess_drop_pct": 150.0, "attack_mhm_zhang_2020/student_asr": 0.9})
+    res = policy.check(
+        {
+            "mr1_violation_rate/metamorphic": 0.05,
+            "attack_mhm_zhang_2020/excess_drop_pct": 50.0,
+            "attack_alert_yang_2022/excess_drop_pct": 150.0,
+            "attack_mhm_zhang_2020/student_asr": 0.9,
+        }
+    )
     by_key = {c.metric: c.passed for c in res}
-    assert by_key == {"mr1_violation_rate/metamorphic": True, "attack_alert_yang_2022/excess_drop_pct": False,
-                      "attack_mhm_zhang_2020/excess_drop_pct": True}
+    assert by_key == {
+        "mr1_violation_rate/metamorphic": True,
+        "attack_alert_yang_2022/excess_drop_pct": False,
+        "attack_mhm_zhang_2020/excess_drop_pct": True,
+    }
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("name: a\nname: b\nthresholds:\n  accuracy_drop: 0.1\n", "found duplicate key 'name'"),
-    ("name: a\nthresholds:\n  accuracy_drop: 0.1\n  mr4_eca: 0.1\n  accuracy_drop: 0.9\n",
-     "found duplicate key 'accuracy_drop'"),
-    ("name: a\nthresholds:\n  mr4_eca: {threshold: 0.1, threshold: 0.5}\n", "found duplicate key 'threshold'"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("name: a\nname: b\nthresholds:\n  accuracy_drop: 0.1\n", "found duplicate key 'name'"),
+        (
+            "name: a\nthresholds:\n  accuracy_drop: 0.1\n  mr4_eca: 0.1\n  accuracy_drop: 0.9\n",
+            "found duplicate key 'accuracy_drop'",
+        ),
+        ("name: a\nthresholds:\n  mr4_eca: {threshold: 0.1, threshold: 0.5}\n", "found duplicate key 'threshold'"),
+    ],
+)
 def test_duplicate_yaml_keys_are_rejected_with_line(tmp_path, text, needle):
     """Plain yaml.safe_load keeps the last duplicate silently, which could loosen a gate."""
     assert yaml.safe_load(text)  # the oracle: PyYAML alone accepts it

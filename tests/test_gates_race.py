@@ -18,11 +18,17 @@ import traceback
 import pytest
 from mlflow import MlflowClient
 
-from tests.registry_helpers import alias_version, evaluation_run, register_versions, sqlite_store
 from mlflow_metacompress.gates.lock import lock_path
+from tests.registry_helpers import alias_version, evaluation_run, register_versions, sqlite_store
 
-GOOD = {"accuracy_drop": 0.01, "mr1_violation_rate": 0.02, "mr1_violation_rate/metamorphic": 0.05,
-        "mr3_violation_rate/metamorphic": 0.04, "mr4_eca": 0.01, "attack_alert_yang_2022/excess_drop_pct": 40.0}
+GOOD = {
+    "accuracy_drop": 0.01,
+    "mr1_violation_rate": 0.02,
+    "mr1_violation_rate/metamorphic": 0.05,
+    "mr3_violation_rate/metamorphic": 0.04,
+    "mr4_eca": 0.01,
+    "attack_alert_yang_2022/excess_drop_pct": 40.0,
+}
 BAD = dict(GOOD, accuracy_drop=0.5)
 T0 = 1_700_000_000_000
 
@@ -51,8 +57,9 @@ class _Pool:
         ctx = multiprocessing.get_context("spawn")
         self.barrier, self.results = ctx.Barrier(n), ctx.Queue()
         self.tasks = [ctx.Queue() for _ in range(n)]
-        self.procs = [ctx.Process(target=_worker, args=(uri, self.barrier, q, self.results), daemon=True)
-                      for q in self.tasks]
+        self.procs = [
+            ctx.Process(target=_worker, args=(uri, self.barrier, q, self.results), daemon=True) for q in self.tasks
+        ]
         for p in self.procs:
             p.start()
 
@@ -87,8 +94,10 @@ def _setup(store, times, metrics):
     """A registered model with one version per evaluation time; returns (name, [(version, run id)])."""
     client = store["client"]
     name = register_versions(client, store["source"], "racer", len(times))
-    return name, [(name, str(v), evaluation_run(client, store["exp"], m, end))
-                  for v, (end, m) in enumerate(zip(times, metrics), 1)]
+    return name, [
+        (name, str(v), evaluation_run(client, store["exp"], m, end))
+        for v, (end, m) in enumerate(zip(times, metrics), 1)
+    ]
 
 
 _holder = alias_version

@@ -10,8 +10,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from mlflow_metacompress.data.generators import (BEHAVIOURS, C_PRELUDE, CWE_CLASSES, generate_clones,
-                                                 generate_vulnerability, make_splits, split_frame)
+from mlflow_metacompress.data.generators import (
+    BEHAVIOURS,
+    C_PRELUDE,
+    CWE_CLASSES,
+    generate_clones,
+    generate_vulnerability,
+    make_splits,
+    split_frame,
+)
 
 _DEF = re.compile(r"^(?:static )?(?:int|void) (\w+)\(", re.M)
 _TOKEN = re.compile(r"[A-Za-z_]\w*|\d+|==|!=|<=|>=|\+\+|--|->|&&|\|\||[^\s\w]")
@@ -95,8 +102,16 @@ def test_no_single_surface_token_predicts_the_label():
 
 
 def _gcc(files, tmp_path, *extra):
-    cmd = ["gcc", "-std=gnu11", "-Werror=implicit-function-declaration", "-Werror=return-type",
-           "-Werror=int-conversion", "-Werror=incompatible-pointer-types", *extra, *map(str, files)]
+    cmd = [
+        "gcc",
+        "-std=gnu11",
+        "-Werror=implicit-function-declaration",
+        "-Werror=return-type",
+        "-Werror=int-conversion",
+        "-Werror=incompatible-pointer-types",
+        *extra,
+        *map(str, files),
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=120)
 
 
@@ -130,7 +145,7 @@ def test_clones_behave_identically_and_non_clones_differ_when_run(clones, tmp_pa
         for side, code, beh in (("a", row.func1, row.behaviour1), ("b", row.func2, row.behaviour2)):
             name = f"p{k}_{side}"
             *_, last = _DEF.finditer(code)  # the behaviour function follows any extracted helper
-            code = code[:last.start(1)] + name + code[last.end(1):]
+            code = code[: last.start(1)] + name + code[last.end(1) :]
             path = tmp_path / f"{name}.c"
             path.write_text("#include <ctype.h>\n#include <string.h>\n" + code)
             files.append(path)
@@ -139,8 +154,9 @@ def test_clones_behave_identically_and_non_clones_differ_when_run(clones, tmp_pa
             protos.append(f"int {name}({sig});")
             calls += [f'printf("{k} {side} %d\\n", {name}({", ".join(args)}));' for args in _INPUTS[family]]
     main = tmp_path / "main.c"
-    main.write_text("#include <stdio.h>\n" + "\n".join(protos) + "\nint main(void) {\n" + "\n".join(calls)
-                    + "\nreturn 0;\n}\n")
+    main.write_text(
+        "#include <stdio.h>\n" + "\n".join(protos) + "\nint main(void) {\n" + "\n".join(calls) + "\nreturn 0;\n}\n"
+    )
     out = _gcc([*files, main], tmp_path, "-O0", "-o", "pairs")
     assert out.returncode == 0, out.stderr[:3000]
     run = subprocess.run([str(tmp_path / "pairs")], capture_output=True, text=True, timeout=60)
@@ -174,21 +190,49 @@ def test_splits_are_disjoint_stratified_and_deterministic(vuln):
 
 # identifiers are random, so the oracle reads them as one symbol; C keywords, the prelude's helpers and
 # the library calls a flaw or fix is made of stay themselves
-_KEPT = {"strcpy", "strncpy", "snprintf", "printf", "fprintf", "memcpy", "memset", "malloc", "calloc", "free",
-         "strlen", "system", "strchr", "strpbrk", "isalnum", "isupper", "isdigit", "sizeof", "stderr", "size_t",
-         "INT_MAX", "print_line", "print_int", "rand_value", "log_event", "checksum", "global_returns_true"}
+_KEPT = {
+    "strcpy",
+    "strncpy",
+    "snprintf",
+    "printf",
+    "fprintf",
+    "memcpy",
+    "memset",
+    "malloc",
+    "calloc",
+    "free",
+    "strlen",
+    "system",
+    "strchr",
+    "strpbrk",
+    "isalnum",
+    "isupper",
+    "isdigit",
+    "sizeof",
+    "stderr",
+    "size_t",
+    "INT_MAX",
+    "print_line",
+    "print_int",
+    "rand_value",
+    "log_event",
+    "checksum",
+    "global_returns_true",
+}
 
 
 def _shape(code: str) -> list[str]:
     from mlflow_metacompress.data.generators.c_random import C_KEYWORDS
 
-    return [t if not (t[0].isalpha() or t[0] == "_") or t in C_KEYWORDS or t in _KEPT else "ID"
-            for t in _TOKEN.findall(code)]
+    return [
+        t if not (t[0].isalpha() or t[0] == "_") or t in C_KEYWORDS or t in _KEPT else "ID"
+        for t in _TOKEN.findall(code)
+    ]
 
 
 def _ngrams(code: str, n: int) -> list[str]:
     toks = _shape(code)
-    return [" ".join(toks[i:i + k]) for k in range(1, n + 1) for i in range(len(toks) - k + 1)]
+    return [" ".join(toks[i : i + k]) for k in range(1, n + 1) for i in range(len(toks) - k + 1)]
 
 
 def test_the_vulnerability_label_is_in_the_text_an_ngram_model_learns_it():

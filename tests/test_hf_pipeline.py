@@ -35,9 +35,18 @@ def hf():
     models = []
     for seed in (0, 1):
         torch.manual_seed(seed)
-        cfg = RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                            intermediate_size=64, max_position_embeddings=130, pad_token_id=tok.pad_token_id,
-                            initializer_range=0.5, id2label=dict(enumerate(LABELS)), label2id={k: i for i, k in enumerate(LABELS)})
+        cfg = RobertaConfig(
+            vocab_size=len(tok),
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=130,
+            pad_token_id=tok.pad_token_id,
+            initializer_range=0.5,
+            id2label=dict(enumerate(LABELS)),
+            label2id={k: i for i, k in enumerate(LABELS)},
+        )
         model = RobertaForSequenceClassification(cfg).eval()
         with torch.no_grad():
             logits = model(**tok(TOY_CODE, padding=True, return_tensors="pt")).logits
@@ -67,15 +76,27 @@ def log_pipeline(tok, model, name: str, how: str, registered: str | None = None)
     pipe = pipeline("text-classification", model=model, tokenizer=tok, **({"top_k": None} if how == "top_k" else {}))
     extra = {"model_config": {"top_k": None}} if how == "model_config" else {}
     with mlflow.start_run():
-        return mlflow.transformers.log_model(pipe, name=name, pip_requirements=REQS, registered_model_name=registered, **extra)
+        return mlflow.transformers.log_model(
+            pipe, name=name, pip_requirements=REQS, registered_model_name=registered, **extra
+        )
 
 
 def evaluate(student, teacher, df: pd.DataFrame, **config):
     with mlflow.start_run():
-        return mlflow.models.evaluate(model=student, data=df, targets="target", model_type="metacompress",
-                                      evaluators="metacompress",
-                                      evaluator_config={"teacher": teacher, "code_columns": ["func"], "transforms": [],
-                                                        "progress": False, **config}).metrics
+        return mlflow.models.evaluate(
+            model=student,
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={
+                "teacher": teacher,
+                "code_columns": ["func"],
+                "transforms": [],
+                "progress": False,
+                **config,
+            },
+        ).metrics
 
 
 def frame(n: int = 12) -> pd.DataFrame:
@@ -106,7 +127,9 @@ def test_logged_pipelines_on_a_func_column_match_callables(tracking, hf):
     y = (df["target"] == "VULN").to_numpy()
     teacher_acc = float((forward(tok, teacher, df["func"].tolist()).argmax(axis=1) == y).mean())
     assert got["teacher_accuracy"] == teacher_acc
-    assert 0 < got["mr1_violation_rate"] < 1, "the two tiny models must disagree somewhere for the check to mean anything"
+    assert 0 < got["mr1_violation_rate"] < 1, (
+        "the two tiny models must disagree somewhere for the check to mean anything"
+    )
 
 
 def test_loaded_pyfunc_models_labels_by_name_and_integer_targets(tracking, hf):
@@ -144,7 +167,9 @@ def test_clone_pairs_map_two_code_columns_to_text_and_text_pair(tracking, hf):
     s_uri = log_pipeline(tok, student, "student", "plain").model_uri
     cols = {"code_columns": ["func1", "func2"]}
     got = evaluate(s_uri, t_uri, df, **cols)
-    assert_same_metrics(got, evaluate(oracle(tok, student, ["func1", "func2"]), oracle(tok, teacher, ["func1", "func2"]), df, **cols))
+    assert_same_metrics(
+        got, evaluate(oracle(tok, student, ["func1", "func2"]), oracle(tok, teacher, ["func1", "func2"]), df, **cols)
+    )
 
 
 def test_pyfunc_outputs_of_logged_pipelines(tracking, hf):
@@ -157,7 +182,9 @@ def test_pyfunc_outputs_of_logged_pipelines(tracking, hf):
     assert names == LABELS
     np.testing.assert_allclose(probs, forward(tok, teacher, TOY_CODE), atol=1e-5)
     top = mlflow.pyfunc.load_model(log_pipeline(tok, teacher, "t", "top_k").model_uri).predict(texts)
-    with pytest.raises(MetaCompressInputError, match=r"teacher returned only its top label and score .*label='(SAFE|VULN)'"):
+    with pytest.raises(
+        MetaCompressInputError, match=r"teacher returned only its top label and score .*label='(SAFE|VULN)'"
+    ):
         to_probabilities(top, len(texts), "teacher")
 
 
@@ -187,19 +214,53 @@ def _fixed(value):
 
 
 UNREADABLE = [
-    ("strings", _fixed(lambda n: np.array(["VULN"] * n)), r"student returned ndarray holding str values such as 'VULN'; expected class probabilities"),
-    ("string column", _fixed(lambda n: pd.DataFrame({"SAFE": [0.5] * n, "VULN": ["VULN"] * n})),
-     r"student returned a DataFrame whose column 'VULN' holds str 'VULN' \(row 0\); expected class probabilities"),
-    ("top label", _fixed(lambda n: pd.DataFrame({"label": ["VULN"] * n, "score": [0.9] * n})),
-     r"student returned only its top label and score per row .*label='VULN', score=0.9"),
-    ("dict cells missing a label", _fixed(lambda n: pd.DataFrame({0: [{"label": "SAFE", "score": 1.0}] * (n - 1) + [{"label": "VULN", "score": 1.0}]})),
-     r"student output row 0 scores the labels \['SAFE'\], not every one of \['SAFE', 'VULN'\]"),
-    ("bad dict cells", _fixed(lambda n: pd.DataFrame({0: [{"label": "SAFE", "score": 0.5}] * n, 1: [{"VULN": 0.5}] * n})),
-     r"student output row 0 holds dict \{'VULN': 0.5\}; expected \{'label'"),
-    ("ragged rows", _fixed(lambda n: [[0.5, 0.5]] * (n - 1) + [[1.0]]), r"student returned list rows of different lengths"),
-    ("one column", _fixed(lambda n: np.ones((n, 1))), r"student probabilities must be an N×K array with K ≥ 2; got shape \(\d+, 1\)"),
-    ("three columns", _fixed(lambda n: np.full((n, 3), 1 / 3)), r"teacher and student disagree on the number of classes: teacher has 2"),
-    ("a dict", _fixed(lambda n: {"SAFE": [0.5] * n}), r"student returned a dict with keys \['SAFE'\]; expected class probabilities"),
+    (
+        "strings",
+        _fixed(lambda n: np.array(["VULN"] * n)),
+        r"student returned ndarray holding str values such as 'VULN'; expected class probabilities",
+    ),
+    (
+        "string column",
+        _fixed(lambda n: pd.DataFrame({"SAFE": [0.5] * n, "VULN": ["VULN"] * n})),
+        r"student returned a DataFrame whose column 'VULN' holds str 'VULN' \(row 0\); expected class probabilities",
+    ),
+    (
+        "top label",
+        _fixed(lambda n: pd.DataFrame({"label": ["VULN"] * n, "score": [0.9] * n})),
+        r"student returned only its top label and score per row .*label='VULN', score=0.9",
+    ),
+    (
+        "dict cells missing a label",
+        _fixed(
+            lambda n: pd.DataFrame({0: [{"label": "SAFE", "score": 1.0}] * (n - 1) + [{"label": "VULN", "score": 1.0}]})
+        ),
+        r"student output row 0 scores the labels \['SAFE'\], not every one of \['SAFE', 'VULN'\]",
+    ),
+    (
+        "bad dict cells",
+        _fixed(lambda n: pd.DataFrame({0: [{"label": "SAFE", "score": 0.5}] * n, 1: [{"VULN": 0.5}] * n})),
+        r"student output row 0 holds dict \{'VULN': 0.5\}; expected \{'label'",
+    ),
+    (
+        "ragged rows",
+        _fixed(lambda n: [[0.5, 0.5]] * (n - 1) + [[1.0]]),
+        r"student returned list rows of different lengths",
+    ),
+    (
+        "one column",
+        _fixed(lambda n: np.ones((n, 1))),
+        r"student probabilities must be an N×K array with K ≥ 2; got shape \(\d+, 1\)",
+    ),
+    (
+        "three columns",
+        _fixed(lambda n: np.full((n, 3), 1 / 3)),
+        r"teacher and student disagree on the number of classes: teacher has 2",
+    ),
+    (
+        "a dict",
+        _fixed(lambda n: {"SAFE": [0.5] * n}),
+        r"student returned a dict with keys \['SAFE'\]; expected class probabilities",
+    ),
 ]
 
 
@@ -209,8 +270,14 @@ def test_unreadable_outputs_name_what_came_back(tracking, bad, match):
     teacher = _fixed(lambda n: np.tile([0.7, 0.3], (n, 1)))
     with mlflow.start_run() as run:
         with pytest.raises(MetaCompressInputError, match=match):
-            mlflow.models.evaluate(model=bad, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-                                   evaluator_config={"teacher": teacher, "code_columns": ["func"], "transforms": [], "progress": False})
+            mlflow.models.evaluate(
+                model=bad,
+                data=df,
+                targets="target",
+                model_type="metacompress",
+                evaluators="metacompress",
+                evaluator_config={"teacher": teacher, "code_columns": ["func"], "transforms": [], "progress": False},
+            )
     assert mlflow.get_run(run.info.run_id).data.metrics == {}, "nothing may be logged from unreadable outputs"
 
 
@@ -220,5 +287,7 @@ def test_a_transformers_pipeline_of_another_task_is_named():
     from mlflow_metacompress.evaluation.predictors import resolve_model
 
     fill_mask = SimpleNamespace(predict=None, metadata=SimpleNamespace(flavors={"transformers": {"task": "fill-mask"}}))
-    with pytest.raises(MetaCompressInputError, match=r"teacher is a transformers 'fill-mask' pipeline; .*text-classification"):
+    with pytest.raises(
+        MetaCompressInputError, match=r"teacher is a transformers 'fill-mask' pipeline; .*text-classification"
+    ):
         resolve_model(fill_mask, "teacher")

@@ -42,9 +42,18 @@ def bare():
     models = []
     for seed in (0, 1):
         torch.manual_seed(seed)
-        cfg = RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                            intermediate_size=64, max_position_embeddings=POSITIONS, pad_token_id=tok.pad_token_id,
-                            initializer_range=0.5, id2label=dict(enumerate(LABELS)), label2id={k: i for i, k in enumerate(LABELS)})
+        cfg = RobertaConfig(
+            vocab_size=len(tok),
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=POSITIONS,
+            pad_token_id=tok.pad_token_id,
+            initializer_range=0.5,
+            id2label=dict(enumerate(LABELS)),
+            label2id={k: i for i, k in enumerate(LABELS)},
+        )
         models.append(RobertaForSequenceClassification(cfg).eval())
     assert tok.pad_token_id == 1
     return tok, models[0], models[1]
@@ -87,16 +96,30 @@ def test_long_code_is_cut_to_the_position_embeddings_and_the_limit_is_recorded(t
     df = long_frame()
     t_uri, s_uri = log_pipeline(tok, teacher, "teacher"), log_pipeline(tok, student, "student")
     with mlflow.start_run() as run:
-        got = mlflow.models.evaluate(model=s_uri, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-                                     evaluator_config={"teacher": t_uri, "code_columns": ["func"], "transforms": [],
-                                                       "progress": False}).metrics
-    oracle = {who: (lambda m: lambda f: pd.DataFrame(forward(tok, m, f["func"].tolist(), LIMIT), columns=LABELS))(m)
-              for who, m in (("teacher", teacher), ("student", student))}
+        got = mlflow.models.evaluate(
+            model=s_uri,
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={"teacher": t_uri, "code_columns": ["func"], "transforms": [], "progress": False},
+        ).metrics
+    oracle = {
+        who: (lambda m: lambda f: pd.DataFrame(forward(tok, m, f["func"].tolist(), LIMIT), columns=LABELS))(m)
+        for who, m in (("teacher", teacher), ("student", student))
+    }
     assert_same_metrics(got, evaluate(oracle["student"], oracle["teacher"], df))
-    summary = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
-                                                                  artifact_path="metacompress/summary.json")).read_text())
-    expected = {"max_length": LIMIT, "source": "model.max_position_embeddings", "max_position_embeddings": POSITIONS,
-                "position_offset": 2}
+    summary = json.loads(
+        Path(
+            mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="metacompress/summary.json")
+        ).read_text()
+    )
+    expected = {
+        "max_length": LIMIT,
+        "source": "model.max_position_embeddings",
+        "max_position_embeddings": POSITIONS,
+        "position_offset": 2,
+    }
     assert summary["input_limits"] == {"teacher": expected, "student": expected}
 
 
@@ -107,15 +130,29 @@ def test_a_set_model_max_length_is_used_and_capped_to_the_positions(bare):
 
     tok, model, _ = bare
     df = long_frame(4)[["func"]]
-    for given, expected in ((16, {"max_length": 16, "source": "tokenizer.model_max_length", "model_max_length": 16}),
-                            (512, {"max_length": LIMIT, "source": "model.max_position_embeddings", "model_max_length": 512,
-                                   "max_position_embeddings": POSITIONS, "position_offset": 2})):
+    for given, expected in (
+        (16, {"max_length": 16, "source": "tokenizer.model_max_length", "model_max_length": 16}),
+        (
+            512,
+            {
+                "max_length": LIMIT,
+                "source": "model.max_position_embeddings",
+                "model_max_length": 512,
+                "max_position_embeddings": POSITIONS,
+                "position_offset": 2,
+            },
+        ),
+    ):
         tok.model_max_length = given
         try:
             scorer = PipelineScorer(pipeline("text-classification", model=model, tokenizer=tok), "student")
             assert scorer.limit.as_dict() == expected
-            np.testing.assert_allclose(scorer(df).to_numpy(), forward(tok, model, df["func"].tolist(), expected["max_length"]),
-                                       rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(
+                scorer(df).to_numpy(),
+                forward(tok, model, df["func"].tolist(), expected["max_length"]),
+                rtol=1e-5,
+                atol=1e-6,
+            )
         finally:
             tok.model_max_length = int(1e30)
     # a logged model_config asking for fewer tokens is kept
@@ -134,11 +171,20 @@ def test_input_that_still_cannot_run_names_the_limit(tracking, bare):
     t_uri = log_pipeline(tok, teacher, "teacher")
     longest = max(len(ids) for ids in tok(df["func"].tolist())["input_ids"])
     with mlflow.start_run() as run:
-        with pytest.raises(MetaCompressInputError, match=rf"^student cannot run on inputs of up to {longest} tokens: input limit 510 "
-                                                         r"tokens \(the model's max_position_embeddings 512 minus position offset 2\); "
-                                                         r"the model failed with (IndexError|RuntimeError): \S"):
-            mlflow.models.evaluate(model=loaded, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-                                   evaluator_config={"teacher": t_uri, "code_columns": ["func"], "transforms": [], "progress": False})
+        with pytest.raises(
+            MetaCompressInputError,
+            match=rf"^student cannot run on inputs of up to {longest} tokens: input limit 510 "
+            r"tokens \(the model's max_position_embeddings 512 minus position offset 2\); "
+            r"the model failed with (IndexError|RuntimeError): \S",
+        ):
+            mlflow.models.evaluate(
+                model=loaded,
+                data=df,
+                targets="target",
+                model_type="metacompress",
+                evaluators="metacompress",
+                evaluator_config={"teacher": t_uri, "code_columns": ["func"], "transforms": [], "progress": False},
+            )
     assert mlflow.get_run(run.info.run_id).data.metrics == {}
 
 
@@ -148,8 +194,21 @@ def test_cli_evaluates_long_code_with_exit_0(tracking, bare, tmp_path, capsys):
     data = tmp_path / "long.jsonl"
     long_frame(6).to_json(data, orient="records", lines=True)
     t_uri, s_uri = log_pipeline(tok, teacher, "teacher"), log_pipeline(tok, student, "student")
-    code = main(["evaluate", "--student", s_uri, "--teacher", t_uri, "--data", str(data), "--targets", "target",
-                 "--evaluator-config", '{"transforms": [], "progress": false}'])
+    code = main(
+        [
+            "evaluate",
+            "--student",
+            s_uri,
+            "--teacher",
+            t_uri,
+            "--data",
+            str(data),
+            "--targets",
+            "target",
+            "--evaluator-config",
+            '{"transforms": [], "progress": false}',
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0, out.err[-2000:]
     assert "student_accuracy" in out.out and "Traceback" not in out.err
@@ -162,7 +221,11 @@ def test_input_limit_reads_the_sentinel_as_unset_and_bert_positions_have_no_offs
 
     bert = NS(config=NS(max_position_embeddings=512), base_model=NS(embeddings=NS(position_embeddings=object())))
     assert input_limit(NS(tokenizer=NS(model_max_length=int(1e30)), model=bert)).as_dict() == {
-        "max_length": 512, "source": "model.max_position_embeddings", "max_position_embeddings": 512, "position_offset": 0}
+        "max_length": 512,
+        "source": "model.max_position_embeddings",
+        "max_position_embeddings": 512,
+        "position_offset": 0,
+    }
     unknown = input_limit(NS(tokenizer=NS(model_max_length=int(1e30)), model=NS(config=NS())))
     assert unknown.as_dict() == {"max_length": None, "source": "unknown"}
     assert "no input limit is known" in unknown.describe()

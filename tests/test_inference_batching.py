@@ -47,8 +47,14 @@ def oracle(model: CodeClassifier, tok, texts, texts_b=None) -> np.ndarray:
 
 def build(tok, pair_mode=None, seed=0) -> CodeClassifier:
     torch.manual_seed(seed)
-    return CodeClassifier.from_config(len(tok), pair_mode=pair_mode, hidden_size=32, intermediate_size=64,
-                                      max_length=48, pad_token_id=tok.pad_token_id).eval()
+    return CodeClassifier.from_config(
+        len(tok),
+        pair_mode=pair_mode,
+        hidden_size=32,
+        intermediate_size=64,
+        max_length=48,
+        pad_token_id=tok.pad_token_id,
+    ).eval()
 
 
 @pytest.mark.parametrize(("batch_size", "chunk_rows"), [(1, None), (3, None), (8, None), (64, None), (3, 5), (8, 7)])
@@ -116,8 +122,10 @@ def test_fixed_size_batches_are_optimal_for_their_sizes():
         n, bs = int(rng.integers(1, 8)), int(rng.integers(1, 5))
         lengths = rng.integers(1, 20, n)
         got = padded_tokens(lengths, plan_batches(lengths, bs))
-        best = min(sum(len(p[s : s + bs]) * lengths[list(p[s : s + bs])].max() for s in range(0, n, bs))
-                   for p in itertools.permutations(range(n)))
+        best = min(
+            sum(len(p[s : s + bs]) * lengths[list(p[s : s + bs])].max() for s in range(0, n, bs))
+            for p in itertools.permutations(range(n))
+        )
         assert got == best, (lengths.tolist(), bs)
 
 
@@ -192,27 +200,86 @@ def test_pyfunc_precision_and_token_budget_options(tiny_classifiers, tmp_path, m
 def test_mfu_benchmark_cpu_smoke(tmp_path):
     out = tmp_path / "mfu.json"
     proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "bench_gpu_mfu.py"), "--device", "cpu", "--layers", "2",
-         "--hidden", "64", "--n", "48", "--max-length", "64", "--batch-size", "8", "--repeats", "1",
-         "--tokenizer-vocab", "600", "--data", str(tmp_path), "--out", str(out)],
-        check=False, capture_output=True, text=True, timeout=300, cwd=REPO,
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "bench_gpu_mfu.py"),
+            "--device",
+            "cpu",
+            "--layers",
+            "2",
+            "--hidden",
+            "64",
+            "--n",
+            "48",
+            "--max-length",
+            "64",
+            "--batch-size",
+            "8",
+            "--repeats",
+            "1",
+            "--tokenizer-vocab",
+            "600",
+            "--data",
+            str(tmp_path),
+            "--out",
+            str(out),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
     )
     assert proc.returncode != 0 and "no test.jsonl" in proc.stderr  # --data names a folder without the data
     proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "bench_gpu_mfu.py"), "--device", "cpu", "--layers", "2",
-         "--hidden", "64", "--n", "48", "--max-length", "64", "--batch-size", "8", "--repeats", "1",
-         "--tokenizer-vocab", "600", "--out", str(out)],
-        check=False, capture_output=True, text=True, timeout=300, cwd=REPO,
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "bench_gpu_mfu.py"),
+            "--device",
+            "cpu",
+            "--layers",
+            "2",
+            "--hidden",
+            "64",
+            "--n",
+            "48",
+            "--max-length",
+            "64",
+            "--batch-size",
+            "8",
+            "--repeats",
+            "1",
+            "--tokenizer-vocab",
+            "600",
+            "--out",
+            str(out),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
     assert report == json.loads(out.read_text())
     assert report["n"] == 48 and report["attention"] == "sdpa"
-    assert set(report["results"]) == {"floor", "floor_bs16", "floor_bs256", "floor_max_tokens", "new",
-                                      "new_max_tokens", "new_chunked", "old"}
+    assert set(report["results"]) == {
+        "floor",
+        "floor_bs16",
+        "floor_bs256",
+        "floor_max_tokens",
+        "new",
+        "new_max_tokens",
+        "new_chunked",
+        "old",
+    }
     limits = report["holds_back"]
     assert limits["best_floor"].startswith("floor") and limits["batch_size_floor_over_best"] >= 1
-    assert 0 < limits["tokenise_share_of_new"] and limits["padding_fraction_new"] == report["results"]["new"]["padding_fraction"]
+    assert (
+        0 < limits["tokenise_share_of_new"]
+        and limits["padding_fraction_new"] == report["results"]["new"]["padding_fraction"]
+    )
     for r in report["results"].values():
         assert 0.0 <= r["padding_fraction"] < 1.0
         assert r["mfu"] > 0 and r["achieved_tflops"] > 0 and r["seconds"] > 0

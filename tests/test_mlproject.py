@@ -65,8 +65,23 @@ def project_run(tmp_path_factory):
     """One tiny ``mlflow run`` of the main entry point; no MLFLOW_* variables are set, so
     the run must create ``mlflow.db`` in its working directory by itself."""
     tmp = _copy_project(tmp_path_factory.mktemp("mlproject"))
-    cmd = [sys.executable, "-m", "mlflow", "run", ".", "--env-manager", "local", "-P", "profile=tiny",
-           "-P", "methods=compressor", "-P", "progress=true", "--experiment-name", "pipeline-test"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "run",
+        ".",
+        "--env-manager",
+        "local",
+        "-P",
+        "profile=tiny",
+        "-P",
+        "methods=compressor",
+        "-P",
+        "progress=true",
+        "--experiment-name",
+        "pipeline-test",
+    ]
     env = _env(tmp) | {"METACOMPRESS_HEARTBEAT_S": "1"}  # output to pipes, as to a file: no terminal
     proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -112,8 +127,11 @@ def test_stages_are_child_runs_and_the_table_matches_the_evaluation(client, proj
 
     main, exp = _main_run(client)
     children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{main.info.run_id}'")
-    assert {r.info.run_name for r in children} == {"teacher-generated-vulnerability",
-                                                   "compressor-generated-vulnerability", f"gate-{STUDENT}-v1"}
+    assert {r.info.run_name for r in children} == {
+        "teacher-generated-vulnerability",
+        "compressor-generated-vulnerability",
+        f"gate-{STUDENT}-v1",
+    }
     assert {r.info.status for r in children} == {"FINISHED"} and main.info.status == "FINISHED"
     assert main.data.params["pipeline.policy"] == "quick" and main.data.params["profile"] == "tiny"
     student = client.get_model_version(STUDENT, "1")
@@ -148,8 +166,10 @@ def test_stages_are_child_runs_and_the_table_matches_the_evaluation(client, proj
 
 def test_stage_lines_and_heartbeats_reach_redirected_output_without_bars(project_run):
     err, out = project_run[1].stderr, project_run[1].stdout
-    stage = re.compile(r"stage (\d)/3 (teacher|distill compressor|gate compressor): (started|running|done)"
-                       r"[^\n]* · elapsed \d:\d\d:\d\d · remaining [^\n]+")
+    stage = re.compile(
+        r"stage (\d)/3 (teacher|distill compressor|gate compressor): (started|running|done)"
+        r"[^\n]* · elapsed \d:\d\d:\d\d · remaining [^\n]+"
+    )
     seen = [(m[1], m[2], m[3]) for m in stage.finditer(err)]
     for i, label in enumerate(["teacher", "distill compressor", "gate compressor"], start=1):
         events = [e for n, lbl, e in seen if lbl == label and n == str(i)]
@@ -164,17 +184,32 @@ def test_stage_lines_and_heartbeats_reach_redirected_output_without_bars(project
 # What the main job must not print into a file (issue 23): MLflow's pickle warning, the
 # pipeline's language warning about its own config, Lightning's tips and deprecation lines,
 # the libraries' progress bars, MLflow's input-example and integer-column hints.
-NOISE = ("may execute arbitrary code", "CloudPickle", "evaluator_config has no 'language'", "💡", "litlogger",
-         "litmodels", "is deprecated", "DeprecationWarning", "FutureWarning", "Loading weights",
-         "Writing model shards", "Downloading artifacts", "Uploading artifacts", "An input example was not provided",
-         "Inferred schema contains integer", "it/s]")
+NOISE = (
+    "may execute arbitrary code",
+    "CloudPickle",
+    "evaluator_config has no 'language'",
+    "💡",
+    "litlogger",
+    "litmodels",
+    "is deprecated",
+    "DeprecationWarning",
+    "FutureWarning",
+    "Loading weights",
+    "Writing model shards",
+    "Downloading artifacts",
+    "Uploading artifacts",
+    "An input example was not provided",
+    "Inferred schema contains integer",
+    "it/s]",
+)
 
 
 def test_redirected_output_holds_no_library_noise_and_no_lock_files(project_run):
     tmp, proc = project_run
     output = proc.stdout + proc.stderr
-    found = {noise: next(line for line in output.splitlines() if noise in line)[:160]
-             for noise in NOISE if noise in output}
+    found = {
+        noise: next(line for line in output.splitlines() if noise in line)[:160] for noise in NOISE if noise in output
+    }
     assert not found, found
     assert not list(tmp.glob("*.lock")) and not list(tmp.glob("mlflow.db.*"))  # nothing beside the store
 
@@ -204,8 +239,12 @@ def test_distill_evaluate_and_gate_entry_points(client, project_run, monkeypatch
     tmp = project_run[0]
     common = ["--profile", "tiny", "--progress", "false"]
     try:
-        assert _recipe("distill", ["--teacher", f"models:/{TEACHER}/1", "--methods", "compressor", *common],
-                       tmp, monkeypatch) == 0
+        assert (
+            _recipe(
+                "distill", ["--teacher", f"models:/{TEACHER}/1", "--methods", "compressor", *common], tmp, monkeypatch
+            )
+            == 0
+        )
         v2 = client.get_model_version(STUDENT, "2")
         assert v2.tags["metacompress.teacher"] == f"models:/{TEACHER}/1"
         assert _recipe("evaluate", ["--model-uri", f"models:/{STUDENT}/2", *common], tmp, monkeypatch) == 0
@@ -214,14 +253,21 @@ def test_distill_evaluate_and_gate_entry_points(client, project_run, monkeypatch
         v1 = client.get_model_version(STUDENT, "1")
         run_id = v1.tags["metacompress.evaluation_run_id"]
         expected = load_policy("standard").check(client.get_run(run_id).data.metrics)
-        rc = _recipe("gate", ["--model-name", STUDENT, "--version", "1", "--policy", "standard",
-                              "--evaluation-run-id", run_id, *common], tmp, monkeypatch)
+        rc = _recipe(
+            "gate",
+            ["--model-name", STUDENT, "--version", "1", "--policy", "standard", "--evaluation-run-id", run_id, *common],
+            tmp,
+            monkeypatch,
+        )
         out = capsys.readouterr().out
         assert rc == 0  # a failing verdict is an outcome, not an error
         passed = all(c.passed for c in expected)
         assert client.get_model_version(STUDENT, "1").tags["metacompress.policy"] == "standard"
-        gate_runs = client.search_runs([e.experiment_id for e in client.search_experiments()],
-                                       f"tags.mlflow.runName = 'gate-{STUDENT}-v1'", order_by=["start_time DESC"])
+        gate_runs = client.search_runs(
+            [e.experiment_id for e in client.search_experiments()],
+            f"tags.mlflow.runName = 'gate-{STUDENT}-v1'",
+            order_by=["start_time DESC"],
+        )
         gate_run = gate_runs[0]  # the entry point's own run, newer than the pipeline's gate run
         assert gate_run.info.run_id != run_id and gate_run.info.status == "FINISHED"
         assert gate_run.data.tags["metacompress.verdict"] == ("passed" if passed else "failed")
@@ -281,7 +327,7 @@ def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(proje
     import mlflow
 
     readme = (REPO / "README.md").read_text()
-    api = readme[readme.index("## API"):]
+    api = readme[readme.index("## API") :]
     code = re.search(r"```python\n(.*?)```", api, re.S).group(1)
     assert "models:/metacompress-generated-vulnerability-compressor/1" in code
     monkeypatch.chdir(project_run[0])

@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlflow_metacompress.data.sampling import cap_rows
+from mlflow_metacompress.distill.datasets import load_splits
 from mlflow_metacompress.gates.policy import load_policy
 from mlflow_metacompress.metrics import greater_is_better
 from mlflow_metacompress.pipeline import default_tracking_uri, is_file_store, setup_tracking
-from mlflow_metacompress.data.sampling import cap_rows
-from mlflow_metacompress.distill.datasets import load_splits
 from mlflow_metacompress.pipeline.data import load_task_data, normalise_task
+from mlflow_metacompress.pipeline.profiles import PROFILES, QUICK_POLICY, get_profile, resolve_policy
 from mlflow_metacompress.pipeline.report import comparison_table, to_markdown
 from mlflow_metacompress.pipeline.stages import (
     GateOutcome,
@@ -23,7 +24,6 @@ from mlflow_metacompress.pipeline.stages import (
     parse_methods,
     resolve_methods,
 )
-from mlflow_metacompress.pipeline.profiles import PROFILES, QUICK_POLICY, get_profile, resolve_policy
 from tests.test_distill_registry import add_method_module
 
 
@@ -99,8 +99,12 @@ def run(ctx, options):
 
 
 def test_resolve_methods_accepts_any_discovered_method(tmp_path, monkeypatch):
-    add_method_module(tmp_path, monkeypatch, "pipeline_test_method",
-                      METHOD_SOURCE.format(name="pipeline_test_method", body="    return None"))
+    add_method_module(
+        tmp_path,
+        monkeypatch,
+        "pipeline_test_method",
+        METHOD_SOURCE.format(name="pipeline_test_method", body="    return None"),
+    )
     assert resolve_methods("pipeline_test_method,compressor") == ["pipeline_test_method", "compressor"]
     assert "pipeline_test_method" in resolve_methods("all")
     quick = get_profile("quick")  # a method no profile names runs with its own defaults
@@ -139,8 +143,12 @@ def test_cap_is_stratified_seeded_and_bounded():
 
 
 def test_distillation_limit_and_pipeline_budget_sample_the_same_rows():
-    frames = {s: pd.DataFrame({"func": [f"int f{i}(){{}}" for i in range(200)], "target": [i % 3 == 0 for i in range(200)]})
-              .astype({"target": int}) for s in ("train", "valid", "test")}
+    frames = {
+        s: pd.DataFrame(
+            {"func": [f"int f{i}(){{}}" for i in range(200)], "target": [i % 3 == 0 for i in range(200)]}
+        ).astype({"target": int})
+        for s in ("train", "valid", "test")
+    }
     limited = load_splits(frames, "devign", limit=40, seed=5)
     for split, df in frames.items():
         pd.testing.assert_frame_equal(limited[split], cap_rows(df, 40, "target", seed=5))
@@ -171,8 +179,10 @@ def test_real_devign_is_read_and_capped_per_split(shared_data):
     assert data.dataset == "devign" and data.source == str(shared_data / "devign")
     on_disk = {s: sum(1 for _ in open(shared_data / "devign" / f"{s}.jsonl")) for s in ("train", "valid", "test")}
     assert {k: len(v) for k, v in data.frames.items()} == {  # each split capped by the profile, or whole
-        "train": min(quick.train_rows, on_disk["train"]), "valid": min(quick.valid_rows, on_disk["valid"]),
-        "test": min(quick.eval_rows, on_disk["test"])}
+        "train": min(quick.train_rows, on_disk["train"]),
+        "valid": min(quick.valid_rows, on_disk["valid"]),
+        "test": min(quick.eval_rows, on_disk["test"]),
+    }
     full = pd.read_json(shared_data / "devign" / "test.jsonl", lines=True)
     assert set(data.frames["test"]["func"]) <= set(full["func"])
     assert abs(data.frames["test"]["target"].mean() - full["target"].mean()) < 0.02  # stratified
@@ -218,8 +228,12 @@ def test_quick_policy_bounds_only_always_logged_lower_is_better_metrics():
     keys = [t.metric for t in policy.thresholds]
     assert not any("excess_drop_pct" in k or k.startswith("mr3_") for k in keys)  # the conditionally logged ones
     assert all(not greater_is_better(k.replace("*", "alert_yang_2022")) for k in keys)
-    metrics = {"accuracy_drop": 0.0, "mr1_violation_rate": 0.2, "mr1_violation_rate/metamorphic": 0.25,
-               "attack_alert_yang_2022/student_accuracy_drop": 0.25}
+    metrics = {
+        "accuracy_drop": 0.0,
+        "mr1_violation_rate": 0.2,
+        "mr1_violation_rate/metamorphic": 0.25,
+        "attack_alert_yang_2022/student_accuracy_drop": 0.25,
+    }
     assert all(c.passed for c in policy.check(metrics))  # thresholds are inclusive
     worse = {**metrics, "attack_alert_yang_2022/student_accuracy_drop": 0.26}
     assert [c.metric for c in policy.check(worse) if not c.passed] == ["attack_alert_yang_2022/student_accuracy_drop"]
@@ -237,15 +251,43 @@ def test_evaluator_config_needs_an_attack():
 # ------------------------------------------------------------------ comparison table
 def _outcomes() -> list[GateOutcome]:
     a = "alert_yang_2022"
-    passed = GateOutcome("compressor", "m-compressor", "1", "passed", True, [], {
-        "teacher_accuracy": 0.9, "student_accuracy": 0.88, "accuracy_drop": 0.02, "any_violation_rate": 0.1,
-        "any_violation_rate/metamorphic": 0.15, f"attack_{a}/student_asr": 0.3, f"attack_{a}/teacher_asr": 0.2,
-        f"attack_{a}/excess_drop_pct": 50.0}, "run1", {"metacompress.size_mb": "0.3012"})
-    failed = GateOutcome("morph", "m-morph", "2", "failed", False,
-                         ["accuracy_drop = 0.2 violates <= 0.05", "mr1 | pipe"], {
-                             "teacher_accuracy": 0.9, "student_accuracy": 0.7, "accuracy_drop": 0.2,
-                             "any_violation_rate": 0.4, f"attack_{a}/student_asr": 0.6}, "run2",
-                         {"metacompress.size_mb": "0.25"})
+    passed = GateOutcome(
+        "compressor",
+        "m-compressor",
+        "1",
+        "passed",
+        True,
+        [],
+        {
+            "teacher_accuracy": 0.9,
+            "student_accuracy": 0.88,
+            "accuracy_drop": 0.02,
+            "any_violation_rate": 0.1,
+            "any_violation_rate/metamorphic": 0.15,
+            f"attack_{a}/student_asr": 0.3,
+            f"attack_{a}/teacher_asr": 0.2,
+            f"attack_{a}/excess_drop_pct": 50.0,
+        },
+        "run1",
+        {"metacompress.size_mb": "0.3012"},
+    )
+    failed = GateOutcome(
+        "morph",
+        "m-morph",
+        "2",
+        "failed",
+        False,
+        ["accuracy_drop = 0.2 violates <= 0.05", "mr1 | pipe"],
+        {
+            "teacher_accuracy": 0.9,
+            "student_accuracy": 0.7,
+            "accuracy_drop": 0.2,
+            "any_violation_rate": 0.4,
+            f"attack_{a}/student_asr": 0.6,
+        },
+        "run2",
+        {"metacompress.size_mb": "0.25"},
+    )
     error = GateOutcome("avatar", "m-avatar", None, "error", error="RuntimeError: boom")
     return [passed, failed, error]
 
@@ -253,13 +295,29 @@ def _outcomes() -> list[GateOutcome]:
 def test_comparison_table_picks_each_metric_and_marks_absent_ones():
     table = comparison_table(_outcomes(), {"model": "m-teacher/1", "size_mb": 2.5})
     assert list(table["method"]) == ["teacher", "compressor", "morph", "avatar"]
-    assert list(table.columns) == ["method", "model", "verdict", "champion", "size_mb", "accuracy", "accuracy_drop",
-                                   "any_violation_rate", "any_violation_rate/metamorphic", "asr/alert_yang_2022",
-                                   "excess_drop_pct/alert_yang_2022", "failed_checks"]
+    assert list(table.columns) == [
+        "method",
+        "model",
+        "verdict",
+        "champion",
+        "size_mb",
+        "accuracy",
+        "accuracy_drop",
+        "any_violation_rate",
+        "any_violation_rate/metamorphic",
+        "asr/alert_yang_2022",
+        "excess_drop_pct/alert_yang_2022",
+        "failed_checks",
+    ]
     t, c, m, e = (row for _, row in table.iterrows())
     assert (t["verdict"], t["accuracy"], t["size_mb"], t["asr/alert_yang_2022"]) == ("reference", 0.9, 2.5, 0.2)
     assert (c["verdict"], c["champion"], c["model"], c["failed_checks"]) == ("passed", "yes", "m-compressor/1", "none")
-    assert (c["size_mb"], c["accuracy"], c["accuracy_drop"], c["excess_drop_pct/alert_yang_2022"]) == (0.3012, 0.88, 0.02, 50.0)
+    assert (c["size_mb"], c["accuracy"], c["accuracy_drop"], c["excess_drop_pct/alert_yang_2022"]) == (
+        0.3012,
+        0.88,
+        0.02,
+        50.0,
+    )
     assert m["champion"] == "no" and m["asr/alert_yang_2022"] == 0.6
     assert math.isnan(m["any_violation_rate/metamorphic"]) and math.isnan(m["excess_drop_pct/alert_yang_2022"])
     assert m["failed_checks"] == "accuracy_drop = 0.2 violates <= 0.05; mr1 | pipe"
@@ -288,8 +346,10 @@ def test_a_crashing_method_is_reported_the_others_run_and_the_run_ends_failed(tr
 
     from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline
 
-    body = ("    assert ctx.size_mb == 0.5 and ctx.unlabeled.teacher_logits is not None  # reached with soft labels\n"
-            "    raise RuntimeError('search space empty')")
+    body = (
+        "    assert ctx.size_mb == 0.5 and ctx.unlabeled.teacher_logits is not None  # reached with soft labels\n"
+        "    raise RuntimeError('search space empty')"
+    )
     add_method_module(tmp_path, monkeypatch, "pipeline_boom", METHOD_SOURCE.format(name="pipeline_boom", body=body))
     result = run_pipeline(PipelineConfig(profile="tiny", methods="pipeline_boom", size_mb=0.5, progress=False))
     assert result.errors == {"pipeline_boom": "RuntimeError: search space empty"}
@@ -301,8 +361,10 @@ def test_a_crashing_method_is_reported_the_others_run_and_the_run_ends_failed(tr
     assert run.data.tags["metacompress.task"] == "generated-vulnerability"
     assert "comparison/comparison.csv" in [a.path for a in client.list_artifacts(result.run_id, "comparison")]
     assert {r.info.run_name: r.info.status for r in client.search_runs([run.info.experiment_id])} == {
-        "metacompress-generated-vulnerability": "FAILED", "teacher-generated-vulnerability": "FINISHED",
-        "pipeline_boom-generated-vulnerability": "FAILED"}
+        "metacompress-generated-vulnerability": "FAILED",
+        "teacher-generated-vulnerability": "FINISHED",
+        "pipeline_boom-generated-vulnerability": "FAILED",
+    }
     assert [m.name for m in client.search_registered_models()] == ["metacompress-generated-vulnerability-teacher"]
     assert result.teacher_uri == "models:/metacompress-generated-vulnerability-teacher/1"
     assert "| pipeline_boom | metacompress-generated-vulnerability-pipeline_boom | error |" in result.markdown

@@ -26,8 +26,9 @@ class FakeClock:
 
 
 def _work(profile=None, methods=METHODS):
-    return pipeline_work(profile or get_profile("quick"), methods, SIZES, transforms=10,
-                         training={m: m != "quantize" for m in methods})
+    return pipeline_work(
+        profile or get_profile("quick"), methods, SIZES, transforms=10, training={m: m != "quantize" for m in methods}
+    )
 
 
 def test_budgets_follow_each_stage_s_own_size():
@@ -53,8 +54,9 @@ def _replay(stages, seconds, clock_work=True):
     """Run the stages with a fake clock taking ``seconds[label]`` each; return, for every
     stage's start, (stage number, estimate, truth)."""
     clock = FakeClock()
-    sc = StageClock([(w.kind, w.label, w.work) if clock_work else (w.kind, w.label) for w in stages],
-                    interval=3600, clock=clock)
+    sc = StageClock(
+        [(w.kind, w.label, w.work) if clock_work else (w.kind, w.label) for w in stages], interval=3600, clock=clock
+    )
     total = sum(seconds.values())
     out = []
     for i, w in enumerate(stages, 1):
@@ -85,8 +87,16 @@ def test_estimate_is_within_half_of_the_truth_from_the_third_stage_on():
 
 def test_a_stage_kind_not_seen_yet_is_priced_at_the_teacher_s_rate():
     clock = FakeClock()
-    sc = StageClock([("teacher", "teacher", 100.0), ("distill", "distill a", 50.0), ("gate", "gate a", 10.0),
-                     ("distill", "distill q", 5.0)], interval=3600, clock=clock)
+    sc = StageClock(
+        [
+            ("teacher", "teacher", 100.0),
+            ("distill", "distill a", 50.0),
+            ("gate", "gate a", 10.0),
+            ("distill", "distill q", 5.0),
+        ],
+        interval=3600,
+        clock=clock,
+    )
     assert sc.remaining() is None
     with sc.stage("teacher"):
         clock.now += 200  # 2 s per unit of work
@@ -119,19 +129,39 @@ def test_a_method_module_declaring_trains_false_is_budgeted_without_training(mon
 # 2-core machine at load 9-20, 2026-12-01; benchmarks/bench_threads.py --main-job, 5,926 s
 # in all). The quick profile's budgets are pinned as they were, so later changes to the
 # profile do not move this record.
-MEASURED = {"teacher": 1275, "distill avatar": 830, "gate avatar": 324, "distill compressor": 1342,
-            "gate compressor": 81, "distill fidelity": 497, "gate fidelity": 73, "distill morph": 1228,
-            "gate morph": 52}
+MEASURED = {
+    "teacher": 1275,
+    "distill avatar": 830,
+    "gate avatar": 324,
+    "distill compressor": 1342,
+    "gate compressor": 81,
+    "distill fidelity": 497,
+    "gate fidelity": 73,
+    "distill morph": 1228,
+    "gate morph": 52,
+}
 
 
 def test_estimate_on_a_measured_quick_job_is_within_half_from_the_third_stage():
-    quick = replace(get_profile("quick"), generated_rows=2500, train_rows=2000, valid_rows=120, eval_rows=100,
-                    teacher_epochs=15, student_epochs=6, method_epochs={"fidelity": 3}, batch_size=16,
-                    attacks=("alert_yang_2022",), attack_budget=40, attack_max_samples=16, max_steps=-1)
+    quick = replace(
+        get_profile("quick"),
+        generated_rows=2500,
+        train_rows=2000,
+        valid_rows=120,
+        eval_rows=100,
+        teacher_epochs=15,
+        student_epochs=6,
+        method_epochs={"fidelity": 3},
+        batch_size=16,
+        attacks=("alert_yang_2022",),
+        attack_budget=40,
+        attack_max_samples=16,
+        max_steps=-1,
+    )
     methods = ["avatar", "compressor", "fidelity", "morph"]
     stages = pipeline_work(quick, methods, SIZES, transforms=10, training=dict.fromkeys(methods, True))
     for subset in (methods, methods[:3]):  # the whole job, and its first seven stages as a 3-method job
-        part = stages[:1 + 2 * len(subset)]
+        part = stages[: 1 + 2 * len(subset)]
         times = {w.label: MEASURED[w.label] for w in part}
         errors = {n: e / t - 1 for n, e, t in _replay(part, times) if n >= 3}
         assert max(abs(e) for e in errors.values()) <= 0.5, errors

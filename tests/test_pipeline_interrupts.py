@@ -72,9 +72,12 @@ def test_ctrl_c_inside_a_stage_ends_every_run_killed_and_removes_temp_folders(tr
     assert mlflow.active_run() is None
     runs = {r.info.run_name: r for r in _all_runs(mlflow.MlflowClient())}
     status = {name: r.info.status for name, r in runs.items()}
-    assert status == {"metacompress-generated-vulnerability": "KILLED",
-                      "teacher-generated-vulnerability": "FINISHED",
-                      "compressor-generated-vulnerability": "KILLED", "dangling": "KILLED"}
+    assert status == {
+        "metacompress-generated-vulnerability": "KILLED",
+        "teacher-generated-vulnerability": "FINISHED",
+        "compressor-generated-vulnerability": "KILLED",
+        "dangling": "KILLED",
+    }
     assert runs["compressor-generated-vulnerability"].info.run_id == seen["student_run"]
     assert all(r.info.end_time for r in runs.values())
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers are put back
@@ -83,8 +86,7 @@ def test_ctrl_c_inside_a_stage_ends_every_run_killed_and_removes_temp_folders(tr
 def test_a_crash_inside_a_stage_ends_the_runs_failed(tracking, tmpdir_here, monkeypatch):
     import mlflow
 
-    from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline
-    from mlflow_metacompress.pipeline import stages
+    from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline, stages
 
     def teacher_stage(*args, **kwargs):
         mlflow.start_run(run_name="teacher-half-done", nested=True)  # left active by the crash
@@ -102,8 +104,7 @@ def test_a_crash_reported_before_an_interrupt_stays_failed(tracking, tmpdir_here
     """One method crashes (reported, FAILED), the next is interrupted (KILLED)."""
     import mlflow
 
-    from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline
-    from mlflow_metacompress.pipeline import stages
+    from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline, stages
 
     def student_stage(data, profile, teacher_uri, method, *args, **kwargs):
         with mlflow.start_run(run_name=f"{method}-attempt", nested=True):
@@ -133,8 +134,9 @@ def test_end_nested_runs_leaves_older_and_foreign_runs_alone(tracking):
         since = int(time.time() * 1000) + 5
         time.sleep(0.02)
         child = mlflow.start_run(run_name="child", nested=True)
-        grandchild = client.create_run(root.info.experiment_id, run_name="grandchild",
-                                       tags={"mlflow.parentRunId": child.info.run_id})
+        grandchild = client.create_run(
+            root.info.experiment_id, run_name="grandchild", tags={"mlflow.parentRunId": child.info.run_id}
+        )
         other = client.create_run(root.info.experiment_id, run_name="unrelated")
         changed = end_nested_runs(root.info.run_id, since, "KILLED")
         assert set(changed) == {child.info.run_id, grandchild.info.run_id}
@@ -179,10 +181,26 @@ def test_ctrl_c_during_mlflow_run_leaves_no_running_run_and_no_temp_folder(tmp_p
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = _env(tmp_path) | {"TMPDIR": str(tmp), "METACOMPRESS_HEARTBEAT_S": "0.5"}
-    cmd = [sys.executable, "-m", "mlflow", "run", ".", "--env-manager", "local", "-P", "profile=tiny",
-           "-P", "methods=compressor", "-P", "progress=false", "--experiment-name", "ctrl-c"]
-    proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own process group, like a terminal's job
+    cmd = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "run",
+        ".",
+        "--env-manager",
+        "local",
+        "-P",
+        "profile=tiny",
+        "-P",
+        "methods=compressor",
+        "-P",
+        "progress=false",
+        "--experiment-name",
+        "ctrl-c",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )  # its own process group, like a terminal's job
     lines: list[str] = []
     try:
         assert proc.stderr is not None

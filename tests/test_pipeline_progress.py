@@ -10,8 +10,14 @@ import time
 
 import pytest
 
-from mlflow_metacompress.heartbeat import (HEARTBEAT_ENV, Heartbeat, current_note, format_seconds,
-                                           heartbeat_interval, note)
+from mlflow_metacompress.heartbeat import (
+    HEARTBEAT_ENV,
+    Heartbeat,
+    current_note,
+    format_seconds,
+    heartbeat_interval,
+    note,
+)
 from mlflow_metacompress.pipeline.progress import StageClock, pipeline_stages
 
 PROGRESS = "mlflow_metacompress.pipeline.progress"
@@ -40,8 +46,12 @@ def _wait_for(predicate, deadline_s: float = 20.0) -> bool:
 
 def test_pipeline_stages_are_the_teacher_then_distill_and_gate_per_method():
     assert pipeline_stages(["compressor", "morph"]) == [
-        ("teacher", "teacher"), ("distill", "distill compressor"), ("gate", "gate compressor"),
-        ("distill", "distill morph"), ("gate", "gate morph")]
+        ("teacher", "teacher"),
+        ("distill", "distill compressor"),
+        ("gate", "gate compressor"),
+        ("distill", "distill morph"),
+        ("gate", "gate morph"),
+    ]
 
 
 def test_stage_lines_give_index_elapsed_and_a_remaining_time_from_finished_stages(caplog):
@@ -103,8 +113,11 @@ def test_heartbeat_repeats_the_running_line_with_the_work_s_note(caplog):
         assert _wait_for(lambda: sum("running" in line for line in _lines(caplog)) >= 2)
         assert current_note() == "fit epoch 2/15, ETA 0:01:02"
     beats = [line for line in _lines(caplog) if "running" in line]
-    assert re.fullmatch(r"stage 1/3 teacher: running \d:\d\d:\d\d \(fit epoch 2/15, ETA 0:01:02\) · "
-                        r"elapsed \d:\d\d:\d\d · remaining estimated after the first stage", beats[-1])
+    assert re.fullmatch(
+        r"stage 1/3 teacher: running \d:\d\d:\d\d \(fit epoch 2/15, ETA 0:01:02\) · "
+        r"elapsed \d:\d\d:\d\d · remaining estimated after the first stage",
+        beats[-1],
+    )
     assert current_note() is None  # the next stage starts without the previous one's note
     count = len(_lines(caplog))
     time.sleep(0.2)  # the heartbeat stopped with its stage
@@ -186,10 +199,22 @@ def test_fit_logs_epoch_lines_and_shows_no_bar_when_output_is_not_a_terminal(cap
         for terminal in (False, True):
             monkeypatch.setattr(training, "on_terminal", lambda: terminal)
             torch.manual_seed(0)
-            model = ArchSpec(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1,
-                             intermediate_size=32, max_length=64).build()
-            result = training.fit(ClassifierModule(model), tok, train, val,
-                                  training.FitConfig(epochs=2, batch_size=8, progress=True), mlflow_logger=False)
+            model = ArchSpec(
+                vocab_size=len(tok),
+                hidden_size=16,
+                num_hidden_layers=1,
+                num_attention_heads=1,
+                intermediate_size=32,
+                max_length=64,
+            ).build()
+            result = training.fit(
+                ClassifierModule(model),
+                tok,
+                train,
+                val,
+                training.FitConfig(epochs=2, batch_size=8, progress=True),
+                mlflow_logger=False,
+            )
             assert result.epochs_run == 2
             histories.append(result.history)
             gpu_notices.append(sum("GPU available" in m for m in notices))
@@ -198,8 +223,11 @@ def test_fit_logs_epoch_lines_and_shows_no_bar_when_output_is_not_a_terminal(cap
         logging.getLogger("lightning.pytorch").removeHandler(handler)
     quiet, shown = trainers
     assert quiet.progress_bar_callback is None and shown.progress_bar_callback is not None
-    lines = [r.getMessage() for r in caplog.records if r.name == "mlflow_metacompress.distill.training"
-             and r.getMessage().startswith("fit epoch")]
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "mlflow_metacompress.distill.training" and r.getMessage().startswith("fit epoch")
+    ]
     assert len(lines) == 4  # two epochs per fit
     pattern = r"fit epoch (\d)/2 · \d:\d\d:\d\d · ETA \d:\d\d:\d\d · val_acc (\d\.\d{3}), val_loss \d\.\d{3}"
     for line, row in zip(lines, [r for h in histories for r in h]):

@@ -57,6 +57,9 @@ def test_a_student_failing_its_gate_leaves_the_pipeline_run_finished(tracking, t
     client = mlflow.MlflowClient()
     assert client.get_run(result.run_id).info.status == "FINISHED"
     gate = client.get_run(result.outcomes[0].evaluation_run_id)
-    assert gate.info.status == "FINISHED" and gate.info.run_name == "gate-metacompress-generated-vulnerability-compressor-v1"
+    assert (
+        gate.info.status == "FINISHED"
+        and gate.info.run_name == "gate-metacompress-generated-vulnerability-compressor-v1"
+    )
     assert gate.data.tags["metacompress.verdict"] == "failed" and gate.data.metrics[GATE_PASSED] == 0.0
     assert "champion" not in (client.get_registered_model(result.outcomes[0].model_name).aliases or {})

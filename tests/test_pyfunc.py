@@ -19,9 +19,17 @@ def test_plain_hf_sequence_classifier_directory(tracking, tiny_classifiers, tmp_
 
     tok = tiny_classifiers[0]
     torch.manual_seed(0)
-    cfg = RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=130, pad_token_id=tok.pad_token_id,
-                        id2label={0: "safe", 1: "vulnerable"}, label2id={"safe": 0, "vulnerable": 1})
+    cfg = RobertaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=130,
+        pad_token_id=tok.pad_token_id,
+        id2label={0: "safe", 1: "vulnerable"},
+        label2id={"safe": 0, "vulnerable": 1},
+    )
     model = RobertaForSequenceClassification(cfg).eval()
     model.save_pretrained(tmp_path / "hf")
     tok.save_pretrained(tmp_path / "hf")
@@ -38,8 +46,14 @@ def test_plain_hf_sequence_classifier_directory(tracking, tiny_classifiers, tmp_
 def test_concat_cls_pair_model_round_trip(tracking, tiny_classifiers, tmp_path):
     tok = tiny_classifiers[0]
     torch.manual_seed(1)
-    model = CodeClassifier.from_config(len(tok), pair_mode="concat_cls", hidden_size=32, intermediate_size=64,
-                                       max_length=64, pad_token_id=tok.pad_token_id).eval()
+    model = CodeClassifier.from_config(
+        len(tok),
+        pair_mode="concat_cls",
+        hidden_size=32,
+        intermediate_size=64,
+        max_length=64,
+        pad_token_id=tok.pad_token_id,
+    ).eval()
     a, b = TOY_CODE[:3], TOY_CODE[3:]
     direct = model.predict_proba(tok, a, b)
     with mlflow.start_run():

@@ -51,9 +51,23 @@ def model_run(store) -> str:
     df = toy_frame(24, seed=2)
     df["target"] = teacher(df).argmax(1)
     with mlflow.start_run(run_name="model-mode") as run:
-        mlflow.models.evaluate(model=student, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-                               evaluator_config={"teacher": teacher, "language": "c", "transforms": TRANSFORMS, "attacks": [ATTACK], "attack_budget": 60,
-                                                 "attack_max_samples": 6, "max_examples": 8, "progress": False})
+        mlflow.models.evaluate(
+            model=student,
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={
+                "teacher": teacher,
+                "language": "c",
+                "transforms": TRANSFORMS,
+                "attacks": [ATTACK],
+                "attack_budget": 60,
+                "attack_max_samples": 6,
+                "max_examples": 8,
+                "progress": False,
+            },
+        )
     return run.info.run_id
 
 
@@ -62,11 +76,18 @@ def _static(run_name: str, student_seed: int, n: int = 120, data_seed: int = 0) 
     t = random_probs(rng, n, 2, 2.0)
     s = np.clip(t + np.random.default_rng(student_seed).normal(0, 0.2, t.shape), 0.01, None)
     s /= s.sum(axis=1, keepdims=True)
-    df = pd.DataFrame({"t0": t[:, 0], "t1": t[:, 1], "s0": s[:, 0], "s1": s[:, 1], "target": (rng.random(n) < t[:, 1]).astype(int)})
+    df = pd.DataFrame(
+        {"t0": t[:, 0], "t1": t[:, 1], "s0": s[:, 0], "s1": s[:, 1], "target": (rng.random(n) < t[:, 1]).astype(int)}
+    )
     with mlflow.start_run(run_name=run_name) as run:
         mlflow.set_tag("metacompress.gate_model", f"models:/{run_name}/1")  # as gate_version tags its run
-        mlflow.models.evaluate(data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-                               evaluator_config={"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]})
+        mlflow.models.evaluate(
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]},
+        )
     return run.info.run_id
 
 
@@ -77,12 +98,19 @@ def static_runs(store) -> dict[str, str]:
 
 
 def _logged_report(run_id: str) -> str:
-    return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/report.html")).read_text()
+    return Path(
+        mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/report.html")
+    ).read_text()
 
 
 def _headline_keys(metrics: dict[str, float]) -> list[str]:
-    names = ["teacher_accuracy", "student_accuracy", "accuracy_drop", "any_violation_rate",
-             *(f"mr{k}_violation_rate" for k in range(1, 5))]
+    names = [
+        "teacher_accuracy",
+        "student_accuracy",
+        "accuracy_drop",
+        "any_violation_rate",
+        *(f"mr{k}_violation_rate" for k in range(1, 5)),
+    ]
     keys = [n for n in names if n in metrics]
     for suffix in ("metamorphic", f"attack_{ATTACK}"):
         keys += [f"{n}/{suffix}" for n in names[3:] if f"{n}/{suffix}" in metrics]
@@ -108,7 +136,9 @@ def test_model_mode_report_is_logged_with_every_section_and_no_external_resource
     assert parsed.ids == ["headline", "transformations", "plots", "worst", "attacks", "provenance"]
     assert external_refs(page) == []
     assert parsed.csp.startswith("default-src 'none';") and "connect-src" not in parsed.csp
-    assert parsed.scripts and all(h in parsed.csp for h in script_hashes(parsed))  # the one inline script is allowed by hash
+    assert parsed.scripts and all(
+        h in parsed.csp for h in script_hashes(parsed)
+    )  # the one inline script is allowed by hash
     metrics = MlflowClient().get_run(model_run).data.metrics
     _check_numbers(parsed.numbers, metrics, _headline_keys(metrics))
     table = re.search(r'<section id="transformations">.*?</section>', page, flags=re.S).group(0)
@@ -116,13 +146,18 @@ def test_model_mode_report_is_logged_with_every_section_and_no_external_resource
     ran = {k.split("/", 1)[1] for k in metrics if k.startswith("transform_applicable_rate/")}
     assert shown == ran | {"transformed (pooled)"}
     assert page.count('<article class="example">') >= 1
-    assert re.search(r'<section id="worst">.*?</section>', page, flags=re.S).group(0).count('<article class="example">') <= 8
+    assert (
+        re.search(r'<section id="worst">.*?</section>', page, flags=re.S).group(0).count('<article class="example">')
+        <= 8
+    )
     assert model_run in re.search(r'<section id="provenance">.*?</section>', page, flags=re.S).group(0)
 
 
 def test_adversarial_examples_highlight_exactly_the_attack_renaming(model_run):
     page = _logged_report(model_run)
-    table = pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=model_run, artifact_path=f"metacompress/attacks/{ATTACK}.parquet"))
+    table = pd.read_parquet(
+        mlflow.artifacts.download_artifacts(run_id=model_run, artifact_path=f"metacompress/attacks/{ATTACK}.parquet")
+    )
     won = table[table["status"] == "succeeded"]
     section = re.search(r'<section id="attacks">.*?</section>', page, flags=re.S).group(0)
     examples = section.split('<article class="example">')[1:]
@@ -142,7 +177,9 @@ def test_report_cli_rebuilds_the_logged_report_without_a_model(model_run, tmp_pa
     logged, rebuilt = _logged_report(model_run), out.read_text()
     for section in ("headline", "transformations", "plots", "worst", "attacks"):
         pattern = rf'<section id="{section}">.*?</section>'
-        assert re.search(pattern, rebuilt, flags=re.S).group(0) == re.search(pattern, logged, flags=re.S).group(0), section
+        assert re.search(pattern, rebuilt, flags=re.S).group(0) == re.search(pattern, logged, flags=re.S).group(0), (
+            section
+        )
 
 
 def test_static_report_and_compare_cli(static_runs, tmp_path, capsys):
@@ -199,8 +236,11 @@ def _page_requests(netlog: Path) -> list[str]:
     request from a ``file://`` page carries ``null``, from an http page its origin."""
     log = json.loads(netlog.read_text())
     start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
-    return [e["params"]["url"] for e in log["events"]
-            if e["type"] == start and e.get("params", {}).get("initiator", "not an origin") != "not an origin"]
+    return [
+        e["params"]["url"]
+        for e in log["events"]
+        if e["type"] == start and e.get("params", {}).get("initiator", "not an origin") != "not an origin"
+    ]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
@@ -218,10 +258,15 @@ def test_chromium_renders_the_headline_as_logged_and_no_request_leaves_the_page(
 
     # the same harness sees a page that does fetch something (so the check above can fail)
     leaky = tmp_path / "leaky.html"
-    leaky.write_text('<html><body><img src="https://example.invalid/x.png"><link rel="stylesheet" href="http://example.invalid/a.css">'
-                     "</body></html>")
+    leaky.write_text(
+        '<html><body><img src="https://example.invalid/x.png"><link rel="stylesheet" href="http://example.invalid/a.css">'
+        "</body></html>"
+    )
     _chromium(f"--log-net-log={tmp_path / 'leaky.json'}", "--virtual-time-budget=3000", "--dump-dom", leaky.as_uri())
-    assert sorted(_page_requests(tmp_path / "leaky.json")) == ["http://example.invalid/a.css", "https://example.invalid/x.png"]
+    assert sorted(_page_requests(tmp_path / "leaky.json")) == [
+        "http://example.invalid/a.css",
+        "https://example.invalid/x.png",
+    ]
 
 
 def test_pipeline_comparison_logs_report_html(static_runs, caplog):
@@ -229,10 +274,14 @@ def test_pipeline_comparison_logs_report_html(static_runs, caplog):
 
     client = MlflowClient()
     with mlflow.start_run() as parent:
-        assert log_comparison_html([static_runs["a"], None, static_runs["b"]], "task on data") == "comparison/report.html"
+        assert (
+            log_comparison_html([static_runs["a"], None, static_runs["b"]], "task on data") == "comparison/report.html"
+        )
         assert log_comparison_html([static_runs["a"], static_runs["other"]], artifact_path="refused") is None
     assert [a.path for a in client.list_artifacts(parent.info.run_id, "comparison")] == ["comparison/report.html"]
     assert client.list_artifacts(parent.info.run_id, "refused") == []
     assert "different data" in caplog.text
-    page = Path(mlflow.artifacts.download_artifacts(run_id=parent.info.run_id, artifact_path="comparison/report.html")).read_text()
+    page = Path(
+        mlflow.artifacts.download_artifacts(run_id=parent.info.run_id, artifact_path="comparison/report.html")
+    ).read_text()
     assert "task on data" in page and static_runs["a"] in page and static_runs["b"] in page

@@ -33,7 +33,8 @@ WIDTHS = (870, 1400)
 CARDS = "section, .card, article.example, figure.fig, header, nav"
 # Measures every element against its card after opening every <details>; an element inside
 # a scrolling box (overflow-x auto/scroll) within its card is measured by that box.
-MEASURE = """(function(){
+MEASURE = (
+    """(function(){
 document.querySelectorAll('details').forEach(function(d){d.open=true;});
 var W=document.documentElement.clientWidth,bad=[],n=0;
 function scroller(e,card){var out=null;for(var p=e.parentElement;p&&p!==card;p=p.parentElement){
@@ -47,9 +48,15 @@ var t=(card&&scroller(e,card))||e,b=t.getBoundingClientRect();
 if(b.right>box.right+0.5||b.left<box.left-0.5)bad.push({tag:tag,cls:String(e.getAttribute('class')||''),
 text:(e.textContent||'').trim().slice(0,50),right:Math.round(b.right),card:card?card.tagName.toLowerCase()+'#'+(card.id||card.className):'viewport',cardRight:Math.round(box.right)});});
 document.body.setAttribute('data-layout',JSON.stringify({width:W,scrollWidth:document.documentElement.scrollWidth,checked:n,bad:bad.slice(0,25),count:bad.length}));
-})();""" % CARDS
-LONG_STUDENTS = ["models:/codexglue-defect-detection-student-compressor/12", "models:/codexglue-defect-detection-student-avatar/7",
-                 "runs:/0123456789abcdef0123456789abcdef/distilled-student-model", "models:/m-a1b2c3d4e5f60718293a4b5c6d7e8f90"]
+})();"""
+    % CARDS
+)
+LONG_STUDENTS = [
+    "models:/codexglue-defect-detection-student-compressor/12",
+    "models:/codexglue-defect-detection-student-avatar/7",
+    "runs:/0123456789abcdef0123456789abcdef/distilled-student-model",
+    "models:/m-a1b2c3d4e5f60718293a4b5c6d7e8f90",
+]
 
 
 def measure(html: str, width: int, tmp: Path, name: str) -> dict:
@@ -79,11 +86,24 @@ def model_page(store) -> tuple[str, str]:  # noqa: F811
     df["project"] = ["FFmpeg" if i % 3 else "qemu" for i in range(len(df))]
     with mlflow.start_run(run_name="layout") as run:
         mlflow.set_tag("metacompress.gate_model", LONG_STUDENTS[0])
-        mlflow.models.evaluate(model=student, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-                               evaluator_config={"teacher": teacher, "language": "c", "slice_columns": ["project"],
-                                                 "transforms": ["rename_variables", "insert_dead_code", "swap_operands", "for_to_while"],
-                                                 "attacks": ["mhm_zhang_2020"], "attack_budget": 60, "attack_max_samples": 6,
-                                                 "max_examples": 8, "progress": False})
+        mlflow.models.evaluate(
+            model=student,
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={
+                "teacher": teacher,
+                "language": "c",
+                "slice_columns": ["project"],
+                "transforms": ["rename_variables", "insert_dead_code", "swap_operands", "for_to_while"],
+                "attacks": ["mhm_zhang_2020"],
+                "attack_budget": 60,
+                "attack_max_samples": 6,
+                "max_examples": 8,
+                "progress": False,
+            },
+        )
     path = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="metacompress/report.html")
     return run.info.run_id, Path(path).read_text()
 
@@ -97,7 +117,9 @@ def compare_page(store, tmp_path_factory) -> tuple[list[str], str]:  # noqa: F81
     runs = []
     for prefix, uri in zip("suvw", LONG_STUDENTS):
         runs.append(static_run(df, prefix, f"layout-{prefix}", uri))
-    out = write_comparison_html(runs, tmp_path_factory.mktemp("compare") / "compare.html", "defect detection on CodeXGLUE")
+    out = write_comparison_html(
+        runs, tmp_path_factory.mktemp("compare") / "compare.html", "defect detection on CodeXGLUE"
+    )
     return runs, out.read_text()
 
 
@@ -118,7 +140,9 @@ def test_the_measure_sees_an_overflowing_table(tmp_path):
     from mlflow_metacompress.report.page import page
 
     wide = "".join(f"<td>{'x' * 40}</td>" for _ in range(6))
-    layout = measure(page("t", "s", [], f'<section id="t"><table><tr>{wide}</tr></table></section>'), 870, tmp_path, "wide")
+    layout = measure(
+        page("t", "s", [], f'<section id="t"><table><tr>{wide}</tr></table></section>'), 870, tmp_path, "wide"
+    )
     assert layout["count"] > 0 and layout["bad"][0]["card"] in ("section#t", "viewport")
 
 
@@ -128,8 +152,12 @@ def test_compare_headers_are_short_labels_with_the_full_uri_on_hover_and_in_prov
     labels = re.findall(r'<th title="([^"]*)">([^<]*)<', head)
     assert [title for title, _ in labels] == LONG_STUDENTS
     shown = [label for _, label in labels]
-    assert shown == ["codexglue-defect-detection-student-compressor v12", "codexglue-defect-detection-student-avatar v7",
-                     "run 01234567 · distilled-student-model", "model m-a1b2c3d4"]
+    assert shown == [
+        "codexglue-defect-detection-student-compressor v12",
+        "codexglue-defect-detection-student-avatar v7",
+        "run 01234567 · distilled-student-model",
+        "model m-a1b2c3d4",
+    ]
     prov = re.search(r'<section id="provenance">.*?</section>', html, flags=re.S).group(0)
     for uri, run_id in zip(LONG_STUDENTS, runs):
         assert f"<code>{uri}</code>" in prov and run_id in prov
@@ -142,7 +170,9 @@ def _provenance_text(html: str) -> str:
 
 def test_statistics_are_a_rounded_table(model_page):
     run_id, html = model_page
-    summary = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read_text())
+    summary = json.loads(
+        Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read_text()
+    )
     assert isinstance(summary["statistics"], dict) and summary["statistics"]
     section = re.search(r'<section id="provenance">.*?</section>', html, flags=re.S).group(0)
     table = re.search(r'<table class="stats">.*?</table>', section, flags=re.S)
@@ -151,12 +181,20 @@ def test_statistics_are_a_rounded_table(model_page):
     assert "{" not in text and not re.search(r"\d\.\d{5,}", text), "no raw dictionary, no unrounded float"
     stats = {k: v for k, v in summary["statistics"].items() if k != "level"}  # the level is the header's "95% interval"
     assert summary["statistics"]["level"] == 0.95 and "95% interval" in table.group(0)
-    assert table.group(0).count("<tr>") == 1 + len({k.split("/")[0] for k in summary["statistics"]["intervals"]})  # one row per metric
-    shown = section[section.index("Statistics</h3>"):]
+    assert table.group(0).count("<tr>") == 1 + len(
+        {k.split("/")[0] for k in summary["statistics"]["intervals"]}
+    )  # one row per metric
+    shown = section[section.index("Statistics</h3>") :]
     floats = [v for v in _leaves(stats) if isinstance(v, float)]
     assert len(floats) > 20
     for v in floats:  # each number as the report formats numbers elsewhere
-        forms = (f">{fmt.rate(v)}<", f">{fmt.signed(v)}<", f"[{fmt.rate(v)},", f" {fmt.rate(v)}]", f">{fmt.pvalue(v)} ·")
+        forms = (
+            f">{fmt.rate(v)}<",
+            f">{fmt.signed(v)}<",
+            f"[{fmt.rate(v)},",
+            f" {fmt.rate(v)}]",
+            f">{fmt.pvalue(v)} ·",
+        )
         assert any(form in shown for form in forms), v
 
 
@@ -177,11 +215,27 @@ def test_worst_discrepancies_show_distinct_samples_first():
     from mlflow_metacompress.report.data import ReportData
     from mlflow_metacompress.report.sections import worst
 
-    variants = ["original", "rename_variables", "insert_dead_code", "swap_operands", "for_to_while", "attack_mhm_zhang_2020"]
+    variants = [
+        "original",
+        "rename_variables",
+        "insert_dead_code",
+        "swap_operands",
+        "for_to_while",
+        "attack_mhm_zhang_2020",
+    ]
     rows = [{"variant": v, "row": 0, "kl": 5.0 - i / 10} for i, v in enumerate(variants)]
     rows += [{"variant": "original", "row": r, "kl": 1.0 / r} for r in range(1, 8)]
-    per = pd.DataFrame(rows).assign(any_violation=True, mr1_violation=True, teacher_pred=0, student_pred=1, label=0,
-                                    teacher_prob_A=0.9, teacher_prob_B=0.1, student_prob_A=0.2, student_prob_B=0.8)
+    per = pd.DataFrame(rows).assign(
+        any_violation=True,
+        mr1_violation=True,
+        teacher_pred=0,
+        student_pred=1,
+        label=0,
+        teacher_prob_A=0.9,
+        teacher_prob_B=0.1,
+        student_prob_A=0.2,
+        student_prob_B=0.8,
+    )
     data = ReportData({}, per, ["A", "B"], {"config": {"max_examples": 10}}, {}, {})
     shown = [(v, int(r)) for v, r in re.findall(r"<h3>#\d+ · ([^·]+) · row (\d+)", worst(data))]
     assert [r for _, r in shown] == [0, 1, 2, 3, 4, 5, 6, 7, 0, 0]

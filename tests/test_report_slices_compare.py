@@ -30,15 +30,23 @@ def _section(page: str, name: str) -> str | None:
 
 
 def _logged_report(run_id: str) -> str:
-    return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/report.html")).read_text()
+    return Path(
+        mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/report.html")
+    ).read_text()
 
 
 def shared_frame(n: int = 160, seed: int = 0, students: int = 2) -> pd.DataFrame:
     """Code, a CWE column, the teacher's probabilities (t0, t1), students' (s0, s1, u0, u1, …) and the label."""
     rng = np.random.default_rng(seed)
     t = random_probs(rng, n, 2, 2.0)
-    df = pd.DataFrame({"func": [TOY_CODE[i % len(TOY_CODE)] for i in range(n)], "cwe": [CWES[i % 3 if i % 7 else 3] for i in range(n)],
-                       "t0": t[:, 0], "t1": t[:, 1]})
+    df = pd.DataFrame(
+        {
+            "func": [TOY_CODE[i % len(TOY_CODE)] for i in range(n)],
+            "cwe": [CWES[i % 3 if i % 7 else 3] for i in range(n)],
+            "t0": t[:, 0],
+            "t1": t[:, 1],
+        }
+    )
     for k, prefix in zip(range(students), "suvw"):
         s = np.clip(t + np.random.default_rng(seed + 10 + k).normal(0, 0.15 + 0.1 * k, t.shape), 0.01, None)
         s /= s.sum(axis=1, keepdims=True)
@@ -52,9 +60,17 @@ def static_run(df: pd.DataFrame, prefix: str, name: str, uri: str | None = None,
     tagged as the gate tags it with the student's URI (``models:/<name>/1`` unless given)."""
     with mlflow.start_run(run_name=name) as run:
         mlflow.set_tag("metacompress.gate_model", uri or f"models:/{name}/1")
-        mlflow.models.evaluate(data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-                               evaluator_config={"teacher_prob_columns": ["t0", "t1"],
-                                                 "student_prob_columns": [f"{prefix}0", f"{prefix}1"], **config})
+        mlflow.models.evaluate(
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={
+                "teacher_prob_columns": ["t0", "t1"],
+                "student_prob_columns": [f"{prefix}0", f"{prefix}1"],
+                **config,
+            },
+        )
     return run.info.run_id
 
 
@@ -65,7 +81,13 @@ def test_static_slices_have_their_own_section_and_never_name_a_rewrite(store):  
     assert len(sliced) >= 4 * 4  # four CWE values, MR1, MR2, MR4 and any at least
     page = _logged_report(run_id)
     parsed = read_page(page)
-    assert parsed.ids == ["headline", "slices", "plots", "worst", "provenance"]  # no "transformations": nothing was rewritten
+    assert parsed.ids == [
+        "headline",
+        "slices",
+        "plots",
+        "worst",
+        "provenance",
+    ]  # no "transformations": nothing was rewritten
     assert "rewrite" not in _section(page, "headline")
     section = _section(page, "slices")
     for key, value in sliced.items():  # every slice metric, shown as logged
@@ -82,16 +104,30 @@ def test_model_mode_slices_stay_out_of_the_rewrites(store):  # noqa: F811
     df["target"] = teacher(df).argmax(1)
     df["project"] = ["FFmpeg" if i % 3 else "qemu" for i in range(len(df))]
     with mlflow.start_run() as run:
-        mlflow.models.evaluate(model=student, data=df, targets="target", model_type="metacompress", evaluators="metacompress",
-                               evaluator_config={"teacher": teacher, "language": "c", "transforms": ["rename_variables", "swap_operands"],
-                                                 "slice_columns": ["project"], "progress": False})
+        mlflow.models.evaluate(
+            model=student,
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={
+                "teacher": teacher,
+                "language": "c",
+                "transforms": ["rename_variables", "swap_operands"],
+                "slice_columns": ["project"],
+                "progress": False,
+            },
+        )
     page = _logged_report(run.info.run_id)
     assert read_page(page).ids == ["headline", "transformations", "slices", "plots", "worst", "provenance"]
     rows = re.findall(r'<tr(?: class="total")?><th scope="row">([^<]+)</th>', _section(page, "transformations"))
     assert sorted(rows) == ["rename_variables", "swap_operands", "transformed (pooled)"]
     worst = re.search(r"The rewrite that breaks it most is <b>([^<]+)</b>", _section(page, "headline"))
     assert worst is None or worst.group(1) in ("rename_variables", "swap_operands")
-    assert re.findall(r'<tr><th scope="row">([^<]+)</th>', _section(page, "slices")) in (["FFmpeg", "qemu"], ["qemu", "FFmpeg"])
+    assert re.findall(r'<tr><th scope="row">([^<]+)</th>', _section(page, "slices")) in (
+        ["FFmpeg", "qemu"],
+        ["qemu", "FFmpeg"],
+    )
 
 
 def test_students_judged_on_one_frame_are_compared_and_other_data_is_refused(store, tmp_path, capsys):  # noqa: F811
@@ -104,9 +140,11 @@ def test_students_judged_on_one_frame_are_compared_and_other_data_is_refused(sto
         value = MlflowClient().get_run(run_id).data.metrics["any_violation_rate"]
         assert f'data-metric="any_violation_rate" data-value="{value!r}">{fmt.rate(value)}<' in page
 
-    changed = {"teacher probabilities": df.assign(t0=df["t1"], t1=df["t0"]),
-               "labels": df.assign(target=1 - df["target"]),
-               "code": df.assign(func=df["func"].str.replace("int", "long"))}
+    changed = {
+        "teacher probabilities": df.assign(t0=df["t1"], t1=df["t0"]),
+        "labels": df.assign(target=1 - df["target"]),
+        "code": df.assign(func=df["func"].str.replace("int", "long")),
+    }
     for what, other in changed.items():
         c = static_run(other, "s", f"other-{what.split()[0]}")
         capsys.readouterr()
@@ -122,8 +160,15 @@ def test_digests_of_single_student_frames_are_unchanged():
 
     n = 40
     x = np.linspace(0.05, 0.95, n)
-    df = pd.DataFrame({"func": [f"int f{i}(void) {{ return {i}; }}" for i in range(n)], "t0": x, "t1": 1 - x,
-                       "s0": x[::-1], "s1": 1 - x[::-1]})
+    df = pd.DataFrame(
+        {
+            "func": [f"int f{i}(void) {{ return {i}; }}" for i in range(n)],
+            "t0": x,
+            "t1": 1 - x,
+            "s0": x[::-1],
+            "s1": 1 - x[::-1],
+        }
+    )
     y = np.arange(n) % 2
     static = type("Cfg", (), {"static": True, "code_columns": ("func",), "teacher_prob_columns": ("t0", "t1")})()
     assert data_digest(df, y, digest_columns(static)) == "a1a07da608c51438"

@@ -32,7 +32,12 @@ def _strip(pane: str) -> str:
 
 def test_token_diff_marks_exactly_the_renamed_identifiers():
     original = 'int f(int a, int b) {\n  int s = a + b; /* a<b & "x" */\n  return s;\n}'
-    renamed = original.replace("s =", "total =").replace("return s", "return total").replace("(int a", "(int n").replace("= a +", "= n +")
+    renamed = (
+        original.replace("s =", "total =")
+        .replace("return s", "return total")
+        .replace("(int a", "(int n")
+        .replace("= a +", "= n +")
+    )
     left, right = _panes(side_by_side(original, renamed))
     assert _strip(left) == original and _strip(right) == renamed  # nothing lost, everything escaped once
     assert re.findall(r"<del>(.*?)</del>", left) == ["a", "s", "a", "s"]
@@ -43,12 +48,15 @@ def test_token_diff_marks_exactly_the_renamed_identifiers():
 
 
 def test_reference_checker_catches_what_a_browser_would_fetch():
-    bad = ('<html><head><link rel="stylesheet" href="https://cdn.example/a.css"><style>@import "x.css"; '
-           'body{background:url(http://t.example/p.png)}</style></head><body><img srcset="a.png 1x, data:x 2x">'
-           '<a href="#ok">ok</a><div style="background-image:url(\'//evil/x\')"></div><svg><image xlink:href="q.svg"/></svg>'
-           '<script src="s.js"></script><form action="/post"></form></body></html>')
-    assert sorted(external_refs(bad)) == sorted(["https://cdn.example/a.css", "x.css", "http://t.example/p.png", "a.png",
-                                                 "//evil/x", "q.svg", "s.js", "/post"])
+    bad = (
+        '<html><head><link rel="stylesheet" href="https://cdn.example/a.css"><style>@import "x.css"; '
+        'body{background:url(http://t.example/p.png)}</style></head><body><img srcset="a.png 1x, data:x 2x">'
+        '<a href="#ok">ok</a><div style="background-image:url(\'//evil/x\')"></div><svg><image xlink:href="q.svg"/></svg>'
+        '<script src="s.js"></script><form action="/post"></form></body></html>'
+    )
+    assert sorted(external_refs(bad)) == sorted(
+        ["https://cdn.example/a.css", "x.css", "http://t.example/p.png", "a.png", "//evil/x", "q.svg", "s.js", "/post"]
+    )
 
 
 def _static_frame(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
@@ -56,14 +64,23 @@ def _static_frame(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     t = random_probs(rng, n, 2, 2.0)
     s = np.clip(t + rng.normal(0, 0.2, t.shape), 0.01, None)
     s /= s.sum(axis=1, keepdims=True)
-    df = pd.DataFrame({"func": [TOY_CODE[i % len(TOY_CODE)] for i in range(n)], "t0": t[:, 0], "t1": t[:, 1],
-                       "s0": s[:, 0], "s1": s[:, 1]})
+    df = pd.DataFrame(
+        {
+            "func": [TOY_CODE[i % len(TOY_CODE)] for i in range(n)],
+            "t0": t[:, 0],
+            "t1": t[:, 1],
+            "s0": s[:, 0],
+            "s1": s[:, 1],
+        }
+    )
     return df, (rng.random(n) < t[:, 1]).astype(int)
 
 
 def _static_report(n: int, **config) -> tuple[str, ReportData]:
     df, y = _static_frame(n)
-    cfg = parse_config({"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"], **config}, df, model_given=False)
+    cfg = parse_config(
+        {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"], **config}, df, model_given=False
+    )
     data = from_outcome(run_evaluation(df, y, cfg, None, None), cfg, {"run_id": "r", "mode": "static"})
     return render_report(data), data
 
@@ -107,7 +124,13 @@ def test_runs_with_different_teachers_or_data_are_refused_by_name():
     with pytest.raises(ValueError, match=r"different teachers: run r1 has 'models:/t/3', run r2 has 'models:/t/4'"):
         check_comparable([_run("r1", "models:/t/3", "3", "d"), _run("r2", "models:/t@champion", "4", "d")])
     with pytest.raises(ValueError, match=r"different data \(digests\): run r1 has 'd1', run r3 has 'd2'"):
-        check_comparable([_run("r1", "models:/t/3", "3", "d1"), _run("r2", "models:/t/3", "3", "d1"), _run("r3", "models:/t/3", "3", "d2")])
+        check_comparable(
+            [
+                _run("r1", "models:/t/3", "3", "d1"),
+                _run("r2", "models:/t/3", "3", "d1"),
+                _run("r3", "models:/t/3", "3", "d2"),
+            ]
+        )
     check_comparable([_run("s1", None, None, "d", "static"), _run("s2", None, None, "d", "static")])
 
 
@@ -115,10 +138,20 @@ def test_intervals_and_pvalue_are_shown_when_logged():
     """Helper metrics of issue 14.1 (``<metric>_ci_low/_ci_high``, suffix last; ``accuracy_drop_pvalue``) appear beside their metric."""
     _, data = _static_report(300)
     metrics = dict(data.metrics)
-    metrics.update({"any_violation_rate_ci_low": 0.2512, "any_violation_rate_ci_high": 0.3488, "accuracy_drop_pvalue": 0.0213,
-                    "mr1_violation_rate_ci_low": 0.01, "mr1_violation_rate_ci_high": 0.07})
+    metrics.update(
+        {
+            "any_violation_rate_ci_low": 0.2512,
+            "any_violation_rate_ci_high": 0.3488,
+            "accuracy_drop_pvalue": 0.0213,
+            "mr1_violation_rate_ci_low": 0.01,
+            "mr1_violation_rate_ci_high": 0.07,
+        }
+    )
     page = render_report(ReportData(metrics, data.per_sample, data.classes, data.summary, {}, data.provenance))
-    assert '<span class="ci" data-interval="any_violation_rate" title="95% bootstrap interval">[0.251, 0.349]</span>' in page
+    assert (
+        '<span class="ci" data-interval="any_violation_rate" title="95% bootstrap interval">[0.251, 0.349]</span>'
+        in page
+    )
     assert 'data-interval="mr1_violation_rate"' in page
     assert 'data-value="0.0213">p = 0.021 (McNemar, exact)' in page
     assert "significant at 5%" in page
@@ -129,8 +162,12 @@ def test_report_without_labels_or_code(k):
     rng = np.random.default_rng(3)
     t, s = random_probs(rng, 80, k), random_probs(rng, 80, k)
     df = pd.DataFrame({**{f"t{j}": t[:, j] for j in range(k)}, **{f"s{j}": s[:, j] for j in range(k)}})
-    cfg = parse_config({"teacher_prob_columns": [f"t{j}" for j in range(k)], "student_prob_columns": [f"s{j}" for j in range(k)]},
-                       df, model_given=False, labels_given=False)
+    cfg = parse_config(
+        {"teacher_prob_columns": [f"t{j}" for j in range(k)], "student_prob_columns": [f"s{j}" for j in range(k)]},
+        df,
+        model_given=False,
+        labels_given=False,
+    )
     data = from_outcome(run_evaluation(df, None, cfg, None, None), cfg, {"mode": "static"})
     page = render_report(data)
     parsed = read_page(page)

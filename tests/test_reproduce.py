@@ -25,7 +25,8 @@ def test_t_interval_is_scipys_student_t_interval():
     assert (low, high) == pytest.approx(ref)
     # NaN seeds (a stage that did not finish) are left out, one value has no interval
     assert t_interval([0.2, math.nan, 0.4])[1:] == pytest.approx(
-        stats.t.interval(0.95, 1, loc=0.3, scale=stats.sem([0.2, 0.4])))
+        stats.t.interval(0.95, 1, loc=0.3, scale=stats.sem([0.2, 0.4]))
+    )
     m, lo, hi = t_interval([0.5])
     assert m == 0.5 and math.isnan(lo) and math.isnan(hi)
     assert all(math.isnan(x) for x in t_interval([]))
@@ -48,13 +49,21 @@ def _results(seeds=(0, 1, 2)):
         for s in seeds:
             v = level + rng.normal(0, 0.01)
             out[(method, s)] = {
-                "student_accuracy": 0.90 + rng.normal(0, 0.003), "teacher_accuracy": 0.92, "accuracy_drop": 0.02,
-                "mr1_violation_rate": v / 3, "mr1_violation_rate/metamorphic": v / 2,
-                "mr2_violation_rate/metamorphic": v / 2, "mr3_violation_rate/metamorphic": v,
-                "any_violation_rate/metamorphic": v, "any_violation_rate_ci_low/metamorphic": v - 0.05,
-                "any_violation_rate_ci_high/metamorphic": v + 0.05, "size_mb": 3.0,
-                "attack_alert_yang_2022/excess_drop_pct": -40.0, "attack_excess_drop_pct": -0.4,
-                "codebert/mr1_violation_rate": 0.1}
+                "student_accuracy": 0.90 + rng.normal(0, 0.003),
+                "teacher_accuracy": 0.92,
+                "accuracy_drop": 0.02,
+                "mr1_violation_rate": v / 3,
+                "mr1_violation_rate/metamorphic": v / 2,
+                "mr2_violation_rate/metamorphic": v / 2,
+                "mr3_violation_rate/metamorphic": v,
+                "any_violation_rate/metamorphic": v,
+                "any_violation_rate_ci_low/metamorphic": v - 0.05,
+                "any_violation_rate_ci_high/metamorphic": v + 0.05,
+                "size_mb": 3.0,
+                "attack_alert_yang_2022/excess_drop_pct": -40.0,
+                "attack_excess_drop_pct": -0.4,
+                "codebert/mr1_violation_rate": 0.1,
+            }
     return out
 
 
@@ -72,13 +81,26 @@ def test_summary_headline_and_markdown():
     assert f["violations"]["pvalue"] == pytest.approx(stats.ttest_rel(fid, values).pvalue)
     assert f["halved"] and f["accuracy_within_1pt"]
     rows = {r["metric"]: r for r in headline(s)}
-    assert rows["mr3_violation_rate/metamorphic"]["method"] == "compressor" and rows["mr3_violation_rate/metamorphic"]["appears"]
+    assert (
+        rows["mr3_violation_rate/metamorphic"]["method"] == "compressor"
+        and rows["mr3_violation_rate/metamorphic"]["appears"]
+    )
     assert rows["accuracy_drop"]["appears"]  # every gap is under 3 points
     assert rows["attack_excess_drop_pct"]["appears"] is False  # students lose less than the teacher
-    report = {"dataset": "bigclonebench", "teacher": {"teacher_size_mb": 23.0, "teacher_test_f1": 0.91},
-              "summary": s, "headline": headline(s),
-              "config": {"threads": 1, "methods": ["compressor"], "size_mb": 3.0, "eval_rows": 200,
-                         "attacks": ["alert_yang_2022"], "attack_budget": 50}}
+    report = {
+        "dataset": "bigclonebench",
+        "teacher": {"teacher_size_mb": 23.0, "teacher_test_f1": 0.91},
+        "summary": s,
+        "headline": headline(s),
+        "config": {
+            "threads": 1,
+            "methods": ["compressor"],
+            "size_mb": 3.0,
+            "eval_rows": 200,
+            "attacks": ["alert_yang_2022"],
+            "attack_budget": 50,
+        },
+    }
     md = render_markdown(report)
     assert "| MR3 violations (confident rows) | up to 62.0% | compressor:" in md
     assert "Goal (halve it, accuracy within 1 point): met" in md
@@ -129,8 +151,11 @@ def test_run_stage_skips_a_finished_stage_and_retries_a_failed_one(tracking):
         run_stage("evaluate", {"seed": 0}, broken)
     retried = run_stage("evaluate", {"seed": 0}, body)
     assert not retried.skipped and len(calls) == 3
-    runs = mlflow.search_runs(filter_string=f"tags.`{KEY_TAG}` = '{stage_key('evaluate', {'seed': 0})}'",
-                              output_format="list", search_all_experiments=True)
+    runs = mlflow.search_runs(
+        filter_string=f"tags.`{KEY_TAG}` = '{stage_key('evaluate', {'seed': 0})}'",
+        output_format="list",
+        search_all_experiments=True,
+    )
     assert sorted(r.info.status for r in runs) == ["FAILED", "FINISHED"]
     assert json.loads(mlflow.artifacts.load_text(f"runs:/{first.run_id}/stage_args.json")) == {"seed": 0}
 
@@ -165,13 +190,36 @@ def _bigclonebench_folder(root, rows: int = 160):
 def _tiny_config(data_dir):
     from mlflow_metacompress.pipeline.reproduce import StudyConfig, TeacherBudget
 
-    return StudyConfig(task="clone", data_dir=str(data_dir), seeds=(0,), methods=("compressor",), eval_rows=8,
-                       attacks=("wir_random_zeng_2022",), transforms=["rename_variables"], threads=1,
-                       teacher=TeacherBudget(vocab_size=1000, layers=1, hidden=32, heads=2, intermediate=64,
-                                             max_length=64, batch_size=16, max_steps=4, epochs=1),
-                       size_mb=0.15, student_max_length=64, student_batch_size=16, student_steps=4,
-                       method_options={"compressor": {"population": 4, "generations": 2}}, attack_budget=6,
-                       bootstrap=50, oracle_rows=8, distill_rows=40)
+    return StudyConfig(
+        task="clone",
+        data_dir=str(data_dir),
+        seeds=(0,),
+        methods=("compressor",),
+        eval_rows=8,
+        attacks=("wir_random_zeng_2022",),
+        transforms=["rename_variables"],
+        threads=1,
+        teacher=TeacherBudget(
+            vocab_size=1000,
+            layers=1,
+            hidden=32,
+            heads=2,
+            intermediate=64,
+            max_length=64,
+            batch_size=16,
+            max_steps=4,
+            epochs=1,
+        ),
+        size_mb=0.15,
+        student_max_length=64,
+        student_batch_size=16,
+        student_steps=4,
+        method_options={"compressor": {"population": 4, "generations": 2}},
+        attack_budget=6,
+        bootstrap=50,
+        oracle_rows=8,
+        distill_rows=40,
+    )
 
 
 @pytest.mark.slow
@@ -185,10 +233,14 @@ def test_study_runs_then_a_rerun_trains_and_evaluates_nothing(tracking, tmp_path
     out = tmp_path / "reproduction"
     first = reproduce.run_study(cfg, output=out)
     assert first["failed"] == []
-    stages = mlflow.search_runs(filter_string=f"tags.`{STAGE_TAG}` != 'report'", search_all_experiments=True,
-                                output_format="list")
-    assert sorted(r.data.tags[STAGE_TAG] for r in stages) == ["evaluate-compressor-seed0", "student-compressor-seed0",
-                                                               "teacher"]
+    stages = mlflow.search_runs(
+        filter_string=f"tags.`{STAGE_TAG}` != 'report'", search_all_experiments=True, output_format="list"
+    )
+    assert sorted(r.data.tags[STAGE_TAG] for r in stages) == [
+        "evaluate-compressor-seed0",
+        "student-compressor-seed0",
+        "teacher",
+    ]
     assert all(r.info.status == "FINISHED" for r in stages)
     ev = next(r for r in stages if r.data.tags[STAGE_TAG].startswith("evaluate"))
     assert "mr1_violation_rate" in ev.data.metrics and "codebert/mr1_violation_rate" in ev.data.metrics
@@ -197,7 +249,8 @@ def test_study_runs_then_a_rerun_trains_and_evaluates_nothing(tracking, tmp_path
     report = json.loads((out / "bigclonebench.json").read_text())
     assert report["finished"] == ["compressor-seed0"]
     assert report["summary"]["methods"]["compressor"]["mr1_violation_rate"]["values"] == [
-        pytest.approx(ev.data.metrics["mr1_violation_rate"])]
+        pytest.approx(ev.data.metrics["mr1_violation_rate"])
+    ]
     assert "| MR1 violations (label flips) | up to 36.0% |" in (out / "bigclonebench.md").read_text()
     n_runs = len(mlflow.search_runs(search_all_experiments=True, output_format="list"))
 
@@ -208,8 +261,9 @@ def test_study_runs_then_a_rerun_trains_and_evaluates_nothing(tracking, tmp_path
     monkeypatch.setattr("mlflow_metacompress.distill.runner.distill_student", never)
     monkeypatch.setattr(mlflow.models, "evaluate", never)
     second = reproduce.run_study(cfg, output=out)
-    assert second["failed"] == [] and all(second[k].skipped for k in ("teacher", "student-compressor-seed0",
-                                                                        "evaluate-compressor-seed0"))
+    assert second["failed"] == [] and all(
+        second[k].skipped for k in ("teacher", "student-compressor-seed0", "evaluate-compressor-seed0")
+    )
     # only the report run is new
     assert len(mlflow.search_runs(search_all_experiments=True, output_format="list")) == n_runs + 1
     assert json.loads((out / "bigclonebench.json").read_text())["summary"] == report["summary"]
@@ -222,13 +276,27 @@ def test_mlproject_reproduce_entry_point_parses_into_a_study_config():
     from tests.conftest import REPO
 
     entry = load_project(str(REPO)).get_entry_point("reproduce")
-    assert {"task", "data_dir", "seeds", "methods", "eval_rows", "attacks", "transforms", "threads"} <= set(entry.parameters)
+    assert {"task", "data_dir", "seeds", "methods", "eval_rows", "attacks", "transforms", "threads"} <= set(
+        entry.parameters
+    )
     assert "recipes/reproduce.py" in entry.command
     params = {k: v.default for k, v in entry.parameters.items()}
     assert params["seeds"] == "0,1,2" and params["methods"] == "compressor,avatar,morph,fidelity,quantize"
     # MLflow passes float parameters as "200.0"; seeds as written
-    args = parser().parse_args(["--seeds", "0,2", "--eval-rows", "200.0", "--threads", "1.0", "--transforms",
-                                "rename_variables,swap_operands", "--attacks", "alert_yang_2022"])
+    args = parser().parse_args(
+        [
+            "--seeds",
+            "0,2",
+            "--eval-rows",
+            "200.0",
+            "--threads",
+            "1.0",
+            "--transforms",
+            "rename_variables,swap_operands",
+            "--attacks",
+            "alert_yang_2022",
+        ]
+    )
     cfg = config_from(args)
     assert cfg.seeds == (0, 2) and cfg.eval_rows == 200 and cfg.threads == 1
     assert cfg.transforms == ["rename_variables", "swap_operands"] and cfg.attacks == ("alert_yang_2022",)
@@ -253,6 +321,8 @@ def test_paired_bootstrap_over_rows_matches_a_direct_resample():
     idx = np.random.default_rng(1).integers(0, 150, size=(3000, 150))
     da, db = a.groupby(level="row").sum().to_numpy(), b.groupby(level="row").sum().to_numpy()
     diffs = (da[idx].sum(1) - db[idx].sum(1)) / (2 * 150)
-    assert out["low"] == pytest.approx(np.quantile(diffs, 0.025)) and out["high"] == pytest.approx(np.quantile(diffs, 0.975))
+    assert out["low"] == pytest.approx(np.quantile(diffs, 0.025)) and out["high"] == pytest.approx(
+        np.quantile(diffs, 0.975)
+    )
     # only the (variant, row) pairs both hold are compared
     assert paired_bootstrap(a.iloc[:150], b.iloc[150:])["n_rows"] == 0

@@ -27,8 +27,13 @@ def spark():
     """One local[2] session for the module (Spark startup is the slow part)."""
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]").appName("metacompress-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("metacompress-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
     yield session
     session.stop()
 
@@ -50,8 +55,9 @@ def _log_model(weight: float, columns: list[str], calls: Path, example: pd.DataF
                 f.write(f"{os.getpid()} {len(model_input)}\n")
             return pd.DataFrame({"0": 1 - p, "1": p})
 
-    info = mlflow.pyfunc.log_model(name="m", python_model=HashClassifier(weight, columns, calls),
-                                   input_example=example[columns].head(2))
+    info = mlflow.pyfunc.log_model(
+        name="m", python_model=HashClassifier(weight, columns, calls), input_example=example[columns].head(2)
+    )
     calls.write_text("")  # forget the signature inference call
     return info.model_uri
 
@@ -62,10 +68,17 @@ def _calls(path: Path) -> list[tuple[int, int]]:
 
 def _evaluate(student: str, data: pd.DataFrame, config: dict) -> tuple[dict[str, float], pd.DataFrame]:
     with mlflow.start_run() as run:
-        result = mlflow.models.evaluate(model=student, data=data, targets="target", model_type="metacompress",
-                                        evaluators="metacompress", evaluator_config=config)
-    per = pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
-                                                             artifact_path="metacompress/per_sample.parquet"))
+        result = mlflow.models.evaluate(
+            model=student,
+            data=data,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config=config,
+        )
+    per = pd.read_parquet(
+        mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="metacompress/per_sample.parquet")
+    )
     return result.metrics, per
 
 
@@ -91,8 +104,14 @@ def test_single_function_same_numbers_as_local(tracking, spark, tmp_path):
     with mlflow.start_run():
         teacher = _log_model(0.013, ["func"], tmp_path / "t.calls", df)
         student = _log_model(0.011, ["func"], tmp_path / "s.calls", df)
-    config = {"teacher": teacher, "language": "c", "transforms": TRANSFORMS, "progress": False, "use_cache": False,
-              "bootstrap_samples": 50}
+    config = {
+        "teacher": teacher,
+        "language": "c",
+        "transforms": TRANSFORMS,
+        "progress": False,
+        "use_cache": False,
+        "bootstrap_samples": 50,
+    }
     local = _evaluate(student, df, config)
     assert {pid for pid, _ in _calls(tmp_path / "t.calls")} == {os.getpid()}
     (tmp_path / "t.calls").write_text("")
@@ -114,8 +133,14 @@ def test_clone_pairs_same_numbers_as_local(tracking, spark, tmp_path):
     with mlflow.start_run():
         teacher = _log_model(0.017, ["func1", "func2"], tmp_path / "t.calls", df)
         student = _log_model(0.019, ["func1", "func2"], tmp_path / "s.calls", df)
-    config = {"teacher": teacher, "language": "c", "transforms": TRANSFORMS, "progress": False, "use_cache": False,
-              "bootstrap_samples": 50}
+    config = {
+        "teacher": teacher,
+        "language": "c",
+        "transforms": TRANSFORMS,
+        "progress": False,
+        "use_cache": False,
+        "bootstrap_samples": 50,
+    }
     parsed_before = "tree_sitter" in sys.modules
     on_spark = _evaluate(student, df, {**config, "engine": "spark"})
     if not parsed_before:  # run alone, the driver never imports tree-sitter: the executors parse
@@ -138,8 +163,11 @@ def test_callable_teacher_is_refused_naming_supported_kinds(tracking, spark, tmp
 
 def test_unknown_engine_is_rejected(tracking, tmp_path):
     with pytest.raises(Exception, match=r"engine.*'local' or 'spark'.*'dask'"):
-        _evaluate(lambda f: np.tile([0.5, 0.5], (len(f), 1)), toy_frame(4),
-                  {"teacher": lambda f: np.tile([0.5, 0.5], (len(f), 1)), "engine": "dask"})
+        _evaluate(
+            lambda f: np.tile([0.5, 0.5], (len(f), 1)),
+            toy_frame(4),
+            {"teacher": lambda f: np.tile([0.5, 0.5], (len(f), 1)), "engine": "dask"},
+        )
 
 
 def test_second_student_reuses_cached_teacher_predictions(tracking, spark, tmp_path):
@@ -148,8 +176,14 @@ def test_second_student_reuses_cached_teacher_predictions(tracking, spark, tmp_p
         teacher = _log_model(0.013, ["func"], tmp_path / "t.calls", df)
         first = _log_model(0.011, ["func"], tmp_path / "s1.calls", df)
         second = _log_model(0.007, ["func"], tmp_path / "s2.calls", df)
-    config = {"teacher": teacher, "language": "c", "transforms": TRANSFORMS, "progress": False, "engine": "spark",
-              "bootstrap_samples": 50}
+    config = {
+        "teacher": teacher,
+        "language": "c",
+        "transforms": TRANSFORMS,
+        "progress": False,
+        "engine": "spark",
+        "bootstrap_samples": 50,
+    }
     m1, per1 = _evaluate(first, df, config)
     ran = sum(n for _, n in _calls(tmp_path / "t.calls"))
     assert ran == len(per1) + 1
@@ -193,9 +227,12 @@ ATTACKS = ["wir_random_zeng_2022", "mhm_zhang_2020"]
 
 
 def _attack_tables(run_id: str) -> dict[str, pd.DataFrame]:
-    return {a: pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run_id,
-                                                                   artifact_path=f"metacompress/attacks/{a}.parquet"))
-            for a in ATTACKS}
+    return {
+        a: pd.read_parquet(
+            mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=f"metacompress/attacks/{a}.parquet")
+        )
+        for a in ATTACKS
+    }
 
 
 def test_attacks_same_numbers_and_tables_as_local(tracking, spark, tmp_path, monkeypatch):
@@ -206,23 +243,44 @@ def test_attacks_same_numbers_and_tables_as_local(tracking, spark, tmp_path, mon
     with mlflow.start_run():
         teacher = _log_model(0.013, ["func"], tmp_path / "t.calls", df)
         student = _log_model(0.011, ["func"], tmp_path / "s.calls", df)
-    config = {"teacher": teacher, "language": "c", "transforms": ["rename_variables"], "attacks": ATTACKS,
-              "attack_budget": 4, "progress": False, "use_cache": False, "bootstrap_samples": 20}
+    config = {
+        "teacher": teacher,
+        "language": "c",
+        "transforms": ["rename_variables"],
+        "attacks": ATTACKS,
+        "attack_budget": 4,
+        "progress": False,
+        "use_cache": False,
+        "bootstrap_samples": 20,
+    }
     from mlflow_metacompress.evaluation import spark_attacks
 
     executor_reports = {}
     real_reports = spark_attacks.spark_attack_reports
-    monkeypatch.setattr(spark_attacks, "spark_attack_reports",
-                        lambda *a, **k: executor_reports.update(real_reports(*a, **k)) or executor_reports)
+    monkeypatch.setattr(
+        spark_attacks,
+        "spark_attack_reports",
+        lambda *a, **k: executor_reports.update(real_reports(*a, **k)) or executor_reports,
+    )
     runs, calls = {}, {}
-    for name, extra in (("local", {}), ("spark", {"engine": "spark"}),
-                        ("executors", {"engine": "spark", "attack_engine": "spark"})):
+    for name, extra in (
+        ("local", {}),
+        ("spark", {"engine": "spark"}),
+        ("executors", {"engine": "spark", "attack_engine": "spark"}),
+    ):
         (tmp_path / "s.calls").write_text("")
         with mlflow.start_run() as run:
-            result = mlflow.models.evaluate(model=student, data=df, targets="target", model_type="metacompress",
-                                            evaluators="metacompress", evaluator_config={**config, **extra})
-        per = pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
-                                                                 artifact_path="metacompress/per_sample.parquet"))
+            result = mlflow.models.evaluate(
+                model=student,
+                data=df,
+                targets="target",
+                model_type="metacompress",
+                evaluators="metacompress",
+                evaluator_config={**config, **extra},
+            )
+        per = pd.read_parquet(
+            mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="metacompress/per_sample.parquet")
+        )
         runs[name] = (result.metrics, per, _attack_tables(run.info.run_id))
         calls[name] = _calls(tmp_path / "s.calls")
     metrics = runs["local"][0]

@@ -43,8 +43,13 @@ def table_of(pt, ps, y, rows, vt, vs) -> pd.DataFrame:
     n = len(pt)
     orig = evaluate_relations(pt, ps, y).per_sample
     var = evaluate_relations(vt, vs, y[rows]).per_sample
-    return pd.concat([pd.DataFrame({"variant": "original", "row": np.arange(n), "label": y, **orig}),
-                      pd.DataFrame({"variant": "v", "row": rows, "label": y[rows], **var})], ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame({"variant": "original", "row": np.arange(n), "label": y, **orig}),
+            pd.DataFrame({"variant": "v", "row": rows, "label": y[rows], **var}),
+        ],
+        ignore_index=True,
+    )
 
 
 def pooled_oracle(pt, ps, y, rows, vt, vs, idx: np.ndarray) -> dict[str, float]:
@@ -64,7 +69,9 @@ def test_each_replicate_equals_the_relations_on_the_resampled_rows():
     counts = st.resample_counts(120, 4, seed=7)
     reps = st.replicate_metrics(groups, 120, counts, CFG)
     assert {f"{m}{s}" for m in st.INTERVAL_METRICS for s in ("", "/metamorphic")} - set(reps) == {
-        "teacher_flip_rate", "student_flip_rate"}  # flips only exist for rewrites
+        "teacher_flip_rate",
+        "student_flip_rate",
+    }  # flips only exist for rewrites
     for r in range(4):
         assert counts[r].sum() == 120
         expected = pooled_oracle(*data, np.repeat(np.arange(120), counts[r].astype(int)))
@@ -82,12 +89,21 @@ def test_original_intervals_agree_with_scipy_percentile_bootstrap():
     rel = evaluate_relations(pt, ps, y)
     table = pd.DataFrame({"variant": "original", "row": np.arange(n), "label": y, **rel.per_sample})
     ours = st.bootstrap_intervals(st.groups_from_table(table), n, 4000, seed=1)
-    per_sample = {"mr1_violation_rate": rel.per_sample["mr1_violation"].astype(float), "mr2_mean_kl": rel.per_sample["kl"],
-                  "any_violation_rate": rel.per_sample["any_violation"].astype(float),
-                  "student_accuracy": (rel.per_sample["student_pred"] == y).astype(float)}
+    per_sample = {
+        "mr1_violation_rate": rel.per_sample["mr1_violation"].astype(float),
+        "mr2_mean_kl": rel.per_sample["kl"],
+        "any_violation_rate": rel.per_sample["any_violation"].astype(float),
+        "student_accuracy": (rel.per_sample["student_pred"] == y).astype(float),
+    }
     for key, values in per_sample.items():
-        ref = sps.bootstrap((values,), np.mean, method="percentile", n_resamples=4000, vectorized=True,
-                            random_state=np.random.default_rng(2)).confidence_interval
+        ref = sps.bootstrap(
+            (values,),
+            np.mean,
+            method="percentile",
+            n_resamples=4000,
+            vectorized=True,
+            random_state=np.random.default_rng(2),
+        ).confidence_interval
         half = (ref.high - ref.low) / 2
         assert half > 0.02  # a real interval, so the tolerance below is meaningful
         # Monte Carlo error of a 2.5% quantile from 4000 replicates is ~3% of the half-width
@@ -101,8 +117,14 @@ def test_metamorphic_intervals_resample_whole_samples():
     ours = st.bootstrap_intervals(st.groups_from_table(table_of(*data), {"metamorphic": ["v"]}), 200, 2000, seed=4)
     rng = np.random.default_rng(5)
     loop = [pooled_oracle(*data, rng.integers(0, 200, 200)) for _ in range(600)]  # plain-loop cluster bootstrap
-    for key in ("mr1_violation_rate/metamorphic", "any_violation_rate/metamorphic", "mr2_mean_kl/metamorphic",
-                "mr4_eca/metamorphic", "student_flip_rate/metamorphic", "accuracy_drop/metamorphic"):
+    for key in (
+        "mr1_violation_rate/metamorphic",
+        "any_violation_rate/metamorphic",
+        "mr2_mean_kl/metamorphic",
+        "mr4_eca/metamorphic",
+        "student_flip_rate/metamorphic",
+        "accuracy_drop/metamorphic",
+    ):
         low, high = np.percentile([r[key] for r in loop], [2.5, 97.5])
         half = (high - low) / 2
         assert ours[st.interval_key(key, "low")] == pytest.approx(low, abs=0.25 * half), key
@@ -135,14 +157,22 @@ def test_interval_keys_put_the_variant_suffix_last():
 def _static(n: int = 150, seed: int = 3):
     rng = np.random.default_rng(seed)
     pt, ps = random_probs(rng, n, 2, 3.0), random_probs(rng, n, 2, 3.0)
-    return pd.DataFrame({"t0": pt[:, 0], "t1": pt[:, 1], "s0": ps[:, 0], "s1": ps[:, 1], "target": rng.integers(0, 2, n)})
+    return pd.DataFrame(
+        {"t0": pt[:, 0], "t1": pt[:, 1], "s0": ps[:, 0], "s1": ps[:, 1], "target": rng.integers(0, 2, n)}
+    )
 
 
 def _evaluate(df: pd.DataFrame, **extra):
     config = {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"], **extra}
     with mlflow.start_run() as run:
-        result = mlflow.models.evaluate(model=None, data=df, targets="target", model_type="metacompress",
-                                        evaluators="metacompress", evaluator_config=config)
+        result = mlflow.models.evaluate(
+            model=None,
+            data=df,
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config=config,
+        )
     return run.info.run_id, result
 
 
@@ -150,7 +180,14 @@ def test_static_evaluation_logs_intervals_and_pvalue(tracking):
     df = _static()
     run_id, result = _evaluate(df, bootstrap_samples=500, seed=11)
     logged = mlflow.get_run(run_id).data.metrics
-    for metric in ("mr1_violation_rate", "mr2_mean_kl", "any_violation_rate", "mr4_eca", "accuracy_drop", "teacher_accuracy"):
+    for metric in (
+        "mr1_violation_rate",
+        "mr2_mean_kl",
+        "any_violation_rate",
+        "mr4_eca",
+        "accuracy_drop",
+        "teacher_accuracy",
+    ):
         low, high = logged[f"{metric}_ci_low"], logged[f"{metric}_ci_high"]
         assert low < high and low <= logged[metric] <= high, metric
     pt, ps, y = df[["t0", "t1"]].to_numpy(), df[["s0", "s1"]].to_numpy(), df["target"].to_numpy()
@@ -162,9 +199,11 @@ def test_static_evaluation_logs_intervals_and_pvalue(tracking):
     assert summary["metrics"]["mr1_violation_rate_ci_high"] == logged["mr1_violation_rate_ci_high"]
     section = summary["statistics"]
     assert section["bootstrap_samples"] == 500 and section["seed"] == 11 and section["level"] == 0.95
-    assert section["intervals"]["mr1_violation_rate"] == {"estimate": logged["mr1_violation_rate"],
-                                                         "low": logged["mr1_violation_rate_ci_low"],
-                                                         "high": logged["mr1_violation_rate_ci_high"]}
+    assert section["intervals"]["mr1_violation_rate"] == {
+        "estimate": logged["mr1_violation_rate"],
+        "low": logged["mr1_violation_rate_ci_low"],
+        "high": logged["mr1_violation_rate_ci_high"],
+    }
     assert section["accuracy_drop_pvalue"]["teacher_right_student_wrong"] == b
     assert summary["config"]["bootstrap_samples"] == 500
     # the seed fixes the intervals; 0 replicates turns them off (the p-value stays)
@@ -182,18 +221,30 @@ def test_bootstrap_samples_is_checked(value):
 
     df = _static(5)
     with pytest.raises(MetaCompressInputError, match="bootstrap_samples"):
-        parse_config({"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"],
-                      "bootstrap_samples": value}, df, model_given=False)
+        parse_config(
+            {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"], "bootstrap_samples": value},
+            df,
+            model_given=False,
+        )
 
 
 def test_transformed_evaluation_gets_metamorphic_intervals():
     from tests.test_evaluation_engine import evaluate, labelled
 
     df = labelled(40, seed=2)
-    outcome, cfg = evaluate(df, {"language": "c", "transforms": ["rename_variables", "for_to_while"],
-                                 "bootstrap_samples": 300}, df["target"].to_numpy())
+    outcome, cfg = evaluate(
+        df,
+        {"language": "c", "transforms": ["rename_variables", "for_to_while"], "bootstrap_samples": 300},
+        df["target"].to_numpy(),
+    )
     m = outcome.metrics
-    for metric in ("mr1_violation_rate", "any_violation_rate", "mr4_violation_rate", "teacher_flip_rate", "accuracy_drop"):
+    for metric in (
+        "mr1_violation_rate",
+        "any_violation_rate",
+        "mr4_violation_rate",
+        "teacher_flip_rate",
+        "accuracy_drop",
+    ):
         assert f"{metric}_ci_low/metamorphic" in m and f"{metric}_ci_high/metamorphic" in m, metric
         assert m[f"{metric}_ci_low/metamorphic"] <= m[f"{metric}_ci_high/metamorphic"]
     assert not [k for k in m if "_ci_" in k and ("/rename_variables" in k or "/for_to_while" in k)]

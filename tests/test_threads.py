@@ -119,18 +119,31 @@ def test_fit_trains_on_the_configured_threads_and_restores_them(clean_env):
 
     tok = train_tokenizer(TOY_CODE * 5, vocab_size=300)
     data = CodeExamples.from_frame(toy_frame(16, seed=1), ["func"], "target")
-    model = ArchSpec(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1,
-                     intermediate_size=32, max_length=64).build()
+    model = ArchSpec(
+        vocab_size=len(tok),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=32,
+        max_length=64,
+    ).build()
     before = torch.get_num_threads()
     want = 3 if before != 3 else 2
-    training.fit(Spy(model), tok, data, None, training.FitConfig(epochs=1, batch_size=8, progress=False, threads=want),
-                 mlflow_logger=False)
+    training.fit(
+        Spy(model),
+        tok,
+        data,
+        None,
+        training.FitConfig(epochs=1, batch_size=8, progress=False, threads=want),
+        mlflow_logger=False,
+    )
     assert seen and set(seen) == {want}
     assert torch.get_num_threads() == before
     clean_env.setenv(threads.ENV, "2")
     seen.clear()
-    training.fit(Spy(model), tok, data, None, training.FitConfig(epochs=1, batch_size=8, progress=False),
-                 mlflow_logger=False)
+    training.fit(
+        Spy(model), tok, data, None, training.FitConfig(epochs=1, batch_size=8, progress=False), mlflow_logger=False
+    )
     assert set(seen) == {2}
     with pytest.raises(ValueError, match="threads must be a positive integer"):
         training.fit(Spy(model), tok, data, None, training.FitConfig(epochs=1, threads="many"), mlflow_logger=False)
@@ -193,10 +206,20 @@ def test_evaluator_predicts_on_its_threads_and_records_them(tracking, clean_env)
     before = torch.get_num_threads()
     want = 3 if before != 3 else 2
     with mlflow.start_run() as run:
-        mlflow.models.evaluate(model, toy_frame(8), targets="target", model_type="metacompress",
-                               evaluators="metacompress",
-                               evaluator_config={"teacher": model, "transforms": [], "progress": False,
-                                                 "threads": want, "bootstrap_samples": 0})
+        mlflow.models.evaluate(
+            model,
+            toy_frame(8),
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={
+                "teacher": model,
+                "transforms": [],
+                "progress": False,
+                "threads": want,
+                "bootstrap_samples": 0,
+            },
+        )
     assert seen and set(seen) == {want} and torch.get_num_threads() == before
     summary = summary_of(run.info.run_id)
     assert summary["threads"] == want and summary["config"]["threads"] == want
@@ -209,8 +232,9 @@ def summary_of(run_id: str) -> dict:
     return json.loads(mlflow.artifacts.load_text(f"runs:/{run_id}/metacompress/summary.json"))
 
 
-def test_student_speedup_is_timed_on_the_evaluation_threads_and_tagged(tracking, clean_env, tiny_classifiers,
-                                                                        monkeypatch):
+def test_student_speedup_is_timed_on_the_evaluation_threads_and_tagged(
+    tracking, clean_env, tiny_classifiers, monkeypatch
+):
     import mlflow
     import torch
 
@@ -231,11 +255,21 @@ def test_student_speedup_is_timed_on_the_evaluation_threads_and_tagged(tracking,
     monkeypatch.setattr(speed, "side_by_side", spy)
     clean_env.setenv(threads.ENV, "1")  # the evaluation's own setting must win over the environment
     with mlflow.start_run() as run:
-        result = mlflow.models.evaluate(student, toy_frame(8), targets="target", model_type="metacompress",
-                                        evaluators="metacompress",
-                                        evaluator_config={"teacher": teacher, "transforms": [], "progress": False,
-                                                          "measure_speed": True, "threads": 2,
-                                                          "bootstrap_samples": 0})
+        result = mlflow.models.evaluate(
+            student,
+            toy_frame(8),
+            targets="target",
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={
+                "teacher": teacher,
+                "transforms": [],
+                "progress": False,
+                "measure_speed": True,
+                "threads": 2,
+                "bootstrap_samples": 0,
+            },
+        )
     assert timed == [2] and result.metrics["student_speedup"] > 0
     assert mlflow.get_run(run.info.run_id).data.tags["metacompress.speed_threads"] == "2"
     summary = summary_of(run.info.run_id)

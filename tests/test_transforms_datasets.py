@@ -57,8 +57,18 @@ def test_bigclonebench_outputs_parse() -> None:
     assert all(count > 0 for count in changed.values()), changed
 
 
-def python_corpus(modules: tuple[str, ...] = ("textwrap", "difflib", "shlex", "fractions", "calendar",
-                                              "ipaddress", "pprint", "configparser")) -> list[str]:
+def python_corpus(
+    modules: tuple[str, ...] = (
+        "textwrap",
+        "difflib",
+        "shlex",
+        "fractions",
+        "calendar",
+        "ipaddress",
+        "pprint",
+        "configparser",
+    ),
+) -> list[str]:
     """Top-level functions and classes of pure-Python stdlib modules."""
     out = []
     for name in modules:

@@ -44,8 +44,12 @@ def test_c_programs_behave_identically(program: Path, tmp_path: Path) -> None:
     def build_and_run(code: str, tag: str) -> str:
         src_file, exe = tmp_path / f"{tag}.c", tmp_path / tag
         src_file.write_text(code)
-        comp = subprocess.run(["gcc", "-std=gnu11", "-O0", "-w", "-o", str(exe), str(src_file)],
-                              capture_output=True, text=True, timeout=60)
+        comp = subprocess.run(
+            ["gcc", "-std=gnu11", "-O0", "-w", "-o", str(exe), str(src_file)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert comp.returncode == 0, f"{tag} does not compile:\n{comp.stderr}\n{code}"
         return subprocess.run([str(exe)], capture_output=True, text=True, timeout=30, check=True).stdout
 
@@ -106,11 +110,20 @@ def test_java_programs_behave_identically(tmp_path: Path) -> None:
             classes.append(f"{package}.{program.stem}")
             labels[classes[-1]] = (program.name, name, seed, code)
     (tmp_path / "Runner.java").write_text(_RUNNER)
-    comp = subprocess.run(["javac", "-nowarn", "-d", str(tmp_path / "out"), str(tmp_path / "Runner.java"), *sources],
-                          capture_output=True, text=True, timeout=240)
+    comp = subprocess.run(
+        ["javac", "-nowarn", "-d", str(tmp_path / "out"), str(tmp_path / "Runner.java"), *sources],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert comp.returncode == 0, comp.stderr[-4000:]
-    res = subprocess.run(["java", "-cp", str(tmp_path / "out"), "Runner", *classes],
-                         capture_output=True, text=True, timeout=120, check=True)
+    res = subprocess.run(
+        ["java", "-cp", str(tmp_path / "out"), "Runner", *classes],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     outputs = {}
     for chunk in res.stdout.split("=====")[1:]:
         cls, _, body = chunk.partition("\n")
@@ -147,16 +160,25 @@ def _load(code: str, name: str):
 
 
 _STDLIB_CALLS = {
-    "textwrap": lambda m: (m.wrap("The quick brown fox jumps over the lazy dog " * 3, 17),
-                           m.dedent("    a\n      b\n    c"), m.shorten("Hello  world, again here", 15),
-                           m.indent("x\n\ny", "> ")),
+    "textwrap": lambda m: (
+        m.wrap("The quick brown fox jumps over the lazy dog " * 3, 17),
+        m.dedent("    a\n      b\n    c"),
+        m.shorten("Hello  world, again here", 15),
+        m.indent("x\n\ny", "> "),
+    ),
     "bisect": lambda m: [(m.bisect_left([1, 2, 2, 5, 8], v), m.bisect_right([1, 2, 2, 5, 8], v)) for v in range(10)],
-    "colorsys": lambda m: [tuple(round(c, 6) for c in m.rgb_to_hsv(r / 7, g / 5, 0.3)) + tuple(
-        round(c, 6) for c in m.hls_to_rgb(r / 7, g / 5, 0.6)) for r in range(8) for g in range(6)],
-    "difflib": lambda m: (m.SequenceMatcher(None, "abxcd" * 3, "abcd" * 4).get_opcodes(),
-                          m.get_close_matches("appel", ["ape", "apple", "peach", "puppy"]),
-                          list(m.unified_diff(["a\n", "b\n", "c\n"], ["a\n", "c\n", "d\n"])),
-                          list(m.ndiff(["one\n", "two\n"], ["ore\n", "two\n"]))),
+    "colorsys": lambda m: [
+        tuple(round(c, 6) for c in m.rgb_to_hsv(r / 7, g / 5, 0.3))
+        + tuple(round(c, 6) for c in m.hls_to_rgb(r / 7, g / 5, 0.6))
+        for r in range(8)
+        for g in range(6)
+    ],
+    "difflib": lambda m: (
+        m.SequenceMatcher(None, "abxcd" * 3, "abcd" * 4).get_opcodes(),
+        m.get_close_matches("appel", ["ape", "apple", "peach", "puppy"]),
+        list(m.unified_diff(["a\n", "b\n", "c\n"], ["a\n", "c\n", "d\n"])),
+        list(m.ndiff(["one\n", "two\n"], ["ore\n", "two\n"])),
+    ),
 }
 
 

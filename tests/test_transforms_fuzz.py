@@ -42,16 +42,22 @@ PROGRAMS = Path(__file__).parent / "programs"
 EXT = {"c": ".c", "java": ".java", "python": ".py"}
 
 SNIPPETS = {
-    "c": ["int sum(int *a, int n) {\n    int s = 0;\n    for (int i = 0; i < n; i++) {\n        s += a[i];\n"
-          "    }\n    while (s > 100) s -= 7;\n    if (s < 0) { return -s; } else { return s; }\n}\n",
-          "static void copy(char *dst, const char *src, size_t n) {\n    size_t k = 0;\n"
-          "    while (k < n && src[k] != '\\0') { dst[k] = src[k]; k++; }\n    dst[k] = 0;\n}\n"],
-    "java": ["public int count(String s, char c) {\n    int n = 0;\n    for (int i = 0; i < s.length(); i++) {\n"
-             "        if (s.charAt(i) == c) { n += 1; } else { n -= 0; }\n    }\n    return n;\n}\n"],
-    "python": ["def mean(xs):\n    \"\"\"Mean of xs.\"\"\"\n\n# a column-0 comment after the docstring\n"
-               "    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n"
-               "    while total > 100:\n        total -= 7\n    if total < 0:\n        return -total\n"
-               "    else:\n        return total / 2\n"],
+    "c": [
+        "int sum(int *a, int n) {\n    int s = 0;\n    for (int i = 0; i < n; i++) {\n        s += a[i];\n"
+        "    }\n    while (s > 100) s -= 7;\n    if (s < 0) { return -s; } else { return s; }\n}\n",
+        "static void copy(char *dst, const char *src, size_t n) {\n    size_t k = 0;\n"
+        "    while (k < n && src[k] != '\\0') { dst[k] = src[k]; k++; }\n    dst[k] = 0;\n}\n",
+    ],
+    "java": [
+        "public int count(String s, char c) {\n    int n = 0;\n    for (int i = 0; i < s.length(); i++) {\n"
+        "        if (s.charAt(i) == c) { n += 1; } else { n -= 0; }\n    }\n    return n;\n}\n"
+    ],
+    "python": [
+        'def mean(xs):\n    """Mean of xs."""\n\n# a column-0 comment after the docstring\n'
+        "    total = 0\n    for i in range(len(xs)):\n        total += xs[i]\n"
+        "    while total > 100:\n        total -= 7\n    if total < 0:\n        return -total\n"
+        "    else:\n        return total / 2\n"
+    ],
 }
 
 
@@ -173,8 +179,13 @@ def check_one(language: str, code: str, names: list[str], rng: random.Random) ->
     else:
         again = transform_many([code], [name], language, seed=seed, limits=LIMITS)[name][0]
         assert (single.code, single.status, single.reason) == (again.code, again.status, again.reason)
-    return {"status": first.status, "reason": first.reason,
-            "changed": sum(results[n][0].changed for n in names), "invalid": invalid, "seconds": elapsed}
+    return {
+        "status": first.status,
+        "reason": first.reason,
+        "changed": sum(results[n][0].changed for n in names),
+        "invalid": invalid,
+        "seconds": elapsed,
+    }
 
 
 def run_fuzz(n: int) -> dict[str, object]:
@@ -190,9 +201,13 @@ def run_fuzz(n: int) -> dict[str, object]:
         changed += out["changed"]  # type: ignore[operator]
         invalid += out["invalid"]  # type: ignore[operator]
         slowest = max(slowest, out["seconds"])  # type: ignore[arg-type]
-    return {"inputs": n, "first_transformation_reasons": reasons, "changed_outputs": changed,
-            "caught_invalid_outputs_of_non_compiling_python": invalid,
-            "max_seconds_per_sample": round(slowest, 3)}
+    return {
+        "inputs": n,
+        "first_transformation_reasons": reasons,
+        "changed_outputs": changed,
+        "caught_invalid_outputs_of_non_compiling_python": invalid,
+        "max_seconds_per_sample": round(slowest, 3),
+    }
 
 
 def test_generator_covers_every_kind_of_input() -> None:
@@ -207,8 +222,7 @@ def test_generator_covers_every_kind_of_input() -> None:
             seen[lang].add("too_large")
         else:
             src = Source(code, lang)
-            seen[lang].add("unparsable" if src.has_error else "too_deep" if src.depth > LIMITS.max_depth
-                           else "clean")
+            seen[lang].add("unparsable" if src.has_error else "too_deep" if src.depth > LIMITS.max_depth else "clean")
             if "\0" in code:
                 seen[lang].add("nul")
     for lang in LANGUAGES:

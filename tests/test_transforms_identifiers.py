@@ -10,11 +10,11 @@ from mlflow_metacompress.transforms import (
     all_identifiers,
     function_names,
     is_valid_identifier,
-    rename_identifiers,
     renamable_identifiers,
+    rename_identifiers,
 )
 
-C_CODE = r'''
+C_CODE = r"""
 #define SQ(v) ((v) * (tmp))
 struct node { int x; };
 int g;
@@ -29,7 +29,7 @@ out:
     return n > 0 ? helper(n - 1) + tmp : tmp;
 }
 int main(void) { int (*fp)(int) = helper; int k = fp(3); printf("%d\n", k); return 0; }
-'''
+"""
 
 
 def test_c_renamable_excludes_globals_macros_fields_and_labels() -> None:
@@ -63,12 +63,12 @@ def test_rename_rejects_collisions_keywords_and_non_renamable() -> None:
         rename_identifiers("int f( { return", "c", {"f": "g"})
 
 
-JAVA_CODE = '''public int foo(int a, String s) {
+JAVA_CODE = """public int foo(int a, String s) {
     int b = a + s.length();
     for (int i = 0; i < b; i++) { b += this.x + i + count; }
     java.util.function.IntUnaryOperator op = v -> v + 1;
     return foo(b, s) + Math.max(a, b) + op.applyAsInt(1);
-}'''
+}"""
 
 
 def test_java_rename_skips_fields_methods_and_types() -> None:
@@ -81,8 +81,10 @@ def test_java_rename_skips_fields_methods_and_types() -> None:
 
 
 def test_java_override_and_jdk_methods_never_renamed() -> None:
-    code = "class A { @Override public String describe() { return \"a\"; } int helper() { return 1; } " \
-           "public int compareTo(A o) { return 0; } }"
+    code = (
+        'class A { @Override public String describe() { return "a"; } int helper() { return 1; } '
+        "public int compareTo(A o) { return 0; } }"
+    )
     assert function_names(code, "java") == ["helper"]
 
 

@@ -19,13 +19,13 @@ from mlflow_metacompress.transforms import (
     TransformReason,
     TransformStatus,
     apply_transform,
+    base,
     count_reasons,
     list_transforms,
     renamable_identifiers,
     transform,
     transform_many,
 )
-from mlflow_metacompress.transforms import base
 from mlflow_metacompress.transforms._checks import compiles, parses_cleanly
 from mlflow_metacompress.transforms._tree import Source
 
@@ -59,9 +59,11 @@ def test_fresh_names_for_many_python_locals_compile_and_keep_behaviour() -> None
     assert env_a["f"](5) == env_b["f"](5) == 3109
 
 
-MKTEMP_SHAPE = ('def mktemp(suffix="", dir=None):\n    """Doc."""\n\n##    from warnings import warn\n'
-                '##    warn("unsafe")\n\n    if dir is None:\n        dir = "/tmp"\n'
-                '    return dir + "/x" + suffix + "tmp"\n')
+MKTEMP_SHAPE = (
+    'def mktemp(suffix="", dir=None):\n    """Doc."""\n\n##    from warnings import warn\n'
+    '##    warn("unsafe")\n\n    if dir is None:\n        dir = "/tmp"\n'
+    '    return dir + "/x" + suffix + "tmp"\n'
+)
 
 
 @pytest.mark.parametrize("name", ["literal_to_constant", "compose", "insert_dead_code"])
@@ -102,8 +104,7 @@ def test_non_compiling_python_output_is_not_applicable(monkeypatch, caplog) -> N
     code = "def f(a):\n    if a:\n        a += 1\n    return a\n"
     assert parses_cleanly(broken(Source(code, "python"), None), "python")  # tree-sitter alone accepts it
     res = transform(code, "broken_py", "python")
-    assert (res.status, res.reason, res.code) == (TransformStatus.NOT_APPLICABLE,
-                                                  TransformReason.INVALID_OUTPUT, code)
+    assert (res.status, res.reason, res.code) == (TransformStatus.NOT_APPLICABLE, TransformReason.INVALID_OUTPUT, code)
     assert "non-compiling" in caplog.text
 
     def crashing(src, rng):
@@ -120,8 +121,11 @@ def test_lone_surrogates_raise_transform_error_or_parse_error(code: str) -> None
         transform(code, "swap_operands", "c")
     with pytest.raises(TransformError, match="not valid UTF-8"):
         apply_transform(code, "rename_variables", "c")
-    out = transform_many([code, None, b"int f;", "int f(int a) { return a < 1; }"],  # type: ignore[list-item]
-                         ["swap_operands"], "c")["swap_operands"]
+    out = transform_many(
+        [code, None, b"int f;", "int f(int a) { return a < 1; }"],  # type: ignore[list-item]
+        ["swap_operands"],
+        "c",
+    )["swap_operands"]
     assert [(r.status, r.reason) for r in out[:3]] == [(TransformStatus.PARSE_ERROR, TransformReason.NOT_TEXT)] * 3
     assert out[3].status is TransformStatus.CHANGED
     with pytest.raises(TransformError, match="must be a str"):
@@ -191,8 +195,7 @@ def test_a_new_module_in_the_package_is_discovered_with_no_other_edit() -> None:
         assert apply_transform(code, "swap_operands_copy", "c") == apply_transform(code, "swap_operands", "c")
     finally:
         new.unlink(missing_ok=True)
-        (folder / "__pycache__" / f"swap_operands_fuzzcopy.{sys.implementation.cache_tag}.pyc").unlink(
-            missing_ok=True)
+        (folder / "__pycache__" / f"swap_operands_fuzzcopy.{sys.implementation.cache_tag}.pyc").unlink(missing_ok=True)
         sys.modules.pop(module, None)
         base.load_all(refresh=True)
     assert "swap_operands_copy" not in list_transforms("c")
@@ -237,8 +240,10 @@ class _NaiveEdits:
         return "".join(parts + [self.data[pos:end].decode()])
 
     def overlaps(self, start: int, end: int) -> bool:
-        return any(s < end and start < e and not (start <= s and e <= end) and not (s <= start and end <= e)
-                   for s, e, _, _ in self.items)
+        return any(
+            s < end and start < e and not (start <= s and e <= end) and not (s <= start and end <= e)
+            for s, e, _, _ in self.items
+        )
 
     def replace(self, start: int, end: int, text: str) -> None:
         self.items = [it for it in self.items if not (start <= it[0] and it[1] <= end and start < end)]

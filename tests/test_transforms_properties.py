@@ -13,8 +13,8 @@ from mlflow_metacompress.transforms import (
     apply_transform,
     is_valid_identifier,
     list_transforms,
-    rename_identifiers,
     renamable_identifiers,
+    rename_identifiers,
     transform_many,
 )
 from mlflow_metacompress.transforms.base import parses_cleanly
@@ -40,8 +40,11 @@ def cond(draw) -> str:
 def braced_stmts(draw, depth: int = 0) -> list[str]:
     out = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["assign", "compound", "incr", "if", "for", "while"] if depth < 2
-                                    else ["assign", "compound", "incr"]))
+        kind = draw(
+            st.sampled_from(
+                ["assign", "compound", "incr", "if", "for", "while"] if depth < 2 else ["assign", "compound", "incr"]
+            )
+        )
         v = draw(st.sampled_from(VARS))
         if kind == "assign":
             out.append(f"{v} = {draw(expr())};")
@@ -54,7 +57,9 @@ def braced_stmts(draw, depth: int = 0) -> list[str]:
             other = " else { " + " ".join(draw(braced_stmts(depth + 1))) + " }" if draw(st.booleans()) else ""
             out.append(f"if ({draw(cond())}) {{ {body} }}{other}")
         elif kind == "for":
-            out.append(f"for (i = 0; i < {draw(st.integers(1, 9))}; i++) {{ {' '.join(draw(braced_stmts(depth + 1)))} }}")
+            out.append(
+                f"for (i = 0; i < {draw(st.integers(1, 9))}; i++) {{ {' '.join(draw(braced_stmts(depth + 1)))} }}"
+            )
         else:
             out.append(f"while ({draw(cond())}) {{ {' '.join(draw(braced_stmts(depth + 1)))} break; }}")
     return out
@@ -63,15 +68,19 @@ def braced_stmts(draw, depth: int = 0) -> list[str]:
 @st.composite
 def braced_program(draw) -> str:
     body = "\n    ".join(draw(braced_stmts()))
-    return (f"int f(int a, int b) {{\n    int c = 0, i = 0, n = 3, tmp = 1, acc = 0;\n    {body}\n"
-            f"    return c + acc;\n}}\nint g(int x) {{ return f(x, 2) + f(1, x); }}\n")
+    return (
+        f"int f(int a, int b) {{\n    int c = 0, i = 0, n = 3, tmp = 1, acc = 0;\n    {body}\n"
+        f"    return c + acc;\n}}\nint g(int x) {{ return f(x, 2) + f(1, x); }}\n"
+    )
 
 
 @st.composite
 def py_stmts(draw, indent: str = "    ", depth: int = 0) -> list[str]:
     out = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["assign", "compound", "if", "for", "while"] if depth < 2 else ["assign", "compound"]))
+        kind = draw(
+            st.sampled_from(["assign", "compound", "if", "for", "while"] if depth < 2 else ["assign", "compound"])
+        )
         v = draw(st.sampled_from(VARS))
         inner = indent + "    "
         if kind == "assign":
@@ -86,17 +95,23 @@ def py_stmts(draw, indent: str = "    ", depth: int = 0) -> list[str]:
                 text += f"\n{indent}else:\n" + "\n".join(draw(py_stmts(inner, depth + 1)))
             out.append(text)
         elif kind == "for":
-            out.append(f"{indent}for i in range({draw(st.integers(1, 9))}):\n" + "\n".join(draw(py_stmts(inner, depth + 1))))
+            out.append(
+                f"{indent}for i in range({draw(st.integers(1, 9))}):\n" + "\n".join(draw(py_stmts(inner, depth + 1)))
+            )
         else:
-            out.append(f"{indent}while {draw(cond())}:\n" + "\n".join(draw(py_stmts(inner, depth + 1))) + f"\n{inner}break")
+            out.append(
+                f"{indent}while {draw(cond())}:\n" + "\n".join(draw(py_stmts(inner, depth + 1))) + f"\n{inner}break"
+            )
     return out
 
 
 @st.composite
 def py_program(draw) -> str:
     body = "\n".join(draw(py_stmts()))
-    return (f"def f(a, b):\n    c, i, n, tmp, acc = 0, 0, 3, 1, 0\n{body}\n    return c + acc\n\n\n"
-            f"def g(x):\n    return f(x, 2) + f(1, b=x)\n")
+    return (
+        f"def f(a, b):\n    c, i, n, tmp, acc = 0, 0, 3, 1, 0\n{body}\n    return c + acc\n\n\n"
+        f"def g(x):\n    return f(x, 2) + f(1, b=x)\n"
+    )
 
 
 PROGRAMS = {"c": braced_program(), "java": braced_program(), "python": py_program()}
@@ -141,12 +156,20 @@ def test_renaming_never_introduces_a_collision(lang: str, data, seed: int) -> No
         assert len(all_identifiers(out, lang)) == len(before)  # a merge would lose a name
     # arbitrary requested names: either refused, or a bijective rename
     targets = renamable_identifiers(code, lang)
-    new = data.draw(st.lists(st.sampled_from(VARS + ["f", "g", "x", "y", "while", "len", "q1", "z_2", "2bad"]),
-                             min_size=len(targets), max_size=len(targets)))
+    new = data.draw(
+        st.lists(
+            st.sampled_from(VARS + ["f", "g", "x", "y", "while", "len", "q1", "z_2", "2bad"]),
+            min_size=len(targets),
+            max_size=len(targets),
+        )
+    )
     mapping = dict(zip(targets, new))
     changed = {k: v for k, v in mapping.items() if k != v}
-    should_fail = (any(not is_valid_identifier(v, lang) for v in changed.values())
-                   or bool(set(changed.values()) & before) or len(set(changed.values())) < len(changed))
+    should_fail = (
+        any(not is_valid_identifier(v, lang) for v in changed.values())
+        or bool(set(changed.values()) & before)
+        or len(set(changed.values())) < len(changed)
+    )
     try:
         out = rename_identifiers(code, lang, mapping)
     except TransformError:

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mlflow_metacompress.transforms import list_transforms
-from mlflow_metacompress.transforms import _reparse
+from mlflow_metacompress.transforms import _reparse, list_transforms
 from mlflow_metacompress.transforms._edits import Edits
 from mlflow_metacompress.transforms._tree import Source, _parser
 from mlflow_metacompress.transforms.base import TransformReason, run
@@ -94,7 +93,7 @@ def test_many_edits_parse_from_scratch(monkeypatch):
     src = Source("int f(int a) { return a + a + a; }", "c")
     edits = Edits(src.data)
     for i, b in enumerate(src.data):
-        if b == ord("a") and src.data[i - 1:i] in (b" ", b"("):
+        if b == ord("a") and src.data[i - 1 : i] in (b" ", b"("):
             edits.replace(i, i + 1, "b")
     out = edits.apply()
     assert _reparse._edits_for(out, src) is not None
@@ -109,9 +108,9 @@ def test_edits_apply_only_to_their_own_string_and_bytes():
     edits.insert(src.data.index(b"return"), "a = a;\n  ")
     out = edits.apply()
     assert _reparse._edits_for(out, src) is not None
-    assert _reparse._edits_for(out, other) is None          # other bytes: a fresh parse
-    assert _reparse._edits_for(out + " ", src) is None      # a post-processed output: a fresh parse
-    assert _reparse.parses_cleanly_from(other, out)         # and the fresh parse still answers
+    assert _reparse._edits_for(out, other) is None  # other bytes: a fresh parse
+    assert _reparse._edits_for(out + " ", src) is None  # a post-processed output: a fresh parse
+    assert _reparse.parses_cleanly_from(other, out)  # and the fresh parse still answers
 
 
 def test_run_reports_invalid_output_found_by_the_incremental_check(monkeypatch):

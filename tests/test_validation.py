@@ -28,8 +28,14 @@ def run_and_expect(df, config, match, model=student, targets="target"):
     CALLS["n"] = 0
     with mlflow.start_run() as run:
         with pytest.raises(Exception, match=match):
-            mlflow.models.evaluate(model=model, data=df, targets=targets, model_type="metacompress",
-                                   evaluators="metacompress", evaluator_config={"transforms": [], **config})
+            mlflow.models.evaluate(
+                model=model,
+                data=df,
+                targets=targets,
+                model_type="metacompress",
+                evaluators="metacompress",
+                evaluator_config={"transforms": [], **config},
+            )
     data = mlflow.get_run(run.info.run_id).data
     assert data.metrics == {}, "nothing may be logged when validation fails"
     assert not mlflow.MlflowClient().list_artifacts(run.info.run_id, "metacompress")
@@ -37,7 +43,9 @@ def run_and_expect(df, config, match, model=student, targets="target"):
 
 
 def test_missing_code_column(tracking):
-    calls = run_and_expect(toy_frame(10), {"teacher": teacher, "code_columns": ["code"]}, "code column 'code' is missing")
+    calls = run_and_expect(
+        toy_frame(10), {"teacher": teacher, "code_columns": ["code"]}, "code column 'code' is missing"
+    )
     assert calls == 0
 
 
@@ -56,23 +64,36 @@ def test_label_outside_classes(tracking):
 
 def test_nan_probabilities_in_static_mode(tracking):
     df = pd.DataFrame({"t0": [0.5, np.nan], "t1": [0.5, 0.5], "s0": [0.5, 0.5], "s1": [0.5, 0.5], "target": [0, 1]})
-    run_and_expect(df, {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]}, "teacher .* NaN in row 1", model=None)
+    run_and_expect(
+        df,
+        {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]},
+        "teacher .* NaN in row 1",
+        model=None,
+    )
 
 
 def test_class_count_mismatch(tracking):
     df = pd.DataFrame({"t0": [0.5], "t1": [0.5], "s0": [0.3], "s1": [0.3], "s2": [0.4], "target": [0]})
-    run_and_expect(df, {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1", "s2"]},
-                   "disagree on the number of classes", model=None)
+    run_and_expect(
+        df,
+        {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1", "s2"]},
+        "disagree on the number of classes",
+        model=None,
+    )
 
 
 def test_class_count_mismatch_between_models(tracking):
-    run_and_expect(toy_frame(6), {"teacher": lambda f: np.full((len(f), 3), 1 / 3)}, "disagree on the number of classes")
+    run_and_expect(
+        toy_frame(6), {"teacher": lambda f: np.full((len(f), 3), 1 / 3)}, "disagree on the number of classes"
+    )
 
 
 def test_named_class_sets_differ(tracking):
     t = lambda f: pd.DataFrame({"safe": [0.5] * len(f), "vuln": [0.5] * len(f)})  # noqa: E731
     s = lambda f: pd.DataFrame({"safe": [0.5] * len(f), "bug": [0.5] * len(f)})  # noqa: E731
-    run_and_expect(toy_frame(6), {"teacher": t}, r"only in teacher \['vuln'\], only in student \['bug'\]", model=s, targets=None)
+    run_and_expect(
+        toy_frame(6), {"teacher": t}, r"only in teacher \['vuln'\], only in student \['bug'\]", model=s, targets=None
+    )
 
 
 def test_empty_dataset(tracking):
@@ -82,11 +103,20 @@ def test_empty_dataset(tracking):
 
 
 def test_unresolvable_teacher_uri(tracking):
-    assert run_and_expect(toy_frame(5), {"teacher": "models:/no-such-model/3"}, "teacher model URI 'models:/no-such-model/3' does not resolve") == 0
+    assert (
+        run_and_expect(
+            toy_frame(5),
+            {"teacher": "models:/no-such-model/3"},
+            "teacher model URI 'models:/no-such-model/3' does not resolve",
+        )
+        == 0
+    )
 
 
 def test_unknown_config_key(tracking):
-    run_and_expect(toy_frame(5), {"teacher": teacher, "kl_treshold": 0.2}, r"unknown evaluator_config key\(s\) \['kl_treshold'\]")
+    run_and_expect(
+        toy_frame(5), {"teacher": teacher, "kl_treshold": 0.2}, r"unknown evaluator_config key\(s\) \['kl_treshold'\]"
+    )
 
 
 def test_missing_teacher(tracking):
@@ -113,8 +143,10 @@ def test_near_one_rows_are_renormalised():
 
 def test_adapter_formats():
     # a transformers text-classification pipeline with top_k=None, sorted by score
-    out = [[{"label": "LABEL_1", "score": 0.8}, {"label": "LABEL_0", "score": 0.2}],
-           [{"label": "LABEL_0", "score": 0.6}, {"label": "LABEL_1", "score": 0.4}]]
+    out = [
+        [{"label": "LABEL_1", "score": 0.8}, {"label": "LABEL_0", "score": 0.2}],
+        [{"label": "LABEL_0", "score": 0.6}, {"label": "LABEL_1", "score": 0.4}],
+    ]
     p, classes = to_probabilities(out, 2)
     assert classes == ["LABEL_0", "LABEL_1"] and p.tolist() == [[0.2, 0.8], [0.6, 0.4]]
     p, classes = to_probabilities(pd.DataFrame({"0": [0.1], "1": [0.9]}), 1)

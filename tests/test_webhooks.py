@@ -94,12 +94,38 @@ def tmp(tmp_path_factory) -> Path:
 def server(tmp):
     """A real ``mlflow server`` on a free loopback port, allowed to deliver to loopback over http."""
     port = _free_port()
-    env = {**os.environ, "MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS": "true", "MLFLOW_WEBHOOK_ALLOWED_SCHEMES": "http,https",
-           "MLFLOW_WEBHOOK_CACHE_TTL": "1", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "HOME": str(tmp)}
+    env = {
+        **os.environ,
+        "MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS": "true",
+        "MLFLOW_WEBHOOK_ALLOWED_SCHEMES": "http,https",
+        "MLFLOW_WEBHOOK_CACHE_TTL": "1",
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+        "HOME": str(tmp),
+    }
     log = open(tmp / "mlflow-server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{tmp}/mlflow.db",
-                             "--artifacts-destination", str(tmp / "artifacts"), "-h", "127.0.0.1", "-p", str(port),
-                             "-w", "1"], cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{tmp}/mlflow.db",
+            "--artifacts-destination",
+            str(tmp / "artifacts"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-w",
+            "1",
+        ],
+        cwd=tmp,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     uri = f"http://127.0.0.1:{port}"
 
     def up() -> bool:
@@ -123,18 +149,35 @@ class ServiceProcess:
     def __init__(self, tmp: Path, config: Path, tracking: str) -> None:
         self.config, self.port, self.proc = config, _free_port(), None
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "METACOMPRESS_WEBHOOK_SECRET": SECRET, "MLFLOW_TRACKING_URI": tracking,
-                    "MLFLOW_METACOMPRESS_CACHE": str(tmp / "cache"), "HOME": str(tmp),
-                    "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+        self.env = {
+            **os.environ,
+            "METACOMPRESS_WEBHOOK_SECRET": SECRET,
+            "MLFLOW_TRACKING_URI": tracking,
+            "MLFLOW_METACOMPRESS_CACHE": str(tmp / "cache"),
+            "HOME": str(tmp),
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        }
         self.log = tmp / "service.log"
         self.cwd = tmp
 
     def start(self, queue_only: bool = False) -> None:
-        cmd = [sys.executable, "-m", "mlflow_metacompress.cli", "-v", "webhooks", "serve", "--config", str(self.config),
-               "--port", str(self.port), *(["--queue-only"] if queue_only else [])]
+        cmd = [
+            sys.executable,
+            "-m",
+            "mlflow_metacompress.cli",
+            "-v",
+            "webhooks",
+            "serve",
+            "--config",
+            str(self.config),
+            "--port",
+            str(self.port),
+            *(["--queue-only"] if queue_only else []),
+        ]
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         _wait(self._up, 90, "the webhook service")
 
     def _up(self) -> bool:
@@ -151,8 +194,14 @@ class ServiceProcess:
         if self.proc is not None:
             _stop(self.proc, sig)
 
-    def post(self, body: bytes, delivery_id: str | None = None, timestamp: int | None = None,
-             secret: str | None = SECRET, signature: str | None = None) -> requests.Response:
+    def post(
+        self,
+        body: bytes,
+        delivery_id: str | None = None,
+        timestamp: int | None = None,
+        secret: str | None = SECRET,
+        signature: str | None = None,
+    ) -> requests.Response:
         delivery_id = delivery_id or str(uuid.uuid4())
         stamp = str(int(time.time()) if timestamp is None else timestamp)
         headers = {"Content-Type": "application/json", "X-MLflow-Delivery-Id": delivery_id, "X-MLflow-Timestamp": stamp}
@@ -180,16 +229,23 @@ def env(tmp, server):
     uris = {}
     for key, cfg in {"teacher": {"flip": 0}, "pass": {"flip": 0, "confidence": 0.8}, "fail": {"flip": 3}}.items():
         with mlflow.start_run(run_name=f"wh-{key}"):  # one run each: model_config is logged as params
-            info = mlflow.pyfunc.log_model(name=key, python_model=str(tmp / "model.py"), model_config=cfg,
-                                           pip_requirements=["pandas"])
+            info = mlflow.pyfunc.log_model(
+                name=key, python_model=str(tmp / "model.py"), model_config=cfg, pip_requirements=["pandas"]
+            )
         uris[key] = info.model_uri
     client = MlflowClient(server, server)
     mlflow.register_model(uris["teacher"], "wh-teacher")
     rule = {"data": "data.jsonl", "targets": "target", "policy": POLICY, "evaluator_config": EVAL_CFG}
-    config = {"tracking_uri": server, "secret_env": "METACOMPRESS_WEBHOOK_SECRET", "alias": ALIAS,
-              "models": {"wh-broken": {**rule, "teacher": "models:/wh-no-such-teacher/1"},
-                         "wh-tagged": rule,
-                         "wh-*": {**rule, "teacher": "models:/wh-teacher/1"}}}
+    config = {
+        "tracking_uri": server,
+        "secret_env": "METACOMPRESS_WEBHOOK_SECRET",
+        "alias": ALIAS,
+        "models": {
+            "wh-broken": {**rule, "teacher": "models:/wh-no-such-teacher/1"},
+            "wh-tagged": rule,
+            "wh-*": {**rule, "teacher": "models:/wh-teacher/1"},
+        },
+    }
     (tmp / "gates.yaml").write_text(yaml.safe_dump(config))
     service = ServiceProcess(tmp, tmp / "gates.yaml", server)
     service.start()
@@ -218,8 +274,11 @@ def _tags(env, name: str, version: str) -> dict:
 
 
 def _judged(env, name: str, version: str, timeout: float = 60) -> dict:
-    return _wait(lambda: (t := _tags(env, name, version)).get(VERDICT) in ("passed", "failed", "error") and t,
-                 timeout, f"the verdict of {name} v{version}")
+    return _wait(
+        lambda: (t := _tags(env, name, version)).get(VERDICT) in ("passed", "failed", "error") and t,
+        timeout,
+        f"the verdict of {name} v{version}",
+    )
 
 
 def _holder(env, name: str) -> str | None:
@@ -275,9 +334,21 @@ def test_manual_alias_on_failing_version_is_reverted(env):
 
 
 def _created(name: str, version: str) -> bytes:
-    return json.dumps({"entity": "model_version", "action": "created", "timestamp": "2026-01-01T00:00:00+00:00",
-                       "data": {"name": name, "version": version, "source": "models:/m-1", "run_id": None,
-                                "tags": {}, "description": None}}).encode()
+    return json.dumps(
+        {
+            "entity": "model_version",
+            "action": "created",
+            "timestamp": "2026-01-01T00:00:00+00:00",
+            "data": {
+                "name": name,
+                "version": version,
+                "source": "models:/m-1",
+                "run_id": None,
+                "tags": {},
+                "description": None,
+            },
+        }
+    ).encode()
 
 
 def test_bad_signature_stale_timestamp_and_malformed_body_start_nothing(env):

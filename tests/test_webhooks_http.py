@@ -50,19 +50,39 @@ class Service:
 
     def __init__(self, tmp: Path) -> None:
         (tmp / "data.jsonl").write_text('{"func": "int f(){}", "target": 0}\n')
-        config = {"tracking_uri": "http://127.0.0.1:9", "queue": "queue.sqlite",
-                  "models": {"gated-*": {"data": "data.jsonl", "teacher": "models:/t/1"}}}
+        config = {
+            "tracking_uri": "http://127.0.0.1:9",
+            "queue": "queue.sqlite",
+            "models": {"gated-*": {"data": "data.jsonl", "teacher": "models:/t/1"}},
+        }
         (tmp / "gates.yaml").write_text(yaml.safe_dump(config))
         self.queue, self.port, self.log = tmp / "queue.sqlite", _free_port(), tmp / "service.log"
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "METACOMPRESS_WEBHOOK_SECRET": SECRET,
-               "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-        cmd = [sys.executable, "-m", "mlflow_metacompress.cli", "webhooks", "serve", "--config",
-               str(tmp / "gates.yaml"), "--port", str(self.port), "--queue-only",
-               "--request-timeout", "2", "--idle-timeout", "1"]
+        env = {
+            **os.environ,
+            "METACOMPRESS_WEBHOOK_SECRET": SECRET,
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        }
+        cmd = [
+            sys.executable,
+            "-m",
+            "mlflow_metacompress.cli",
+            "webhooks",
+            "serve",
+            "--config",
+            str(tmp / "gates.yaml"),
+            "--port",
+            str(self.port),
+            "--queue-only",
+            "--request-timeout",
+            "2",
+            "--idle-timeout",
+            "1",
+        ]
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         preexec_fn=_limit_open_files)
+            self.proc = subprocess.Popen(
+                cmd, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_limit_open_files
+            )
 
     def wait_up(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
@@ -95,12 +115,12 @@ class Service:
     def open_files(self) -> int:
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
 
-    def post(self, body: bytes, signed: bool = True, delivery_id: str | None = None,
-             timeout: float = 10) -> requests.Response:
+    def post(
+        self, body: bytes, signed: bool = True, delivery_id: str | None = None, timeout: float = 10
+    ) -> requests.Response:
         delivery_id = delivery_id or str(uuid.uuid4())
         stamp = str(int(time.time()))
-        headers = {"Content-Type": "application/json", "X-MLflow-Delivery-Id": delivery_id,
-                   "X-MLflow-Timestamp": stamp}
+        headers = {"Content-Type": "application/json", "X-MLflow-Delivery-Id": delivery_id, "X-MLflow-Timestamp": stamp}
         if signed:
             headers["X-MLflow-Signature"] = sign(SECRET, delivery_id, stamp, body)
         return requests.post(f"{self.url}/webhook", data=body, headers=headers, timeout=timeout)
@@ -117,8 +137,14 @@ def service(tmp_path_factory):
 
 
 def _created(name: str, version: str = "1") -> bytes:
-    return json.dumps({"entity": "model_version", "action": "created", "timestamp": "2026-01-01T00:00:00+00:00",
-                       "data": {"name": name, "version": version, "tags": {}}}).encode()
+    return json.dumps(
+        {
+            "entity": "model_version",
+            "action": "created",
+            "timestamp": "2026-01-01T00:00:00+00:00",
+            "data": {"name": name, "version": version, "tags": {}},
+        }
+    ).encode()
 
 
 def _timed(call):
@@ -134,7 +160,7 @@ def _response(sock: socket.socket, timeout: float) -> bytes:
     try:
         while chunk := sock.recv(65536):
             data += chunk
-    except (socket.timeout, ConnectionResetError):
+    except (TimeoutError, ConnectionResetError):
         pass
     return data
 
@@ -142,8 +168,10 @@ def _response(sock: socket.socket, timeout: float) -> bytes:
 # ------------------------------------------------------------------------------- body size
 def test_declared_oversized_body_is_refused_before_it_is_sent(service):
     with socket.create_connection(("127.0.0.1", service.port)) as sock:
-        sock.sendall(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: %d\r\n\r\n" % (50 * MiB))
+        sock.sendall(
+            b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % (50 * MiB)
+        )
         answer, elapsed = _timed(lambda: _response(sock, 5))
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
     assert b"connection: close" in answer.lower() and elapsed < 2
@@ -172,14 +200,15 @@ def test_streamed_oversized_body_is_cut_off_without_buffering_it(service):
 
 
 # ----------------------------------------------------------------------------- JSON bodies
-@pytest.mark.parametrize("body, message", [
-    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
-    (b'{"entity": "model_version", "action": "created", "data": {"version": ' + b"1" * 5000 + b"}}",
-     "not JSON"),
-    (b'{"entity": "model_version", "action": "created", "data": {"name": "gated-x", "version": "1"}',
-     "not JSON"),
-    (b"\xff\xfe{}", "not JSON"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"entity": "model_version", "action": "created", "data": {"version": ' + b"1" * 5000 + b"}}", "not JSON"),
+        (b'{"entity": "model_version", "action": "created", "data": {"name": "gated-x", "version": "1"}', "not JSON"),
+        (b"\xff\xfe{}", "not JSON"),
+    ],
+)
 def test_signed_but_unparseable_json_is_400(service, body, message):
     response = service.post(body)
     assert response.status_code == 400 and message in response.json()["error"], response.text[:300]
@@ -191,8 +220,11 @@ def test_queue_locked_by_another_process_stalls_nothing_and_deliveries_get_503(s
     holder.execute("BEGIN EXCLUSIVE")  # another process holding the queue's write lock
     delivery, pending = str(uuid.uuid4()), {}
     try:
-        sender = threading.Thread(target=lambda: pending.update(r=_timed(
-            lambda: service.post(_created("gated-locked"), delivery_id=delivery))))
+        sender = threading.Thread(
+            target=lambda: pending.update(
+                r=_timed(lambda: service.post(_created("gated-locked"), delivery_id=delivery))
+            )
+        )
         sender.start()
         time.sleep(0.3)  # the delivery is now waiting for the queue
         health, t_health = _timed(lambda: requests.get(f"{service.url}/health", timeout=5))
@@ -203,8 +235,10 @@ def test_queue_locked_by_another_process_stalls_nothing_and_deliveries_get_503(s
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    print(f"queue locked: /health {t_health * 1000:.0f} ms, 401 {t_unsigned * 1000:.0f} ms, "
-          f"404 {t_unknown * 1000:.0f} ms, delivery 503 after {t_queued:.1f} s")
+    print(
+        f"queue locked: /health {t_health * 1000:.0f} ms, 401 {t_unsigned * 1000:.0f} ms, "
+        f"404 {t_unknown * 1000:.0f} ms, delivery 503 after {t_queued:.1f} s"
+    )
     assert health.status_code == 200 and health.json()["status"] in ("ok", "degraded") and t_health < 1
     assert unsigned.status_code == 401 and t_unsigned < 1
     assert unknown.status_code == 404 and t_unknown < 1
@@ -220,7 +254,7 @@ def test_trickled_headers_are_cut_off_at_the_request_deadline(service):
     with socket.create_connection(("127.0.0.1", service.port)) as sock:
         try:
             while sent < len(request) and time.monotonic() - start < 8:
-                sock.sendall(request[sent:sent + 1])  # one byte every 0.2 s: the idle timeout never fires
+                sock.sendall(request[sent : sent + 1])  # one byte every 0.2 s: the idle timeout never fires
                 sent += 1
                 time.sleep(0.2)
         except (BrokenPipeError, ConnectionResetError):

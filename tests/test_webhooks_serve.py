@@ -46,7 +46,10 @@ def serve(tmp_path, monkeypatch, caplog):
     (tmp_path / "data.jsonl").write_text('{"func": "int f(){}", "target": 0}\n')
 
     def run(*args: str, queue: str | None = None) -> int:
-        config = {"tracking_uri": "http://127.0.0.1:9", "models": {"m": {"data": "data.jsonl", "teacher": "models:/t/1"}}}
+        config = {
+            "tracking_uri": "http://127.0.0.1:9",
+            "models": {"m": {"data": "data.jsonl", "teacher": "models:/t/1"}},
+        }
         if queue is not None:
             config["queue"] = queue
         (tmp_path / "gates.yaml").write_text(yaml.safe_dump(config))
@@ -68,16 +71,19 @@ def _make_text_file(tmp_path):
     return "q.sqlite"
 
 
-@pytest.mark.parametrize("make_queue, args, message", [
-    (_make_folder, [], r"queue .*/q: is a folder; give the path of a sqlite file"),
-    (_make_text_file, [], r"queue .*/q\.sqlite: cannot use it as the job queue \(file is not a database\)"),
-    (None, ["--port", "99999"], r"--port 99999: not a TCP port \(0-65535\)"),
-    (None, ["--port", "-1"], r"--port -1: not a TCP port"),
-    (None, ["--host", "no-such-host.invalid", "--port", "0"], r"--host 'no-such-host\.invalid': not an address"),
-    (None, ["--host", "192.0.2.1", "--port", "0"], r"cannot listen on 192\.0\.2\.1:0: Cannot assign requested"),
-    (None, ["--request-timeout", "0"], r"--request-timeout: must be positive, got 0"),
-    (None, ["--max-connections", "-3"], r"--max-connections: must be positive, got -3"),
-])
+@pytest.mark.parametrize(
+    "make_queue, args, message",
+    [
+        (_make_folder, [], r"queue .*/q: is a folder; give the path of a sqlite file"),
+        (_make_text_file, [], r"queue .*/q\.sqlite: cannot use it as the job queue \(file is not a database\)"),
+        (None, ["--port", "99999"], r"--port 99999: not a TCP port \(0-65535\)"),
+        (None, ["--port", "-1"], r"--port -1: not a TCP port"),
+        (None, ["--host", "no-such-host.invalid", "--port", "0"], r"--host 'no-such-host\.invalid': not an address"),
+        (None, ["--host", "192.0.2.1", "--port", "0"], r"cannot listen on 192\.0\.2\.1:0: Cannot assign requested"),
+        (None, ["--request-timeout", "0"], r"--request-timeout: must be positive, got 0"),
+        (None, ["--max-connections", "-3"], r"--max-connections: must be positive, got -3"),
+    ],
+)
 def test_serve_refuses_to_start_in_one_line(serve, tmp_path, capsys, caplog, make_queue, args, message):
     queue = make_queue(tmp_path) if make_queue else None
     assert serve(*args, queue=queue) == 2
@@ -91,7 +97,9 @@ def test_serve_refuses_to_start_in_one_line(serve, tmp_path, capsys, caplog, mak
 def test_serve_on_a_port_in_use_fails_before_listening(serve, busy_port, capsys, caplog):
     assert serve("--port", str(busy_port)) == 2
     err = capsys.readouterr().err
-    assert err == f"metacompress webhooks serve: error: cannot listen on 127.0.0.1:{busy_port}: Address already in use\n"
+    assert (
+        err == f"metacompress webhooks serve: error: cannot listen on 127.0.0.1:{busy_port}: Address already in use\n"
+    )
     assert "listening" not in caplog.text
     assert not [t for t in threading.enumerate() if t.name.startswith("metacompress-")]
 
@@ -148,8 +156,16 @@ def test_worker_outlives_a_queue_locked_past_its_wait(locked):
     queue.record_delivery("d", "e", [JobSpec(EVALUATE, "m", "1")])
     holder = lock()
     ran, stop, wake = [], threading.Event(), threading.Event()
-    worker = Worker(queue, (EVALUATE,), lambda job: (ran.append(job.id), ("done", "ok"))[1], None,
-                    "sqlite:///unused.db", wake, stop, poll_s=0.1)
+    worker = Worker(
+        queue,
+        (EVALUATE,),
+        lambda job: (ran.append(job.id), ("done", "ok"))[1],
+        None,
+        "sqlite:///unused.db",
+        wake,
+        stop,
+        poll_s=0.1,
+    )
     worker.start()
     try:
         time.sleep(1.0)  # five waits of 0.2 s have failed

@@ -42,14 +42,20 @@ def _headers(secret: str, body: bytes, delivery: str = "d1", stamp: int = 1_700_
     return dict(zip(HEADERS, (delivery, str(stamp), signature.sign(secret, delivery, stamp, body))))
 
 
-@pytest.mark.parametrize("change, reason", [
-    (lambda h, b: (h, b + b" "), "signature mismatch"),
-    (lambda h, b: ({**h, "X-MLflow-Delivery-Id": "other"}, b), "signature mismatch"),
-    (lambda h, b: ({**h, "X-MLflow-Timestamp": str(int(h["X-MLflow-Timestamp"]) + 1)}, b), "signature mismatch"),
-    (lambda h, b: ({k: v for k, v in h.items() if k != "X-MLflow-Signature"}, b), "missing header X-MLflow-Signature"),
-    (lambda h, b: ({**h, "X-MLflow-Timestamp": "soon"}, b), "must be Unix seconds"),
-    (lambda h, b: ({**h, "X-MLflow-Signature": "v1,AAAA"}, b), "signature mismatch"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        (lambda h, b: (h, b + b" "), "signature mismatch"),
+        (lambda h, b: ({**h, "X-MLflow-Delivery-Id": "other"}, b), "signature mismatch"),
+        (lambda h, b: ({**h, "X-MLflow-Timestamp": str(int(h["X-MLflow-Timestamp"]) + 1)}, b), "signature mismatch"),
+        (
+            lambda h, b: ({k: v for k, v in h.items() if k != "X-MLflow-Signature"}, b),
+            "missing header X-MLflow-Signature",
+        ),
+        (lambda h, b: ({**h, "X-MLflow-Timestamp": "soon"}, b), "must be Unix seconds"),
+        (lambda h, b: ({**h, "X-MLflow-Signature": "v1,AAAA"}, b), "signature mismatch"),
+    ],
+)
 def test_signature_rejects_tampering(change, reason):
     body = b'{"entity": "model_version"}'
     headers, sent = change(_headers("s3cret", body), body)
@@ -75,8 +81,7 @@ def test_queue_deduplicates_deliveries_and_versions(tmp_path):
     assert q.record_delivery("d1", "model_version.created", [JobSpec(EVALUATE, "m", "2")]) is None  # replay
     assert q.record_delivery("d2", "model_version_tag.set", [JobSpec(EVALUATE, "m", "1", revive=True)]) == []
     assert q.record_delivery("d3", "x", [JobSpec(GUARD, "m", "1", "champion")] * 2) == [2, 3]  # one per event
-    assert q.counts() == {"queued": 3, "running": 0, "done": 0, "error": 0, "waiting": 0, "skipped": 0,
-                          "deliveries": 3}
+    assert q.counts() == {"queued": 3, "running": 0, "done": 0, "error": 0, "waiting": 0, "skipped": 0, "deliveries": 3}
     assert [j.version for j in q.jobs()] == ["1", "1", "1"]
 
 
@@ -87,8 +92,9 @@ def test_queue_revives_waiting_and_error_jobs_only(tmp_path):
     for state in ("waiting", "error", "done"):
         job = q.claim([EVALUATE])
         q.finish(job.id, state, "x")
-    revived = [q.record_delivery(f"t{v}", "model_version_tag.set", [JobSpec(EVALUATE, "m", v, revive=True)])
-               for v in "123"]
+    revived = [
+        q.record_delivery(f"t{v}", "model_version_tag.set", [JobSpec(EVALUATE, "m", v, revive=True)]) for v in "123"
+    ]
     assert revived == [[1], [2], []]
     assert [j.state for j in q.jobs()] == ["queued", "queued", "done"]
 
@@ -130,31 +136,47 @@ def _write(tmp_path, cfg) -> str:
 
 
 def test_config_resolves_paths_and_globs(tmp_path, data_file):
-    cfg = load_config(_write(tmp_path, {"models": {"stu-*": {"data": "data.jsonl", "policy": "lenient"},
-                                                   "stu-x": {"data": str(data_file), "teacher": "models:/t/1"}}}))
+    cfg = load_config(
+        _write(
+            tmp_path,
+            {
+                "models": {
+                    "stu-*": {"data": "data.jsonl", "policy": "lenient"},
+                    "stu-x": {"data": str(data_file), "teacher": "models:/t/1"},
+                }
+            },
+        )
+    )
     assert cfg.rule_for("stu-x").teacher == "models:/t/1"  # exact name before an earlier glob
     assert cfg.rule_for("stu-y").policy.name == "lenient" and cfg.rule_for("stu-y").data == data_file
     assert cfg.rule_for("other") is None
     assert cfg.alias == "champion" and cfg.queue_path == tmp_path / "gates.webhooks.sqlite"
 
 
-@pytest.mark.parametrize("cfg, message", [
-    ({"models": {}}, "models: required"),
-    ({"modles": {}}, "modles: unknown key"),
-    ({"models": {"m": {"policy": "standard"}}}, r"models\.m\.data: required"),
-    ({"models": {"m": {"data": "missing.jsonl"}}}, r"models\.m\.data: .*does not exist"),
-    ({"models": {"m": {"data": "data.txt"}}}, r"models\.m\.data: .*must end with one of"),
-    ({"models": {"m": {"data": "data.jsonl", "policy": "strictest"}}}, r"models\.m\.policy: unknown policy"),
-    ({"models": {"m": {"data": "data.jsonl", "evaluator_config": {"kl_treshold": 1}}}},
-     r"models\.m\.evaluator_config\.kl_treshold: unknown"),
-    ({"models": {"m": {"data": "data.jsonl", "evaluator_config": {"teacher": "x"}}}},
-     r"models\.m\.evaluator_config\.teacher: give the teacher as"),
-    ({"models": {"m": {"data": "data.jsonl", "targets": 3}}}, r"models\.m\.targets: must be a non-empty string"),
-    ({"secret_env": "my secret!", "models": {"m": {"data": "data.jsonl"}}}, "secret_env: .* is not an environment"),
-    ({"secret": "hunter2", "models": {"m": {"data": "data.jsonl"}}}, "secret: the webhook secret is never read"),
-    ({"alias": "latest", "models": {"m": {"data": "data.jsonl"}}}, "alias: 'latest' is not a valid"),
-    ("models: {m: {data: data.jsonl}}\nmodels: {}\n", "duplicate key 'models'"),
-])
+@pytest.mark.parametrize(
+    "cfg, message",
+    [
+        ({"models": {}}, "models: required"),
+        ({"modles": {}}, "modles: unknown key"),
+        ({"models": {"m": {"policy": "standard"}}}, r"models\.m\.data: required"),
+        ({"models": {"m": {"data": "missing.jsonl"}}}, r"models\.m\.data: .*does not exist"),
+        ({"models": {"m": {"data": "data.txt"}}}, r"models\.m\.data: .*must end with one of"),
+        ({"models": {"m": {"data": "data.jsonl", "policy": "strictest"}}}, r"models\.m\.policy: unknown policy"),
+        (
+            {"models": {"m": {"data": "data.jsonl", "evaluator_config": {"kl_treshold": 1}}}},
+            r"models\.m\.evaluator_config\.kl_treshold: unknown",
+        ),
+        (
+            {"models": {"m": {"data": "data.jsonl", "evaluator_config": {"teacher": "x"}}}},
+            r"models\.m\.evaluator_config\.teacher: give the teacher as",
+        ),
+        ({"models": {"m": {"data": "data.jsonl", "targets": 3}}}, r"models\.m\.targets: must be a non-empty string"),
+        ({"secret_env": "my secret!", "models": {"m": {"data": "data.jsonl"}}}, "secret_env: .* is not an environment"),
+        ({"secret": "hunter2", "models": {"m": {"data": "data.jsonl"}}}, "secret: the webhook secret is never read"),
+        ({"alias": "latest", "models": {"m": {"data": "data.jsonl"}}}, "alias: 'latest' is not a valid"),
+        ("models: {m: {data: data.jsonl}}\nmodels: {}\n", "duplicate key 'models'"),
+    ],
+)
 def test_config_errors_name_the_key(tmp_path, data_file, cfg, message):
     with pytest.raises(WebhookConfigError, match=message):
         load_config(_write(tmp_path, cfg))
@@ -194,12 +216,17 @@ def test_events_map_to_jobs(tmp_path, data_file):
     assert jobs_for(cfg, other_tag) == []
     alias = parse_event(body("model_version_alias", "created", name="stu1", version="4", alias="champion"))
     assert jobs_for(cfg, alias) == [JobSpec(GUARD, "stu1", "4", alias="champion")]
-    assert jobs_for(cfg, parse_event(body("model_version_alias", "created", name="stu1", version="4",
-                                          alias="staging"))) == []
+    assert (
+        jobs_for(cfg, parse_event(body("model_version_alias", "created", name="stu1", version="4", alias="staging")))
+        == []
+    )
     assert jobs_for(cfg, parse_event(body("registered_model", "created", name="stu1"))) == []
-    for bad, field in [([], "JSON object"), ({"entity": "model_version"}, "body.action"),
-                       (body("model_version", "created", name="stu1", version="v1"), "positive integer"),
-                       (body("model_version_alias", "created", name="stu1", version="1"), "body.data.alias")]:
+    for bad, field in [
+        ([], "JSON object"),
+        ({"entity": "model_version"}, "body.action"),
+        (body("model_version", "created", name="stu1", version="v1"), "positive integer"),
+        (body("model_version_alias", "created", name="stu1", version="1"), "body.data.alias"),
+    ]:
         with pytest.raises(MalformedEventError, match=field):
             parse_event(bad)
 
@@ -305,8 +332,9 @@ def test_worker_tags_an_evaluation_error_and_moves_no_alias(tmp_path, registry, 
     assert "targets column 'label'" in tags["metacompress.error"] and _holder(registry) == "1"
 
 
-def test_an_older_version_judged_late_does_not_take_the_alias_from_a_newer_passing_one(tmp_path, registry,
-                                                                                         data_file, monkeypatch):
+def test_an_older_version_judged_late_does_not_take_the_alias_from_a_newer_passing_one(
+    tmp_path, registry, data_file, monkeypatch
+):
     from mlflow_metacompress import gates
     from mlflow_metacompress.webhooks.worker import evaluate_job
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import random
 import zlib
-from collections import Counter
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -66,8 +66,13 @@ class Context:
     rng: random.Random
     language: str
 
-    def space(self, code: str | None = None, names: list[str] | None = None, start: GoalResult | None = None,
-              max_changed: int | None = None) -> RenameSpace:
+    def space(
+        self,
+        code: str | None = None,
+        names: list[str] | None = None,
+        start: GoalResult | None = None,
+        max_changed: int | None = None,
+    ) -> RenameSpace:
         """A rename space over ``code`` (default: the original function)."""
         from ..transforms import Source
         from ..transforms.identifiers import rename_in_source
@@ -101,8 +106,14 @@ class Attack(ABC):
     name: ClassVar[str] = "attack"
     renaming_only: ClassVar[bool] = True
 
-    def __init__(self, model: QueryModel | PredictFn, budget: int = 500, seed: int = 0,
-                 max_changed: int | None = None, mlm: Any = None) -> None:
+    def __init__(
+        self,
+        model: QueryModel | PredictFn,
+        budget: int = 500,
+        seed: int = 0,
+        max_changed: int | None = None,
+        mlm: Any = None,
+    ) -> None:
         if int(budget) < 1:
             raise ValueError(f"attack budget must be at least 1 query, got {budget}")
         self.model = model if isinstance(model, QueryModel) else None
@@ -136,13 +147,24 @@ class Attack(ABC):
         start = goal.get_results([code])[0]
         base = dict(index=index, original_code=code, label=int(label), original_probs=start.probs)
         if start.succeeded:
-            return AttackResult(status=AttackStatus.SKIPPED, queries=goal.queries, adversarial_code=None,
-                                skip_reason="wrong_prediction", requests=goal.requests, **base)
+            return AttackResult(
+                status=AttackStatus.SKIPPED,
+                queries=goal.queries,
+                adversarial_code=None,
+                skip_reason="wrong_prediction",
+                requests=goal.requests,
+                **base,
+            )
         names = renamable(code, language)
         if not names:
-            return AttackResult(status=AttackStatus.SKIPPED, queries=goal.queries, adversarial_code=None,
-                                skip_reason="unparsable" if names is None else "no_identifiers",
-                                requests=goal.requests, **base)
+            return AttackResult(
+                status=AttackStatus.SKIPPED,
+                queries=goal.queries,
+                adversarial_code=None,
+                skip_reason="unparsable" if names is None else "no_identifiers",
+                requests=goal.requests,
+                **base,
+            )
         rng = random.Random(zlib.crc32(f"{self.name}:{self.seed}:{position}".encode()))
         ctx = Context(index, position, code, names, goal, start, rng, language)
         outcome = self.search(ctx)
@@ -150,9 +172,14 @@ class Attack(ABC):
         status = AttackStatus.SUCCEEDED if cand.succeeded else AttackStatus.FAILED
         assert goal.queries <= self.budget, "goal function exceeded its budget"
         return AttackResult(
-            status=status, queries=goal.queries, adversarial_code=cand.code if cand.code != code else None,
-            adversarial_probs=cand.result.probs, renaming=dict(cand.mapping),
-            transformations=list(outcome.transformations), requests=goal.requests, **base,
+            status=status,
+            queries=goal.queries,
+            adversarial_code=cand.code if cand.code != code else None,
+            adversarial_probs=cand.result.probs,
+            renaming=dict(cand.mapping),
+            transformations=list(outcome.transformations),
+            requests=goal.requests,
+            **base,
         )
 
     @abstractmethod

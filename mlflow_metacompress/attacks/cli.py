@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--attack", required=True, choices=list_attacks())
     parser.add_argument("--budget", type=int, default=500, help="maximum queries per sample (default 500)")
     parser.add_argument("--language", default="auto", choices=["auto", "c", "java", "python"])
-    parser.add_argument("--code-columns", default="func", help="comma-separated code column(s); only the first is attacked")
+    parser.add_argument(
+        "--code-columns", default="func", help="comma-separated code column(s); only the first is attacked"
+    )
     parser.add_argument("--label-column", default="target")
     parser.add_argument("--limit", type=int, default=None, help="attack only the first N rows")
     parser.add_argument("--seed", type=int, default=0)
@@ -32,8 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_attack(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("attack", help="attack a logged model with a black-box identifier attack and print a summary",
-                       description=__doc__.split("\n")[0])
+    p = sub.add_parser(
+        "attack",
+        help="attack a logged model with a black-box identifier attack and print a summary",
+        description=__doc__.split("\n")[0],
+    )
     add_arguments(p)
     p.set_defaults(func=run)
 
@@ -50,8 +55,15 @@ def run(args: argparse.Namespace) -> int:
     if args.label_column not in df.columns:
         raise ValueError(f"label column {args.label_column!r} not in {args.data}; it has {list(df.columns)}")
     report = run_attack(
-        args.attack, args.model, df, columns, df[args.label_column].to_numpy(), args.language,
-        budget=args.budget, seed=args.seed, mlm=args.mlm,
+        args.attack,
+        args.model,
+        df,
+        columns,
+        df[args.label_column].to_numpy(),
+        args.language,
+        budget=args.budget,
+        seed=args.seed,
+        mlm=args.mlm,
     )
     print(report.summary())
     if args.output:

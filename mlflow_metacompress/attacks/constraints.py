@@ -40,7 +40,9 @@ class RenameConstraints:
     _valid_cache: dict[str, bool] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def for_code(cls, code: Any, language: str, renamable: Iterable[str], max_changed: int | None = None) -> RenameConstraints:
+    def for_code(
+        cls, code: Any, language: str, renamable: Iterable[str], max_changed: int | None = None
+    ) -> RenameConstraints:
         """Constraints for ``code`` (a string, or a parsed ``transforms.Source`` to skip re-parsing)."""
         from ..transforms import all_identifiers
 

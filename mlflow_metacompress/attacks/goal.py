@@ -133,9 +133,7 @@ class GoalFunction:
     (for clone pairs, the first function, as in ALERT's protocol).
     """
 
-    def __init__(
-        self, model: QueryModel, row: Mapping[str, str], column: str, label: int, budget: int
-    ) -> None:
+    def __init__(self, model: QueryModel, row: Mapping[str, str], column: str, label: int, budget: int) -> None:
         if column not in row:
             raise KeyError(f"attacked column {column!r} is not among the code columns {list(row)}")
         self.model = model

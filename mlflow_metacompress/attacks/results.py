@@ -60,8 +60,10 @@ class AttackResult:
         if self.adversarial_code is None:
             return ""
         lines = difflib.unified_diff(
-            self.original_code.splitlines(keepends=True), self.adversarial_code.splitlines(keepends=True),
-            fromfile="original", tofile="adversarial",
+            self.original_code.splitlines(keepends=True),
+            self.adversarial_code.splitlines(keepends=True),
+            fromfile="original",
+            tofile="adversarial",
         )
         return "".join(lines)
 
@@ -122,23 +124,27 @@ class AttackReport:
         """One row per sample for the parquet artifact."""
         rows = []
         for r in self.results:
-            rows.append({
-                "index": r.index if isinstance(r.index, (int, str)) else str(r.index),
-                "status": r.status.value,
-                "skip_reason": r.skip_reason,
-                "queries": int(r.queries),
-                "requests": int(r.requests),
-                "original_code": r.original_code,
-                "adversarial_code": r.adversarial_code,
-                "diff": r.diff(),
-                "renaming": json.dumps(r.renaming, sort_keys=True),
-                "transformations": json.dumps(r.transformations),
-                "label": int(r.label),
-                "original_prediction": r.original_prediction,
-                "adversarial_prediction": r.adversarial_prediction,
-                "original_probs": [float(p) for p in r.original_probs],
-                "adversarial_probs": None if r.adversarial_probs is None else [float(p) for p in r.adversarial_probs],
-            })
+            rows.append(
+                {
+                    "index": r.index if isinstance(r.index, (int, str)) else str(r.index),
+                    "status": r.status.value,
+                    "skip_reason": r.skip_reason,
+                    "queries": int(r.queries),
+                    "requests": int(r.requests),
+                    "original_code": r.original_code,
+                    "adversarial_code": r.adversarial_code,
+                    "diff": r.diff(),
+                    "renaming": json.dumps(r.renaming, sort_keys=True),
+                    "transformations": json.dumps(r.transformations),
+                    "label": int(r.label),
+                    "original_prediction": r.original_prediction,
+                    "adversarial_prediction": r.adversarial_prediction,
+                    "original_probs": [float(p) for p in r.original_probs],
+                    "adversarial_probs": None
+                    if r.adversarial_probs is None
+                    else [float(p) for p in r.adversarial_probs],
+                }
+            )
         return pd.DataFrame(rows)
 
     def summary(self) -> str:

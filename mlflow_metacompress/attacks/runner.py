@@ -29,7 +29,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["ATTACKS", "attack_positions", "list_attacks", "run_attack", "victim_predict"]
 
 
-def victim_predict(model: Any, code_columns: Sequence[str], batch_size: int = 256) -> Callable[[pd.DataFrame], np.ndarray]:
+def victim_predict(
+    model: Any, code_columns: Sequence[str], batch_size: int = 256
+) -> Callable[[pd.DataFrame], np.ndarray]:
     """A validated ``predict(df) -> N×K`` for a callable, a ``PyFuncModel``, a model URI or an
     evaluator :class:`~mlflow_metacompress.evaluation.predictors.Predictor` (one adapter for
     the evaluator and attacks)."""
@@ -60,8 +62,9 @@ def _class_indices(labels: np.ndarray, k: int) -> np.ndarray:
         raise MetaCompressInputError(f"attack labels must be integer class indices 0..{k - 1}: {exc}") from None
 
 
-def attack_positions(attack: Attack, data: AttackData, positions: Iterable[int], rows: Sequence[dict[str, str]],
-                     progress: bool = False) -> list[AttackResult]:
+def attack_positions(
+    attack: Attack, data: AttackData, positions: Iterable[int], rows: Sequence[dict[str, str]], progress: bool = False
+) -> list[AttackResult]:
     """Attack the samples at ``positions`` of ``data.frame`` (``rows[p]``: sample ``p``'s code
     by column) with a prepared ``attack``. Each result depends only on its own sample (the
     search's random generator is seeded by position, queries are counted per sample), so
@@ -70,8 +73,10 @@ def attack_positions(attack: Attack, data: AttackData, positions: Iterable[int],
 
     positions = list(positions)
     index = data.frame.index.tolist()  # Python scalars, as iterating the index gives
-    return [attack.attack(index[p], p, rows[p], int(data.labels[p]))
-            for p in tqdm(positions, total=len(positions), desc=attack.name, disable=not progress)]
+    return [
+        attack.attack(index[p], p, rows[p], int(data.labels[p]))
+        for p in tqdm(positions, total=len(positions), desc=attack.name, disable=not progress)
+    ]
 
 
 def run_attack(
@@ -117,12 +122,18 @@ def run_attack(
     results = attack_positions(attack, data, range(len(df)), rows, progress)
     unparsable = sum(r.skip_reason == "unparsable" for r in results)
     if unparsable:
-        logger.warning("%s: %d of %d samples do not parse cleanly as %s and were skipped", name, unparsable,
-                       len(results), language)
+        logger.warning(
+            "%s: %d of %d samples do not parse cleanly as %s and were skipped", name, unparsable, len(results), language
+        )
     report = AttackReport(
-        attack=name, results=results, code_columns=code_columns, frame=df,
-        forward_rows=model.forward_rows, forward_seconds=model.forward_seconds,
-        wall_seconds=time.perf_counter() - t0, details=dict(attack.details),
+        attack=name,
+        results=results,
+        code_columns=code_columns,
+        frame=df,
+        forward_rows=model.forward_rows,
+        forward_seconds=model.forward_seconds,
+        wall_seconds=time.perf_counter() - t0,
+        details=dict(attack.details),
     )
     logger.info("%s: %s", name, report.metrics())
     return report

@@ -134,7 +134,9 @@ def read_pairs(path: str | Path, functions: dict[str, str]) -> pd.DataFrame:
                 continue
             where = f"{path}:{lineno}"
             if len(parts) != 3:
-                raise DataFormatError(f"{where}: expected 'idx1 idx2 label', got {len(parts)} field(s): {line.strip()!r}")
+                raise DataFormatError(
+                    f"{where}: expected 'idx1 idx2 label', got {len(parts)} field(s): {line.strip()!r}"
+                )
             a, b, label = parts
             for key in (a, b):
                 if key not in functions:
@@ -190,10 +192,15 @@ def load_bigclonebench_hub(split: str, name: str = HUB_BIGCLONEBENCH) -> pd.Data
     load_dataset = _hub_loader()
 
     ds = load_dataset(name, split=_hub_split(split)).to_pandas()
-    return pd.DataFrame({
-        "func1": ds["func1"].astype(str), "func2": ds["func2"].astype(str),
-        "label": ds["label"].astype("int64"), "idx1": ds["id1"].astype(str), "idx2": ds["id2"].astype(str),
-    })
+    return pd.DataFrame(
+        {
+            "func1": ds["func1"].astype(str),
+            "func2": ds["func2"].astype(str),
+            "label": ds["label"].astype("int64"),
+            "idx1": ds["id1"].astype(str),
+            "idx2": ds["id2"].astype(str),
+        }
+    )
 
 
 # ---------------------------------------------------------------------- tasks

@@ -29,8 +29,9 @@ def _check_file(path: Path) -> str:
         raise FileNotFoundError(f"data file {path} does not exist")
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
-        raise DataFormatError(f"{path}: unsupported data format {suffix or '(no suffix)'!r}; "
-                              f"use one of {', '.join(SUFFIXES)}")
+        raise DataFormatError(
+            f"{path}: unsupported data format {suffix or '(no suffix)'!r}; use one of {', '.join(SUFFIXES)}"
+        )
     return suffix
 
 
@@ -40,8 +41,9 @@ def _text(path: Path) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise DataFormatError(f"{path}:{line}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})") \
-            from None
+        raise DataFormatError(
+            f"{path}:{line}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})"
+        ) from None
 
 
 def _json_lines(path: Path, text: str) -> pd.DataFrame:
@@ -63,8 +65,9 @@ def _json(path: Path, text: str) -> pd.DataFrame:
     elif isinstance(doc, dict) and all(isinstance(v, (list, dict)) for v in doc.values()):
         frame = pd.DataFrame(doc)
     else:
-        raise DataFormatError(f"{path}: expected a JSON array of objects or a {{column: values}} object, "
-                              f"got {type(doc).__name__}")
+        raise DataFormatError(
+            f"{path}: expected a JSON array of objects or a {{column: values}} object, got {type(doc).__name__}"
+        )
     if frame.empty:
         raise DataFormatError(f"{path}: no rows")
     return frame

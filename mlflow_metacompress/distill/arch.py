@@ -46,7 +46,14 @@ class ArchSpec:
     position_embedding_type: str = "absolute"
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "max_length"):
+        for name in (
+            "vocab_size",
+            "num_hidden_layers",
+            "hidden_size",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_length",
+        ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"ArchSpec.{name} must be ≥ 1, got {getattr(self, name)}")
         if self.hidden_size % self.num_attention_heads:
@@ -54,13 +61,17 @@ class ArchSpec:
                 f"hidden_size {self.hidden_size} is not divisible by num_attention_heads {self.num_attention_heads}"
             )
         if self.position_embedding_type not in POSITION_TYPES:
-            raise ValueError(f"ArchSpec.position_embedding_type must be one of {POSITION_TYPES}, "
-                             f"got {self.position_embedding_type!r}")
+            raise ValueError(
+                f"ArchSpec.position_embedding_type must be one of {POSITION_TYPES}, "
+                f"got {self.position_embedding_type!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def build(self, labels: list[str] | None = None, dropout: float | None = None, pad_token_id: int = 1) -> CodeClassifier:
+    def build(
+        self, labels: list[str] | None = None, dropout: float | None = None, pad_token_id: int = 1
+    ) -> CodeClassifier:
         """A randomly initialised :class:`CodeClassifier` with this architecture
         (``dropout`` overrides the spec's)."""
         from ..models.classifier import ClassifierMeta, CodeClassifier
@@ -72,10 +83,17 @@ class ArchSpec:
         p = self.dropout if dropout is None else dropout
         if self.position_embedding_type == "absolute":
             return CodeClassifier.from_config(
-                vocab_size=self.vocab_size, labels=labels, pair_mode=pair, hidden_size=self.hidden_size,
-                num_hidden_layers=self.num_hidden_layers, num_attention_heads=self.num_attention_heads,
-                intermediate_size=self.intermediate_size, max_length=self.max_length, hidden_act=self.hidden_act,
-                dropout=p, pad_token_id=pad_token_id,
+                vocab_size=self.vocab_size,
+                labels=labels,
+                pair_mode=pair,
+                hidden_size=self.hidden_size,
+                num_hidden_layers=self.num_hidden_layers,
+                num_attention_heads=self.num_attention_heads,
+                intermediate_size=self.intermediate_size,
+                max_length=self.max_length,
+                hidden_act=self.hidden_act,
+                dropout=p,
+                pad_token_id=pad_token_id,
             )
         if self.hidden_act != "gelu":
             raise ValueError(f"rotary (ESM) students only support hidden_act='gelu', got {self.hidden_act!r}")
@@ -85,11 +103,20 @@ class ArchSpec:
         from transformers import EsmConfig, EsmModel
 
         config = EsmConfig(
-            vocab_size=self.vocab_size, hidden_size=self.hidden_size, num_hidden_layers=self.num_hidden_layers,
-            num_attention_heads=self.num_attention_heads, intermediate_size=self.intermediate_size,
-            max_position_embeddings=self.max_length + 2, position_embedding_type="rotary", pad_token_id=pad_token_id,
-            mask_token_id=4, token_dropout=False, emb_layer_norm_before=False, hidden_dropout_prob=p,
-            attention_probs_dropout_prob=p, hidden_act="gelu",
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            num_hidden_layers=self.num_hidden_layers,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            max_position_embeddings=self.max_length + 2,
+            position_embedding_type="rotary",
+            pad_token_id=pad_token_id,
+            mask_token_id=4,
+            token_dropout=False,
+            emb_layer_norm_before=False,
+            hidden_dropout_prob=p,
+            attention_probs_dropout_prob=p,
+            hidden_act="gelu",
         )
         meta = ClassifierMeta(labels=labels, pair_mode=pair, max_length=self.max_length)
         return CodeClassifier(EsmModel(config, add_pooling_layer=False), meta, p)
@@ -145,8 +172,15 @@ def _measure(spec: ArchSpec) -> tuple[int, int]:
     """
     ref = 8  # > pad_token_id
     # the RoBERTa equivalent; tokenizer kind and dropout change neither count
-    shape = replace(spec, vocab_size=ref, num_attention_heads=1, num_hidden_layers=1, tokenizer="bpe", dropout=0.0,
-                    position_embedding_type="absolute")
+    shape = replace(
+        spec,
+        vocab_size=ref,
+        num_attention_heads=1,
+        num_hidden_layers=1,
+        tokenizer="bpe",
+        dropout=0.0,
+        position_embedding_type="absolute",
+    )
     p1, f1 = _measure_shape(shape)
     p2, f2 = _measure_shape(replace(shape, num_hidden_layers=2))
     extra = spec.num_hidden_layers - 1
@@ -191,9 +225,14 @@ def spec_of(model: Any) -> ArchSpec:
     """The :class:`ArchSpec` of a RoBERTa-like :class:`CodeClassifier` (best effort for others)."""
     cfg = model.encoder.config
     return ArchSpec(
-        vocab_size=cfg.vocab_size, num_hidden_layers=cfg.num_hidden_layers, hidden_size=cfg.hidden_size,
-        num_attention_heads=cfg.num_attention_heads, intermediate_size=cfg.intermediate_size,
-        max_length=model.meta.max_length, num_labels=model.num_labels, pair_mode=model.meta.pair_mode,
+        vocab_size=cfg.vocab_size,
+        num_hidden_layers=cfg.num_hidden_layers,
+        hidden_size=cfg.hidden_size,
+        num_attention_heads=cfg.num_attention_heads,
+        intermediate_size=cfg.intermediate_size,
+        max_length=model.meta.max_length,
+        num_labels=model.num_labels,
+        pair_mode=model.meta.pair_mode,
         hidden_act=str(getattr(cfg, "hidden_act", "gelu")),
         position_embedding_type="rotary" if getattr(cfg, "position_embedding_type", "") == "rotary" else "absolute",
     )
@@ -215,6 +254,9 @@ def measure_model(model: Any) -> dict[str, float]:
     if getattr(getattr(model, "meta", None), "extra", {}).get("quantization"):
         from ..models.quantization import stored_bytes, weight_count
 
-        return {"params": float(weight_count(model)), "size_mb": stored_bytes(model) / 1e6,
-                "gflops": spec_of(model).gflops()}
+        return {
+            "params": float(weight_count(model)),
+            "size_mb": stored_bytes(model) / 1e6,
+            "gflops": spec_of(model).gflops(),
+        }
     return {"params": float(parameter_count(model)), "size_mb": size_mb(model), "gflops": spec_of(model).gflops()}

@@ -57,20 +57,31 @@ def each_variant(codes: list[str], names: Sequence[str], language: str, seed: in
     return {n: [r.code if r.changed else None for r in rs] for n, rs in results.items()}
 
 
-def metamorphic(examples: CodeExamples, language: str, names: Sequence[str] = MORPH_TRANSFORMS, seed: int = 0,
-                keep_unchanged: bool = True) -> tuple[CodeExamples, np.ndarray]:
+def metamorphic(
+    examples: CodeExamples,
+    language: str,
+    names: Sequence[str] = MORPH_TRANSFORMS,
+    seed: int = 0,
+    keep_unchanged: bool = True,
+) -> tuple[CodeExamples, np.ndarray]:
     """The variant of every row (both columns for pairs), labels kept, no teacher logits.
 
     With ``keep_unchanged=False`` only rows some transformation changed are returned;
     the second value is the index of the returned rows in ``examples``.
     """
     a, ch_a = chain(examples.texts, names, language, seed)
-    b, ch_b = (chain(examples.texts_b, names, language, seed + 101) if examples.texts_b is not None
-               else (None, np.zeros(len(a), dtype=bool)))
+    b, ch_b = (
+        chain(examples.texts_b, names, language, seed + 101)
+        if examples.texts_b is not None
+        else (None, np.zeros(len(a), dtype=bool))
+    )
     rows = np.arange(len(a)) if keep_unchanged else np.flatnonzero(ch_a | ch_b)
     logger.info("metamorphic variants: %d/%d rows changed by %s", int((ch_a | ch_b).sum()), len(a), list(names))
-    return CodeExamples([a[i] for i in rows], None if b is None else [b[i] for i in rows],
-                        None if examples.labels is None else examples.labels[rows]), rows
+    return CodeExamples(
+        [a[i] for i in rows],
+        None if b is None else [b[i] for i in rows],
+        None if examples.labels is None else examples.labels[rows],
+    ), rows
 
 
 def frame_of(examples: CodeExamples, code_columns: Sequence[str]) -> pd.DataFrame:
@@ -80,8 +91,9 @@ def frame_of(examples: CodeExamples, code_columns: Sequence[str]) -> pd.DataFram
     return pd.DataFrame(data)
 
 
-def with_teacher_logits(examples: CodeExamples, teacher_uri: str, code_columns: Sequence[str],
-                        cache_dir: str | Path | None) -> CodeExamples:
+def with_teacher_logits(
+    examples: CodeExamples, teacher_uri: str, code_columns: Sequence[str], cache_dir: str | Path | None
+) -> CodeExamples:
     """``examples`` with the teacher's cached soft labels (one teacher pass, ever)."""
     from .soft_labels import teacher_logits
 
@@ -100,8 +112,9 @@ def concat(parts: Sequence[CodeExamples]) -> CodeExamples:
     return CodeExamples(texts, texts_b, labels, logits)
 
 
-def variant_table(examples: CodeExamples, language: str, names: Sequence[str],
-                  seed: int = 0) -> tuple[CodeExamples, list[np.ndarray]]:
+def variant_table(
+    examples: CodeExamples, language: str, names: Sequence[str], seed: int = 0
+) -> tuple[CodeExamples, list[np.ndarray]]:
     """All changed variants of every row under each of ``names`` (first column
     transformed; a pair's second function is kept) and, per original, the indices of its
     variants in the table."""

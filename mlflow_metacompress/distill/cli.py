@@ -27,15 +27,29 @@ logger = logging.getLogger(__name__)
 
 def _common(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--data-dir", default=None,
-                        help="CodeXGLUE folder (task folder or its parent); default: the embedded generated data")
-    source.add_argument("--hub", action="store_true",
-                        help='read CodeXGLUE from the Hugging Face hub (pip install "mlflow-metacompress[datasets]")')
-    p.add_argument("--generated-rows", type=int, default=None,
-                   help="samples generated when neither --data-dir nor --hub is given "
-                        "(80/10/10 split; default: the quick profile's)")
-    p.add_argument("--task", default="devign", choices=["devign", "bigclonebench"],
-                   help="devign (vulnerability) or bigclonebench (clone pairs); default: devign")
+    source.add_argument(
+        "--data-dir",
+        default=None,
+        help="CodeXGLUE folder (task folder or its parent); default: the embedded generated data",
+    )
+    source.add_argument(
+        "--hub",
+        action="store_true",
+        help='read CodeXGLUE from the Hugging Face hub (pip install "mlflow-metacompress[datasets]")',
+    )
+    p.add_argument(
+        "--generated-rows",
+        type=int,
+        default=None,
+        help="samples generated when neither --data-dir nor --hub is given "
+        "(80/10/10 split; default: the quick profile's)",
+    )
+    p.add_argument(
+        "--task",
+        default="devign",
+        choices=["devign", "bigclonebench"],
+        help="devign (vulnerability) or bigclonebench (clone pairs); default: devign",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=16)
@@ -47,29 +61,46 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
     hw = p.add_argument_group("devices (Lightning's Trainer settings; see distill/devices.py)")
     hw.add_argument("--accelerator", default="auto", help="auto (a GPU when one is visible), cpu or gpu")
-    hw.add_argument("--devices", default="1",
-                    help="processes/GPUs that train (default 1; auto = every visible GPU); >1 runs DDP in spawned ranks")
+    hw.add_argument(
+        "--devices",
+        default="1",
+        help="processes/GPUs that train (default 1; auto = every visible GPU); >1 runs DDP in spawned ranks",
+    )
     hw.add_argument("--strategy", default="auto", help="auto, ddp (run spawned), ddp_spawn or ddp_fork")
-    hw.add_argument("--precision", default=None,
-                    help="e.g. bf16-mixed on a GPU, 16-mixed on an older GPU; default full precision (32-true)")
-    hw.add_argument("--threads", default="auto",
-                    help="torch threads per process for training, inference and the speed tags; "
-                         "auto = $METACOMPRESS_THREADS, else the cores less one")
+    hw.add_argument(
+        "--precision",
+        default=None,
+        help="e.g. bf16-mixed on a GPU, 16-mixed on an older GPU; default full precision (32-true)",
+    )
+    hw.add_argument(
+        "--threads",
+        default="auto",
+        help="torch threads per process for training, inference and the speed tags; "
+        "auto = $METACOMPRESS_THREADS, else the cores less one",
+    )
 
 
 def add_distill(subparsers: argparse._SubParsersAction) -> None:
     methods = _method_names()
     description = f"{__doc__}\nDistillation methods: {', '.join(methods)}\n" if methods else __doc__
-    parser = subparsers.add_parser("distill", help="fine-tune a teacher or distil a student, and register it",
-                                   description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        "distill",
+        help="fine-tune a teacher or distil a student, and register it",
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.set_defaults(func=run)
     sub = parser.add_subparsers(dest="distill_command", required=True, metavar="{teacher,student,methods}")
     t = sub.add_parser("teacher", help="fine-tune and register a teacher")
     _common(t)
     t.add_argument("--init", default="scratch", help="'scratch' (offline), 'minilm', or a model dir / hub id")
     t.add_argument("--lr", type=float, default=5e-4)
-    t.add_argument("--monitor", default="val_acc", choices=["val_acc", "last"],
-                   help="keep the best validation-accuracy epoch or the last (confident) one")
+    t.add_argument(
+        "--monitor",
+        default="val_acc",
+        choices=["val_acc", "last"],
+        help="keep the best validation-accuracy epoch or the last (confident) one",
+    )
     t.add_argument("--pair-mode", default="concat_cls", choices=["concat_cls", "single_sequence", "siamese"])
     t.add_argument("--layers", type=int, default=4)
     t.add_argument("--hidden", type=int, default=256)
@@ -78,9 +109,12 @@ def add_distill(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--vocab-size", type=int, default=8000)
     s = sub.add_parser("student", help="distil and register a student")
     _common(s)
-    s.add_argument("--method", default="compressor", metavar="{" + ",".join(methods) + "}" if methods else "METHOD",
-                   help="the distillation method (default: compressor); `metacompress distill methods` "
-                        "lists their options")
+    s.add_argument(
+        "--method",
+        default="compressor",
+        metavar="{" + ",".join(methods) + "}" if methods else "METHOD",
+        help="the distillation method (default: compressor); `metacompress distill methods` lists their options",
+    )
     s.add_argument("--teacher", required=True, help="teacher model URI, e.g. models:/metacompress-teacher/1")
     s.add_argument("--size-mb", type=float, default=3.0)
     # shortcuts for options; None = the method's default (its Options dataclass)
@@ -88,8 +122,13 @@ def add_distill(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--generations", type=int, default=None, help="search generations (option generations)")
     s.add_argument("--temperature", type=float, default=None, help="KD temperature (default: the method's own)")
     s.add_argument("--lr", type=float, default=None, help="student learning rate (option lr)")
-    s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="method option, repeatable (e.g. probes=6 for avatar/morph/fidelity; pair_mode for clones)")
+    s.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="method option, repeatable (e.g. probes=6 for avatar/morph/fidelity; pair_mode for clones)",
+    )
     s.add_argument("--cache-dir", default=None, help="where teacher soft labels are cached")
     sub.add_parser("methods", help="list the distillation methods and their options (JSON)")
 
@@ -124,8 +163,12 @@ def run(args: argparse.Namespace) -> int:
     if args.distill_command == "student":
         from .registry import get_method
 
-        shortcuts = {"population": args.population, "generations": args.generations, "temperature": args.temperature,
-                     "lr": args.lr}
+        shortcuts = {
+            "population": args.population,
+            "generations": args.generations,
+            "temperature": args.temperature,
+            "lr": args.lr,
+        }
         extra = {k: v for k, v in shortcuts.items() if v is not None}
         extra.update(parse_option(item) for item in args.option)
         get_method(args.method).parse(extra)  # unknown methods and options fail before any data is read or made
@@ -140,23 +183,51 @@ def run(args: argparse.Namespace) -> int:
 
     if args.experiment:
         mlflow.set_experiment(args.experiment)
-    common = dict(task=args.task, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
-                  max_steps=args.max_steps, limit=args.limit, progress=not args.no_progress,
-                  dataset=dataset_name(args), trainer=trainer)
+    common = dict(
+        task=args.task,
+        seed=args.seed,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        max_steps=args.max_steps,
+        limit=args.limit,
+        progress=not args.no_progress,
+        dataset=dataset_name(args),
+        trainer=trainer,
+    )
     if args.distill_command == "teacher":
         from .arch import ArchSpec
         from .teacher import train_teacher
 
-        arch = ArchSpec(vocab_size=args.vocab_size, num_hidden_layers=args.layers, hidden_size=args.hidden,
-                        num_attention_heads=args.heads, intermediate_size=args.intermediate, max_length=args.max_length)
-        result = train_teacher(data, init=args.init, arch=arch, pair_mode=args.pair_mode, lr=args.lr,
-                               monitor=args.monitor, registered_name=args.registered_name or "metacompress-teacher", **common)
+        arch = ArchSpec(
+            vocab_size=args.vocab_size,
+            num_hidden_layers=args.layers,
+            hidden_size=args.hidden,
+            num_attention_heads=args.heads,
+            intermediate_size=args.intermediate,
+            max_length=args.max_length,
+        )
+        result = train_teacher(
+            data,
+            init=args.init,
+            arch=arch,
+            pair_mode=args.pair_mode,
+            lr=args.lr,
+            monitor=args.monitor,
+            registered_name=args.registered_name or "metacompress-teacher",
+            **common,
+        )
     else:
         from .runner import distill_student
 
         result = distill_student(
-            data, args.teacher, method=args.method, size_mb=args.size_mb, max_length=args.max_length,
-            registered_name=args.registered_name or f"metacompress-{args.method}", cache_dir=args.cache_dir, **extra,
+            data,
+            args.teacher,
+            method=args.method,
+            size_mb=args.size_mb,
+            max_length=args.max_length,
+            registered_name=args.registered_name or f"metacompress-{args.method}",
+            cache_dir=args.cache_dir,
+            **extra,
             **common,
         )
     json.dump(asdict(result), sys.stdout, indent=2, default=str)
@@ -170,9 +241,13 @@ def trainer_settings(args: argparse.Namespace) -> Any:
     from .devices import TrainerSettings, parse_devices
 
     devices = args.devices if str(args.devices).strip().lower() == "auto" else parse_devices(args.devices)
-    return TrainerSettings(accelerator=args.accelerator, devices=devices, strategy=args.strategy,
-                           precision=args.precision or None,
-                           threads=parse_threads(getattr(args, "threads", None), "--threads"))
+    return TrainerSettings(
+        accelerator=args.accelerator,
+        devices=devices,
+        strategy=args.strategy,
+        precision=args.precision or None,
+        threads=parse_threads(getattr(args, "threads", None), "--threads"),
+    )
 
 
 def dataset_name(args: argparse.Namespace) -> str:
@@ -214,9 +289,10 @@ def describe_methods() -> dict[str, dict[str, object]]:
 
     from .registry import discover
 
-    return {name: {"module": m.module, "summary": m.summary,
-                   "options": {f.name: f.default for f in fields(m.options)}}
-            for name, m in sorted(discover().items())}
+    return {
+        name: {"module": m.module, "summary": m.summary, "options": {f.name: f.default for f in fields(m.options)}}
+        for name, m in sorted(discover().items())
+    }
 
 
 def parse_option(item: str) -> tuple[str, object]:

@@ -48,7 +48,10 @@ class CodeExamples:
 
     @classmethod
     def from_frame(
-        cls, df: pd.DataFrame, code_columns: Sequence[str], label_column: str | None = None,
+        cls,
+        df: pd.DataFrame,
+        code_columns: Sequence[str],
+        label_column: str | None = None,
         teacher_logits: np.ndarray | None = None,
     ) -> CodeExamples:
         """Build from a DataFrame; names the missing column when one is absent."""
@@ -91,7 +94,9 @@ class Collator:
         if "label" in items[0]:
             batch["labels"] = torch.tensor([it["label"] for it in items], dtype=torch.long)
         if "teacher_logits" in items[0]:
-            batch["teacher_logits"] = torch.tensor(np.stack([it["teacher_logits"] for it in items]), dtype=torch.float32)
+            batch["teacher_logits"] = torch.tensor(
+                np.stack([it["teacher_logits"] for it in items]), dtype=torch.float32
+            )
         return batch
 
 
@@ -104,7 +109,10 @@ def model_inputs(batch: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_splits(
-    data: str | Any | dict[str, pd.DataFrame], task: str, limit: int | None = None, seed: int = 0,
+    data: str | Any | dict[str, pd.DataFrame],
+    task: str,
+    limit: int | None = None,
+    seed: int = 0,
 ) -> dict[str, pd.DataFrame]:
     """``train``/``valid``/``test`` frames of ``task`` from a CodeXGLUE directory (its
     parent also works), or from a dict of ready frames. ``data=None`` reads the hub.

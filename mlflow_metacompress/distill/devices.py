@@ -73,8 +73,13 @@ class TrainerSettings:
 
     def params(self) -> dict[str, Any]:
         """MLflow params of a run that uses them (``threads``: the resolved count)."""
-        return {"accelerator": self.accelerator, "devices": self.devices, "strategy": self.strategy,
-                "precision": self.precision or "32-true", "threads": self.thread_count()}
+        return {
+            "accelerator": self.accelerator,
+            "devices": self.devices,
+            "strategy": self.strategy,
+            "precision": self.precision or "32-true",
+            "threads": self.thread_count(),
+        }
 
 
 def parse_devices(value: Any) -> int:
@@ -93,8 +98,9 @@ def parse_devices(value: Any) -> int:
     raise ValueError(f"devices must be a positive integer or 'auto', got {value!r}")
 
 
-def resolve(accelerator: str = "auto", devices: Any = 1, strategy: str = "auto",
-            precision: str | None = None) -> Placement:
+def resolve(
+    accelerator: str = "auto", devices: Any = 1, strategy: str = "auto", precision: str | None = None
+) -> Placement:
     """Check the four settings against this machine and resolve them for ``L.Trainer``.
 
     Errors name the setting and value: an unknown strategy/precision/accelerator, a GPU
@@ -114,8 +120,11 @@ def resolve(accelerator: str = "auto", devices: Any = 1, strategy: str = "auto",
     if accelerator in ("gpu", "cuda") and gpus == 0:
         raise ValueError(f"accelerator={accelerator!r} but no CUDA GPU is visible; use accelerator='cpu' or 'auto'")
     kind = "cpu" if accelerator == "cpu" or gpus == 0 else "gpu"
-    available = gpus if kind == "gpu" else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                            else os.cpu_count() or 1)
+    available = (
+        gpus
+        if kind == "gpu"
+        else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    )
     if count == -1:
         count = gpus if kind == "gpu" else 1
     if count > available:
@@ -125,8 +134,9 @@ def resolve(accelerator: str = "auto", devices: Any = 1, strategy: str = "auto",
     if kind == "cpu" and text in ("16-mixed", "16-true"):
         raise ValueError(f"precision={text!r} (float16) is not supported on a CPU; use 'bf16-mixed' or 32-true")
     if kind == "gpu" and text and text.startswith("bf16") and not torch.cuda.is_bf16_supported():
-        raise ValueError(f"precision={text!r} but GPU {torch.cuda.get_device_name(0)!r} has no bfloat16 support; "
-                         "use '16-mixed'")
+        raise ValueError(
+            f"precision={text!r} but GPU {torch.cuda.get_device_name(0)!r} has no bfloat16 support; use '16-mixed'"
+        )
     if kind == "cpu" and text and text.startswith("bf16"):
         logger.info("precision=%s on a CPU: bfloat16 autocast (fast only on CPUs with AVX512-BF16/AMX)", text)
     chosen: Any = strategy

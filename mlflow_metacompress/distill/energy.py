@@ -23,8 +23,9 @@ def energy_per_1000(predict: Callable[[], object], n_samples: int) -> float | No
     try:
         from codecarbon import OfflineEmissionsTracker
 
-        tracker = OfflineEmissionsTracker(country_iso_code="USA", log_level="error", save_to_file=False,
-                                          measure_power_secs=1)
+        tracker = OfflineEmissionsTracker(
+            country_iso_code="USA", log_level="error", save_to_file=False, measure_power_secs=1
+        )
         tracker.start()
         try:
             predict()
@@ -37,8 +38,14 @@ def energy_per_1000(predict: Callable[[], object], n_samples: int) -> float | No
     return kwh * 1000.0 / n_samples
 
 
-def log_inference_energy(student: object, tokenizer: object, texts: list[str], texts_b: list[str] | None,
-                         teacher_uri: str, code_columns: tuple[str, ...]) -> dict[str, float]:
+def log_inference_energy(
+    student: object,
+    tokenizer: object,
+    texts: list[str],
+    texts_b: list[str] | None,
+    teacher_uri: str,
+    code_columns: tuple[str, ...],
+) -> dict[str, float]:
     """Measure teacher and student inference energy on ``texts`` and log it as
     ``energy_kwh_per_1000_{teacher,student}`` to the active MLflow run."""
     if not available():

@@ -33,7 +33,9 @@ def _key(uri: str, examples: CodeExamples) -> str:
     return cache.entry_key(KIND, model_identity(uri), _rows(examples), VERSION)
 
 
-def load_teacher_classifier(uri: str, needs: str = "the fidelity method needs its hidden states") -> tuple[object, object]:
+def load_teacher_classifier(
+    uri: str, needs: str = "the fidelity method needs its hidden states"
+) -> tuple[object, object]:
     """``(CodeClassifier, tokenizer)`` from a logged CodeClassifier pyfunc model; ``needs``
     ends the error when ``uri`` is not one (what the caller needs it for)."""
     import mlflow
@@ -43,13 +45,21 @@ def load_teacher_classifier(uri: str, needs: str = "the fidelity method needs it
     root = Path(mlflow.artifacts.download_artifacts(uri))
     folder = root / "artifacts" / "hf"
     if not (folder / META_FILE).exists():
-        raise ValueError(f"teacher {uri} is not a logged CodeClassifier (no {folder.relative_to(root)}/{META_FILE}); "
-                         f"{needs}")
+        raise ValueError(
+            f"teacher {uri} is not a logged CodeClassifier (no {folder.relative_to(root)}/{META_FILE}); {needs}"
+        )
     return CodeClassifier.load(folder)
 
 
-def teacher_outputs(uri: str, examples: CodeExamples, cache_dir: str | Path | None = None, batch_size: int = 64,
-                    progress: bool = False, *, use_cache: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def teacher_outputs(
+    uri: str,
+    examples: CodeExamples,
+    cache_dir: str | Path | None = None,
+    batch_size: int = 64,
+    progress: bool = False,
+    *,
+    use_cache: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(log-probabilities N×K, [CLS] states N×H)`` of the teacher on ``examples``.
 
     Cached under ``cache_dir``, or the one cache location when it is None;
@@ -74,7 +84,7 @@ def teacher_outputs(uri: str, examples: CodeExamples, cache_dir: str | Path | No
     states: np.ndarray | None = None
     with torch.no_grad():
         for start in tqdm(range(0, n, batch_size), desc="teacher states", disable=not progress, leave=False):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             a = [examples.texts[i] for i in idx]
             b = [examples.texts_b[i] for i in idx] if examples.texts_b is not None else None
             out, hidden = model(**model.encode(tokenizer, a, b), output_hidden_states=True)  # type: ignore[operator]
@@ -85,5 +95,7 @@ def teacher_outputs(uri: str, examples: CodeExamples, cache_dir: str | Path | No
             states[idx] = cls
     states = states if states is not None else np.zeros((0, 1), dtype=np.float32)
     if key is not None and rows is not None:
-        cache.store(KIND, key, {"logits": logits, "states": states}, rows=rows, identity=identity or "", cache_dir=cache_dir)
+        cache.store(
+            KIND, key, {"logits": logits, "states": states}, rows=rows, identity=identity or "", cache_dir=cache_dir
+        )
     return logits, states

@@ -56,9 +56,18 @@ TERMS = ("constant", "layers", "projections", "ffn", "attention", "softmax", "el
 # (layers, hidden, heads, ffn, fraction of the sequence length): students' range, including
 # memory-bound shapes (head dimension 2, FFN 64× hidden) so that their cost is learnt
 CALIBRATION: tuple[tuple[int, int, int, int, float], ...] = (
-    (1, 64, 4, 256, 1.0), (2, 128, 4, 512, 1.0), (4, 64, 2, 256, 1.0), (1, 256, 8, 1024, 1.0),
-    (2, 32, 2, 128, 1.0), (3, 96, 6, 384, 1.0), (2, 16, 8, 1024, 1.0), (6, 32, 2, 64, 1.0),
-    (1, 16, 1, 2048, 1.0), (2, 192, 3, 768, 1.0), (4, 128, 8, 128, 1.0), (2, 128, 4, 512, 0.5),
+    (1, 64, 4, 256, 1.0),
+    (2, 128, 4, 512, 1.0),
+    (4, 64, 2, 256, 1.0),
+    (1, 256, 8, 1024, 1.0),
+    (2, 32, 2, 128, 1.0),
+    (3, 96, 6, 384, 1.0),
+    (2, 16, 8, 1024, 1.0),
+    (6, 32, 2, 64, 1.0),
+    (1, 16, 1, 2048, 1.0),
+    (2, 192, 3, 768, 1.0),
+    (4, 128, 8, 128, 1.0),
+    (2, 128, 4, 512, 0.5),
     (1, 64, 16, 256, 0.5),
 )
 TIMING_THREADS: int | None = None  # None: the inference threads (mlflow_metacompress.threads.resolve)
@@ -69,10 +78,23 @@ def features(spec: ArchSpec, seq_len: int | None = None) -> np.ndarray:
     """The cost terms of :data:`TERMS` for one sample of ``seq_len`` (default: the
     spec's ``max_length``) tokens, scaled to be of order one for typical students."""
     s = float(seq_len or spec.max_length)
-    L, h, A, f = (float(spec.num_hidden_layers), float(spec.hidden_size), float(spec.num_attention_heads),
-                  float(spec.intermediate_size))
-    return np.array([1.0, L, L * s * h * h / 1e7, L * s * h * f / 1e7, L * s * s * h / 1e7, L * A * s * s / 1e6,
-                     L * s * (h + f) / 1e5])
+    L, h, A, f = (
+        float(spec.num_hidden_layers),
+        float(spec.hidden_size),
+        float(spec.num_attention_heads),
+        float(spec.intermediate_size),
+    )
+    return np.array(
+        [
+            1.0,
+            L,
+            L * s * h * h / 1e7,
+            L * s * h * f / 1e7,
+            L * s * s * h / 1e7,
+            L * A * s * s / 1e6,
+            L * s * (h + f) / 1e5,
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -106,8 +128,16 @@ class LatencyModel:
         if len(coef) != len(TERMS) or not all(np.isfinite(coef)) or min(coef) < 0:
             raise ValueError(f"bad latency coefficients {coef}")
         samples = tuple((dict(shape), float(ms)) for shape, ms in data.get("samples", ()))
-        return cls(coef, str(data["device"]), str(data["torch_version"]), int(data["threads"]), int(data["seq_len"]),
-                   int(data["batch_size"]), samples, float(data.get("residual", 0.0)))
+        return cls(
+            coef,
+            str(data["device"]),
+            str(data["torch_version"]),
+            int(data["threads"]),
+            int(data["seq_len"]),
+            int(data["batch_size"]),
+            samples,
+            float(data.get("residual", 0.0)),
+        )
 
 
 def device_name(device: str = "cpu") -> str:
@@ -161,8 +191,16 @@ def time_shape(spec: ArchSpec, seq_len: int, batch_size: int, *, device: str = "
     return best * 1000.0 / batch_size
 
 
-def calibrate(seq_len: int, batch_size: int, *, device: str = "cpu", repeats: int = 3, timer: Timer | None = None,
-              shapes: Sequence[tuple[int, int, int, int, float]] = CALIBRATION, progress: bool = False) -> LatencyModel:
+def calibrate(
+    seq_len: int,
+    batch_size: int,
+    *,
+    device: str = "cpu",
+    repeats: int = 3,
+    timer: Timer | None = None,
+    shapes: Sequence[tuple[int, int, int, int, float]] = CALIBRATION,
+    progress: bool = False,
+) -> LatencyModel:
     """Time ``shapes`` at ``seq_len`` × ``batch_size`` (``timer`` replaces the clock, for
     tests) and fit the non-negative coefficients of :func:`features`."""
     import torch
@@ -176,22 +214,51 @@ def calibrate(seq_len: int, batch_size: int, *, device: str = "cpu", repeats: in
     with timing_threads(device) as threads:
         for L, h, A, f, frac in tqdm(shapes, desc="latency calibration", disable=not progress, leave=False):
             s = max(2, round(seq_len * frac))
-            spec = ArchSpec(vocab_size=1000, num_hidden_layers=L, hidden_size=h, num_attention_heads=A,
-                            intermediate_size=f, max_length=s)
+            spec = ArchSpec(
+                vocab_size=1000,
+                num_hidden_layers=L,
+                hidden_size=h,
+                num_attention_heads=A,
+                intermediate_size=f,
+                max_length=s,
+            )
             t = float(clock(spec, s, batch_size))
             rows.append(features(spec))
             ms.append(t)
-            samples.append(({"num_hidden_layers": L, "hidden_size": h, "num_attention_heads": A,
-                             "intermediate_size": f, "seq_len": s}, t))
+            samples.append(
+                (
+                    {
+                        "num_hidden_layers": L,
+                        "hidden_size": h,
+                        "num_attention_heads": A,
+                        "intermediate_size": f,
+                        "seq_len": s,
+                    },
+                    t,
+                )
+            )
     X, y = np.asarray(rows), np.asarray(ms)
     # relative error matters (students span two orders of magnitude): weight rows by 1/y
     w = 1.0 / np.maximum(y, 1e-9)
     coef, _ = nnls(X * w[:, None], y * w)
     residual = float(np.sqrt(np.mean(((X @ coef - y) * w) ** 2)))
-    model = LatencyModel(tuple(float(c) for c in coef), device_name(device), torch.__version__,
-                         threads, seq_len, batch_size, tuple(samples), residual)
-    logger.info("latency model on %s (seq %d, batch %d): relative RMS error %.1f%%", model.device, seq_len,
-                batch_size, 100 * residual)
+    model = LatencyModel(
+        tuple(float(c) for c in coef),
+        device_name(device),
+        torch.__version__,
+        threads,
+        seq_len,
+        batch_size,
+        tuple(samples),
+        residual,
+    )
+    logger.info(
+        "latency model on %s (seq %d, batch %d): relative RMS error %.1f%%",
+        model.device,
+        seq_len,
+        batch_size,
+        100 * residual,
+    )
     return model
 
 
@@ -202,14 +269,23 @@ def cache_key(seq_len: int, batch_size: int, device: str = "cpu") -> str:
     from ..threads import resolve
 
     threads = resolve(TIMING_THREADS)
-    text = "|".join(map(str, (FORMAT, device_name(device), torch.__version__, threads, seq_len,
-                              batch_size, CALIBRATION)))
+    text = "|".join(
+        map(str, (FORMAT, device_name(device), torch.__version__, threads, seq_len, batch_size, CALIBRATION))
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def latency_model(seq_len: int, batch_size: int, *, device: str | None = None, cache_dir: Any = None,
-                  repeats: int = 3, refresh: bool = False, timer: Timer | None = None,
-                  progress: bool = False) -> LatencyModel:
+def latency_model(
+    seq_len: int,
+    batch_size: int,
+    *,
+    device: str | None = None,
+    cache_dir: Any = None,
+    repeats: int = 3,
+    refresh: bool = False,
+    timer: Timer | None = None,
+    progress: bool = False,
+) -> LatencyModel:
     """The cached :class:`LatencyModel` of this machine for ``seq_len`` × ``batch_size``
     (calibrated on first use; ``refresh`` recalibrates). ``device`` defaults to ``cuda``
     when available, as the student will run there."""

@@ -69,8 +69,9 @@ def hard_label_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float(), labels.long())
 
 
-def relation_agreement(student_logits: torch.Tensor, teacher_logits: torch.Tensor,
-                       config: RelationConfig = RelationConfig()) -> torch.Tensor:
+def relation_agreement(
+    student_logits: torch.Tensor, teacher_logits: torch.Tensor, config: RelationConfig = RelationConfig()
+) -> torch.Tensor:
     """Per row, whether the student keeps all of MetaCompress's relations with the teacher
     (Awal, Rochan, Roy, arXiv 2511.05476; thresholds from ``config``, the evaluator's):
     same argmax (MR1), ``KL(p_T ‖ p_S) ≤ kl_threshold`` (MR2), confidence ≥ τ at the
@@ -85,10 +86,13 @@ def relation_agreement(student_logits: torch.Tensor, teacher_logits: torch.Tenso
     kl = (p * (log_p - log_q.clamp_min(math.log(KL_EPS)))).sum(-1)  # p_S floored as the relations do
     tau = config.confidence_threshold
     keeps_mr3 = (conf < tau) | (q_c >= tau)
-    return (q.argmax(-1) == cls) & (kl <= config.kl_threshold) & keeps_mr3 & ((conf - q_c).abs() <= config.eca_threshold)
+    return (
+        (q.argmax(-1) == cls) & (kl <= config.kl_threshold) & keeps_mr3 & ((conf - q_c).abs() <= config.eca_threshold)
+    )
 
 
 # ------------------------------------------------------------------------- MORPH
+
 
 def cosine_term(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """``mean_i (1 − cos(softmax(t_i/T), softmax(s_i/T)))``."""
@@ -97,11 +101,13 @@ def cosine_term(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temp
     return (1.0 - F.cosine_similarity(q, p, dim=-1)).mean()
 
 
-def morph_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float,
-               cosine_weight: float = 1.0) -> torch.Tensor:
+def morph_loss(
+    student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float, cosine_weight: float = 1.0
+) -> torch.Tensor:
     """KD at ``temperature`` + ``cosine_weight`` · (1 − cosine similarity)."""
     return kd_loss(student_logits, teacher_logits, temperature) + cosine_weight * cosine_term(
-        student_logits, teacher_logits, temperature)
+        student_logits, teacher_logits, temperature
+    )
 
 
 # ---------------------------------------------------------------------- fidelity
@@ -123,7 +129,9 @@ FIDELITY_WEIGHTS = tuple(FidelityWeights.__annotations__)
 def align_loss(projected: torch.Tensor, target: torch.Tensor, kind: str = "cosine") -> torch.Tensor:
     """Mean ``1 − cos`` (``cosine``) or mean squared error (``mse``) per row."""
     if projected.shape != target.shape:
-        raise ValueError(f"projected student states {tuple(projected.shape)} and teacher states {tuple(target.shape)} differ")
+        raise ValueError(
+            f"projected student states {tuple(projected.shape)} and teacher states {tuple(target.shape)} differ"
+        )
     if kind == "cosine":
         return (1.0 - F.cosine_similarity(projected.float(), target.float(), dim=-1)).mean()
     if kind == "mse":
@@ -154,9 +162,16 @@ def consistency_loss(original_logits: torch.Tensor, variant_logits: torch.Tensor
 
 
 def fidelity_loss(
-    s_orig: torch.Tensor, t_orig: torch.Tensor, h_orig: torch.Tensor, z_orig: torch.Tensor,
-    s_var: torch.Tensor | None = None, t_var: torch.Tensor | None = None, h_var: torch.Tensor | None = None,
-    z_var: torch.Tensor | None = None, parent: torch.Tensor | None = None, w: FidelityWeights | None = None,
+    s_orig: torch.Tensor,
+    t_orig: torch.Tensor,
+    h_orig: torch.Tensor,
+    z_orig: torch.Tensor,
+    s_var: torch.Tensor | None = None,
+    t_var: torch.Tensor | None = None,
+    h_var: torch.Tensor | None = None,
+    z_var: torch.Tensor | None = None,
+    parent: torch.Tensor | None = None,
+    w: FidelityWeights | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The total loss and its terms. ``s``/``t`` are student/teacher logits, ``h`` the
     projected student states and ``z`` the teacher states; ``*_var`` describe the

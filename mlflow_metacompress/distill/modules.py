@@ -109,7 +109,9 @@ class ClassifierModule(L.LightningModule):
         loss = loss_fn(out, batch)
         if extra is not None:
             loss = loss + extra(out, batch)
-        self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(out.logits), sync_dist=True)
+        self.log(
+            "train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(out.logits), sync_dist=True
+        )
         return loss
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
@@ -131,7 +133,8 @@ class ClassifierModule(L.LightningModule):
             if p.requires_grad:
                 (no_decay if p.ndim < 2 or "LayerNorm" in name or "bias" in name else decay).append(p)
         opt = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": self.weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=self.lr
+            [{"params": decay, "weight_decay": self.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=self.lr,
         )
         total = max(1, int(self.trainer.estimated_stepping_batches))
         warmup = int(self.warmup_ratio * total)
@@ -160,16 +163,29 @@ class FidelityModule(ClassifierModule):
     """
 
     def __init__(
-        self, model: nn.Module, tokenizer: Any, orig_logits: np.ndarray, orig_states: np.ndarray,
-        var_texts: list[str], var_texts_b: list[str] | None, var_logits: np.ndarray, var_states: np.ndarray,
-        variant_of: list[np.ndarray], weights: FidelityWeights, variants_per_step: int = 1,
-        lr: float = 1e-3, seed: int = 0,
+        self,
+        model: nn.Module,
+        tokenizer: Any,
+        orig_logits: np.ndarray,
+        orig_states: np.ndarray,
+        var_texts: list[str],
+        var_texts_b: list[str] | None,
+        var_logits: np.ndarray,
+        var_states: np.ndarray,
+        variant_of: list[np.ndarray],
+        weights: FidelityWeights,
+        variants_per_step: int = 1,
+        lr: float = 1e-3,
+        seed: int = 0,
     ) -> None:
         super().__init__(model, lr=lr, output_hidden_states=True)
         student_dim = model.encoder.config.hidden_size  # type: ignore[union-attr]
         self.projection = nn.Linear(student_dim, orig_states.shape[1])
         self._tokenizer = tokenizer
-        self._orig = (torch.as_tensor(orig_logits, dtype=torch.float32), torch.as_tensor(orig_states, dtype=torch.float32))
+        self._orig = (
+            torch.as_tensor(orig_logits, dtype=torch.float32),
+            torch.as_tensor(orig_states, dtype=torch.float32),
+        )
         self._var = (torch.as_tensor(var_logits, dtype=torch.float32), torch.as_tensor(var_states, dtype=torch.float32))
         self._var_texts, self._var_texts_b, self._variant_of = var_texts, var_texts_b, variant_of
         self.weights, self.variants_per_step = weights, variants_per_step
@@ -199,9 +215,13 @@ class FidelityModule(ClassifierModule):
             enc = {k: v.to(logits.device) for k, v in self.model.encode(self._tokenizer, a, b).items()}  # type: ignore[operator]
             v_logits, v_states = self.model(**enc, output_hidden_states=True)
             r = torch.as_tensor(rows)
-            kw = dict(s_var=v_logits, t_var=self._var[0][r].to(logits.device),
-                      h_var=self.projection(v_states[-1][:, 0, :]), z_var=self._var[1][r].to(logits.device),
-                      parent=torch.as_tensor(parents, device=logits.device))
+            kw = dict(
+                s_var=v_logits,
+                t_var=self._var[0][r].to(logits.device),
+                h_var=self.projection(v_states[-1][:, 0, :]),
+                z_var=self._var[1][r].to(logits.device),
+                parent=torch.as_tensor(parents, device=logits.device),
+            )
         loss, parts = fidelity_loss(logits, t_o, self.projection(states[-1][:, 0, :]), z_o, w=self.weights, **kw)
         n = len(logits)
         self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=n, sync_dist=True)

@@ -54,16 +54,26 @@ def _method_of(module: ModuleType) -> Method:
     problems = []
     if not isinstance(name, str) or not _NAME.match(name):
         problems.append(f"NAME must be a name like 'compressor' (letters, digits, '_', '-'), got {name!r}")
-    if not (isinstance(options, type) and dataclasses.is_dataclass(options) and issubclass(options, MethodOptions)
-            and options.__dataclass_params__.frozen):  # type: ignore[attr-defined]
+    if not (
+        isinstance(options, type)
+        and dataclasses.is_dataclass(options)
+        and issubclass(options, MethodOptions)
+        and options.__dataclass_params__.frozen
+    ):  # type: ignore[attr-defined]
         problems.append("Options must be a frozen dataclass subclassing distill.options.MethodOptions")
     if not callable(run):
         problems.append("run(ctx, options) must be a function")
     if problems:
         raise TypeError(f"distillation method module {module.__name__}: {'; '.join(problems)}")
     summary = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
-    return Method(name, options, run, module.__name__, summary,  # type: ignore[arg-type]
-                  bool(getattr(module, "TRAINS", True)))
+    return Method(
+        name,
+        options,
+        run,
+        module.__name__,
+        summary,  # type: ignore[arg-type]
+        bool(getattr(module, "TRAINS", True)),
+    )
 
 
 def discover() -> dict[str, Method]:
@@ -75,8 +85,10 @@ def discover() -> dict[str, Method]:
             continue
         method = _method_of(importlib.import_module(f"{PACKAGE}.{info.name}"))
         if method.name in found:
-            raise ValueError(f"distillation method {method.name!r} is declared by both {found[method.name].module} "
-                             f"and {method.module}")
+            raise ValueError(
+                f"distillation method {method.name!r} is declared by both {found[method.name].module} "
+                f"and {method.module}"
+            )
         found[method.name] = method
     return found
 

@@ -34,8 +34,9 @@ class TrainingResult:
     config: dict[str, Any] = field(default_factory=dict)
 
 
-def accuracy_on(model: Any, tokenizer: Any, df: pd.DataFrame, code_columns: tuple[str, ...], label_column: str,
-                  batch_size: int = 64) -> float:
+def accuracy_on(
+    model: Any, tokenizer: Any, df: pd.DataFrame, code_columns: tuple[str, ...], label_column: str, batch_size: int = 64
+) -> float:
     """Accuracy of ``model`` on ``df`` (argmax of the predicted probabilities)."""
     texts = [str(x) for x in df[code_columns[0]]]
     texts_b = [str(x) for x in df[code_columns[1]]] if len(code_columns) > 1 else None
@@ -51,8 +52,14 @@ def log_json(obj: Any, artifact_file: str) -> None:
 
 
 def register(
-    model: Any, tokenizer: Any, *, method: str, registered_name: str | None, code_columns: tuple[str, ...],
-    teacher: str = "", extra_tags: dict[str, Any] | None = None,
+    model: Any,
+    tokenizer: Any,
+    *,
+    method: str,
+    registered_name: str | None,
+    code_columns: tuple[str, ...],
+    teacher: str = "",
+    extra_tags: dict[str, Any] | None = None,
 ) -> tuple[str, str | None, dict[str, float]]:
     """Log the classifier as a pyfunc model in the active run, register it under
     ``registered_name`` with the metacompress tags, and return
@@ -70,8 +77,9 @@ def register(
     if teacher:
         tags[f"{TAG_PREFIX}teacher"] = teacher
     tags.update({f"{TAG_PREFIX}{k}": str(v) for k, v in (extra_tags or {}).items()})
-    info = log_code_classifier(model, tokenizer, registered_model_name=registered_name,
-                               code_columns=list(code_columns), tags=tags)
+    info = log_code_classifier(
+        model, tokenizer, registered_model_name=registered_name, code_columns=list(code_columns), tags=tags
+    )
     version = str(info.registered_model_version) if registered_name else None
     uri = f"models:/{registered_name}/{version}" if registered_name else info.model_uri
     logger.info("logged %s model %s (%.3f MB, %.4f GFLOPs)", method, uri, sizes["size_mb"], sizes["gflops"])

@@ -86,8 +86,9 @@ def distill_student(
     else:
         absent = [c for c in spec.code_columns if c not in unlabeled.columns]
         if absent:
-            raise KeyError(f"distill_student: the unlabeled frame lacks code column(s) {absent}; "
-                           f"it has {list(unlabeled.columns)}")
+            raise KeyError(
+                f"distill_student: the unlabeled frame lacks code column(s) {absent}; it has {list(unlabeled.columns)}"
+            )
         unlabeled = unlabeled.reset_index(drop=True)
     cols, label_col = spec.code_columns, spec.label_column
     pinned = resolve_model_uri(teacher_uri)
@@ -95,36 +96,75 @@ def distill_student(
     dataset = dataset or task
     from ..threads import using
 
-    with using(trainer.threads) as threads, \
-            mlflow.start_run(run_name=f"{method}-{dataset}", nested=mlflow.active_run() is not None) as run:
+    with (
+        using(trainer.threads) as threads,
+        mlflow.start_run(run_name=f"{method}-{dataset}", nested=mlflow.active_run() is not None) as run,
+    ):
         logger.info("distillation with %s on %d torch thread(s)", method, threads)
         soft = teacher_logits(pinned, unlabeled, cols, cache_dir if cache_dir is not None else DEFAULT_CACHE)
         ctx = DistillContext(
-            task=task, code_columns=cols, unlabeled=CodeExamples.from_frame(unlabeled, cols, teacher_logits=soft),
-            valid=CodeExamples.from_frame(frames["valid"], cols, label_col), labels=["0", "1"],
-            pair_mode=pair_mode if spec.is_pair else None, size_mb=size_mb,
-            max_length=max_length, seed=seed, teacher_uri=pinned,
+            task=task,
+            code_columns=cols,
+            unlabeled=CodeExamples.from_frame(unlabeled, cols, teacher_logits=soft),
+            valid=CodeExamples.from_frame(frames["valid"], cols, label_col),
+            labels=["0", "1"],
+            pair_mode=pair_mode if spec.is_pair else None,
+            size_mb=size_mb,
+            max_length=max_length,
+            seed=seed,
+            teacher_uri=pinned,
             cache_dir=Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE,
-            fit_config=FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress,
-                                 accelerator=trainer.accelerator, devices=trainer.devices, strategy=trainer.strategy,
-                                 precision=trainer.precision, threads=trainer.threads),
+            fit_config=FitConfig(
+                epochs=epochs,
+                batch_size=batch_size,
+                max_steps=max_steps,
+                seed=seed,
+                progress=progress,
+                accelerator=trainer.accelerator,
+                devices=trainer.devices,
+                strategy=trainer.strategy,
+                precision=trainer.precision,
+                threads=trainer.threads,
+            ),
         )
-        mlflow.log_params({"method": method, "task": task, "teacher": pinned, "size_mb_target": size_mb,
-                           "max_length": max_length, "epochs": epochs, "batch_size": batch_size, "seed": seed,
-                           "limit": limit, "unlabeled_rows": len(unlabeled), **trainer.params(),
-                           **{f"opt.{k}": v for k, v in asdict(opts).items()}})
+        mlflow.log_params(
+            {
+                "method": method,
+                "task": task,
+                "teacher": pinned,
+                "size_mb_target": size_mb,
+                "max_length": max_length,
+                "epochs": epochs,
+                "batch_size": batch_size,
+                "seed": seed,
+                "limit": limit,
+                "unlabeled_rows": len(unlabeled),
+                **trainer.params(),
+                **{f"opt.{k}": v for k, v in asdict(opts).items()},
+            }
+        )
         outcome = chosen.run(ctx, opts)
         if outcome.params:
             mlflow.log_params(outcome.params)
         log_json(outcome.config, "student_config.json")
         model, tokenizer = outcome.model, outcome.tokenizer
         teacher_agree = _agreement(model, tokenizer, ctx.unlabeled)
-        metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
-                   **monitored_metrics(outcome.fit),
-                   "train_agreement": teacher_agree, "train_seconds": time.perf_counter() - started}
+        metrics = {
+            "test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
+            **monitored_metrics(outcome.fit),
+            "train_agreement": teacher_agree,
+            "train_seconds": time.perf_counter() - started,
+        }
         fallback = {"search_fallback": "true"} if outcome.config.get("search_fallback") else {}
-        uri, version, sizes = register(model, tokenizer, method=method, registered_name=registered_name,
-                                       code_columns=cols, teacher=pinned, extra_tags={"task": dataset, **fallback})
+        uri, version, sizes = register(
+            model,
+            tokenizer,
+            method=method,
+            registered_name=registered_name,
+            code_columns=cols,
+            teacher=pinned,
+            extra_tags={"task": dataset, **fallback},
+        )
         metrics.update(sizes)
         # side-by-side speed (and energy) tags on the version (distill/speed.py)
         metrics.update(tag_student(uri, pinned, frames["test"], cols, registered_name, version, threads=threads))

@@ -57,7 +57,9 @@ def model_identity(teacher_uri: str) -> str:
     ``name/1`` in a fresh registry."""
     identity = cache.model_identity(teacher_uri)
     if identity is None:
-        raise ValueError(f"teacher {teacher_uri!r} has no identity to cache its outputs under (its MLmodel names no model)")
+        raise ValueError(
+            f"teacher {teacher_uri!r} has no identity to cache its outputs under (its MLmodel names no model)"
+        )
     return identity
 
 
@@ -91,14 +93,18 @@ def teacher_logits(
     if use_cache:
         identity = model_identity(pinned)
         key = cache.entry_key(KIND, identity, rows)
-        hit = cache.load(KIND, key, rows=rows, n_rows=len(df), checks={"logits": "log_probabilities"}, cache_dir=cache_dir)
+        hit = cache.load(
+            KIND, key, rows=rows, n_rows=len(df), checks={"logits": "log_probabilities"}, cache_dir=cache_dir
+        )
         if hit is not None:
             logger.info("teacher soft labels: cache hit %s", hit.path)
             return hit.arrays["logits"]
     rank = distributed_rank()
     if rank != 0:
-        raise RuntimeError(f"teacher soft labels for {pinned} ({len(df)} rows) are not in the cache, and rank {rank} "
-                           "does not run the teacher: compute them in the launching process before the Trainer starts")
+        raise RuntimeError(
+            f"teacher soft labels for {pinned} ({len(df)} rows) are not in the cache, and rank {rank} "
+            "does not run the teacher: compute them in the launching process before the Trainer starts"
+        )
     logger.info("teacher soft labels: running %s on %d rows", pinned, len(df))
     teacher = mlflow.pyfunc.load_model(pinned)
     probs = np.asarray(teacher.predict(df[columns]), dtype=np.float64)

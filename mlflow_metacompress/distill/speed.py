@@ -43,8 +43,9 @@ TAG = "metacompress."
 Clock = Callable[[], float]
 
 
-def side_by_side(runs: Mapping[str, Callable[[], Any]], repeats: int = REPEATS, clock: Clock = time.perf_counter,
-                 warmup: bool = True) -> dict[str, float]:
+def side_by_side(
+    runs: Mapping[str, Callable[[], Any]], repeats: int = REPEATS, clock: Clock = time.perf_counter, warmup: bool = True
+) -> dict[str, float]:
     """Best wall time (seconds) of each callable over ``repeats`` alternating rounds
     (round ``r`` runs every callable once, in order), after one warm-up call each."""
     if repeats < 1:
@@ -102,8 +103,12 @@ class SpeedReport:
         return self.teacher_ms / self.student_ms if self.student_ms > 0 else float("inf")
 
     def tags(self) -> dict[str, str]:
-        tags = {f"{TAG}latency_ms": f"{self.student_ms:.4f}", f"{TAG}teacher_latency_ms": f"{self.teacher_ms:.4f}",
-                f"{TAG}speedup_vs_teacher": f"{self.speedup:.3f}", f"{TAG}device": self.device}
+        tags = {
+            f"{TAG}latency_ms": f"{self.student_ms:.4f}",
+            f"{TAG}teacher_latency_ms": f"{self.teacher_ms:.4f}",
+            f"{TAG}speedup_vs_teacher": f"{self.speedup:.3f}",
+            f"{TAG}device": self.device,
+        }
         if self.threads is not None:
             tags[f"{TAG}speed_threads"] = str(self.threads)
         if "student" in self.energy:
@@ -115,15 +120,23 @@ class SpeedReport:
         return tags
 
     def metrics(self) -> dict[str, float]:
-        out = {"latency_ms": self.student_ms, "teacher_latency_ms": self.teacher_ms,
-               "speedup_vs_teacher": self.speedup}
+        out = {"latency_ms": self.student_ms, "teacher_latency_ms": self.teacher_ms, "speedup_vs_teacher": self.speedup}
         out.update({f"{'' if k == 'student' else 'teacher_'}energy_j_per_1k": v for k, v in self.energy.items()})
         return out
 
 
-def measure(student: Any, teacher: Any, frame: pd.DataFrame, columns: Sequence[str], *, batch_size: int = BATCH,
-            repeats: int = REPEATS, clock: Clock = time.perf_counter, energy: bool = True,
-            threads: int | str | None = None) -> SpeedReport:
+def measure(
+    student: Any,
+    teacher: Any,
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    *,
+    batch_size: int = BATCH,
+    repeats: int = REPEATS,
+    clock: Clock = time.perf_counter,
+    energy: bool = True,
+    threads: int | str | None = None,
+) -> SpeedReport:
     """Time the pyfunc ``student`` and ``teacher`` (URIs or loaded models) on the same
     ``batch_size`` rows of ``frame``, alternating, best of ``repeats``, on ``threads``
     torch threads (default: the inference threads); add energy per 1,000 inferences when
@@ -139,12 +152,24 @@ def measure(student: Any, teacher: Any, frame: pd.DataFrame, columns: Sequence[s
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the pyfuncs place themselves
     with timing_threads(device, threads) as count:
         best = side_by_side({"teacher": lambda: t.predict(rows), "student": lambda: s.predict(rows)}, repeats, clock)
-        report = SpeedReport(1000 * best["student"] / batch_size, 1000 * best["teacher"] / batch_size,
-                             device_name(device), batch_size, repeats, threads=count)
+        report = SpeedReport(
+            1000 * best["student"] / batch_size,
+            1000 * best["teacher"] / batch_size,
+            device_name(device),
+            batch_size,
+            repeats,
+            threads=count,
+        )
         if energy:
             report.energy, report.energy_note = _energy(s, t, rows)
-    logger.info("student %.3f ms/sample, teacher %.3f ms/sample: %.2f× on %s, %d thread(s)", report.student_ms,
-                report.teacher_ms, report.speedup, report.device, count)
+    logger.info(
+        "student %.3f ms/sample, teacher %.3f ms/sample: %.2f× on %s, %d thread(s)",
+        report.student_ms,
+        report.teacher_ms,
+        report.speedup,
+        report.device,
+        count,
+    )
     return report
 
 
@@ -164,8 +189,15 @@ def _energy(student: Any, teacher: Any, rows: pd.DataFrame, rounds: int = 3) -> 
     return out, note
 
 
-def tag_student(student_uri: str, teacher_uri: str, frame: pd.DataFrame, columns: Sequence[str],
-                registered_name: str | None = None, version: str | None = None, **kw: Any) -> dict[str, float]:
+def tag_student(
+    student_uri: str,
+    teacher_uri: str,
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    registered_name: str | None = None,
+    version: str | None = None,
+    **kw: Any,
+) -> dict[str, float]:
     """:func:`measure`, then tag the registered version (or the active run when
     unregistered) and return the run metrics (``latency_ms``, ``teacher_latency_ms``,
     ``speedup_vs_teacher`` and the energy values). A measurement that fails is logged

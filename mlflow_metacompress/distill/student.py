@@ -41,7 +41,8 @@ def train_student(
 
     if not inputs:
         raise ValueError("train_student needs at least one CodeExamples input")
-    module = ClassifierModule(model, loss_fn or soft_label_loss(1.0), extra_loss, lr=lr,
-                              output_hidden_states=output_hidden_states)
+    module = ClassifierModule(
+        model, loss_fn or soft_label_loss(1.0), extra_loss, lr=lr, output_hidden_states=output_hidden_states
+    )
     data = inputs[0] if len(inputs) == 1 else ConcatDataset(list(inputs))
     return fit(module, tokenizer, data, valid, fit_config, checkpoint_dir=checkpoint_dir)

@@ -39,8 +39,9 @@ from .training import FitConfig, fit, monitored_metrics  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TEACHER = ArchSpec(vocab_size=8000, num_hidden_layers=4, hidden_size=256, num_attention_heads=4,
-                           intermediate_size=1024, max_length=256)
+DEFAULT_TEACHER = ArchSpec(
+    vocab_size=8000, num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024, max_length=256
+)
 
 
 def minilm_path() -> Path:
@@ -49,7 +50,11 @@ def minilm_path() -> Path:
 
 
 def build_teacher(
-    init: str, texts: list[str], labels: list[str], pair_mode: str | None, arch: ArchSpec = DEFAULT_TEACHER,
+    init: str,
+    texts: list[str],
+    labels: list[str],
+    pair_mode: str | None,
+    arch: ArchSpec = DEFAULT_TEACHER,
 ) -> tuple[Any, Any]:
     """``(model, tokenizer)`` for ``init`` (see the module docstring)."""
     from ..models.classifier import CodeClassifier
@@ -58,13 +63,19 @@ def build_teacher(
         from ..models.tokenizer import train_tokenizer
 
         tokenizer = train_tokenizer(texts, vocab_size=arch.vocab_size, kind="bpe", model_max_length=arch.max_length)
-        spec = ArchSpec(**{**arch.to_dict(), "vocab_size": len(tokenizer), "num_labels": len(labels), "pair_mode": pair_mode})
+        spec = ArchSpec(
+            **{**arch.to_dict(), "vocab_size": len(tokenizer), "num_labels": len(labels), "pair_mode": pair_mode}
+        )
         return spec.build(labels), tokenizer
     from transformers import AutoTokenizer
 
     source = str(minilm_path()) if init == "minilm" else init
-    model = CodeClassifier.from_pretrained_encoder(source, labels=labels, pair_mode=pair_mode,  # type: ignore[arg-type]
-                                                   max_length=arch.max_length)
+    model = CodeClassifier.from_pretrained_encoder(
+        source,
+        labels=labels,
+        pair_mode=pair_mode,  # type: ignore[arg-type]
+        max_length=arch.max_length,
+    )
     return model, AutoTokenizer.from_pretrained(source)
 
 
@@ -123,31 +134,79 @@ def train_teacher(
     dataset = dataset or task  # the run name and metacompress.task tag (e.g. generated-vulnerability)
     from ..threads import using
 
-    with using(trainer.threads) as threads, \
-            mlflow.start_run(run_name=f"teacher-{dataset}", nested=mlflow.active_run() is not None) as run:
+    with (
+        using(trainer.threads) as threads,
+        mlflow.start_run(run_name=f"teacher-{dataset}", nested=mlflow.active_run() is not None) as run,
+    ):
         logger.info("teacher training on %d torch thread(s)", threads)
         model, tokenizer = build_teacher(init, texts, labels, pair_mode if spec.is_pair else None, arch)
-        config = {"task": task, "init": init, "arch": arch.to_dict(), "pair_mode": model.meta.pair_mode,
-                  "max_length": model.meta.max_length, "vocab_size": len(tokenizer)}
-        mlflow.log_params({"method": "teacher", "task": task, "init": init, "epochs": epochs, "batch_size": batch_size,
-                           "lr": lr, "seed": seed, "monitor": monitor, "patience": patience, "max_length": model.meta.max_length, "vocab_size": len(tokenizer),
-                           "pair_mode": model.meta.pair_mode, "train_rows": len(labelled), "limit": limit,
-                           **({"train_on": train_on} if train_on != "half" else {}),
-                           **trainer.params()})
+        config = {
+            "task": task,
+            "init": init,
+            "arch": arch.to_dict(),
+            "pair_mode": model.meta.pair_mode,
+            "max_length": model.meta.max_length,
+            "vocab_size": len(tokenizer),
+        }
+        mlflow.log_params(
+            {
+                "method": "teacher",
+                "task": task,
+                "init": init,
+                "epochs": epochs,
+                "batch_size": batch_size,
+                "lr": lr,
+                "seed": seed,
+                "monitor": monitor,
+                "patience": patience,
+                "max_length": model.meta.max_length,
+                "vocab_size": len(tokenizer),
+                "pair_mode": model.meta.pair_mode,
+                "train_rows": len(labelled),
+                "limit": limit,
+                **({"train_on": train_on} if train_on != "half" else {}),
+                **trainer.params(),
+            }
+        )
         log_json(config, "teacher_config.json")
         from .modules import ClassifierModule
 
         module = ClassifierModule(model, lr=lr)
-        result = fit(module, tokenizer, CodeExamples.from_frame(labelled, cols, label_col),
-                     CodeExamples.from_frame(frames["valid"], cols, label_col),
-                     FitConfig(epochs=epochs, batch_size=batch_size, max_steps=max_steps, seed=seed, progress=progress,
-                               monitor=monitor, patience=patience, accelerator=trainer.accelerator, devices=trainer.devices,
-                               strategy=trainer.strategy, precision=trainer.precision, threads=trainer.threads))
+        result = fit(
+            module,
+            tokenizer,
+            CodeExamples.from_frame(labelled, cols, label_col),
+            CodeExamples.from_frame(frames["valid"], cols, label_col),
+            FitConfig(
+                epochs=epochs,
+                batch_size=batch_size,
+                max_steps=max_steps,
+                seed=seed,
+                progress=progress,
+                monitor=monitor,
+                patience=patience,
+                accelerator=trainer.accelerator,
+                devices=trainer.devices,
+                strategy=trainer.strategy,
+                precision=trainer.precision,
+                threads=trainer.threads,
+            ),
+        )
         train_s = time.perf_counter() - started
-        metrics = {"test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
-                   **monitored_metrics(result), "train_seconds": train_s}
-        uri, version, sizes = register(model, tokenizer, method="teacher", registered_name=registered_name,
-                                       code_columns=cols, teacher="", extra_tags={"init": init, "task": dataset})
+        metrics = {
+            "test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
+            **monitored_metrics(result),
+            "train_seconds": train_s,
+        }
+        uri, version, sizes = register(
+            model,
+            tokenizer,
+            method="teacher",
+            registered_name=registered_name,
+            code_columns=cols,
+            teacher="",
+            extra_tags={"init": init, "task": dataset},
+        )
         metrics.update(sizes)
         mlflow.log_metrics(metrics)
     logger.info("teacher %s: %s", uri, metrics)

@@ -147,8 +147,11 @@ class _History(L.Callback):
             return
         ckpt = trainer.checkpoint_callback
         score = getattr(ckpt, "best_model_score", None)
-        summary = {"rows": self.rows, "epochs_run": trainer.current_epoch,
-                   "best_score": float(score) if score is not None else None}
+        summary = {
+            "rows": self.rows,
+            "epochs_run": trainer.current_epoch,
+            "best_score": float(score) if score is not None else None,
+        }
         self.path.write_text(json.dumps(summary))
 
 
@@ -173,8 +176,11 @@ class _EpochLines(L.Callback):
         done = trainer.current_epoch + 1
         spent = time.perf_counter() - self.started
         eta = spent / done * max(self.epochs - done, 0)
-        scores = ", ".join(f"{k} {float(v):.3f}" for k, v in sorted(trainer.callback_metrics.items())
-                          if k.startswith("val_") and v.numel() == 1)
+        scores = ", ".join(
+            f"{k} {float(v):.3f}"
+            for k, v in sorted(trainer.callback_metrics.items())
+            if k.startswith("val_") and v.numel() == 1
+        )
         text = f"fit epoch {done}/{self.epochs} · {format_seconds(spent)} · ETA {format_seconds(eta)}"
         logger.log(self.level, "%s%s", text, f" · {scores}" if scores else "")
         note(text if done >= self.epochs else f"fit epoch {done + 1}/{self.epochs}, ETA {format_seconds(eta)}")
@@ -204,8 +210,9 @@ def _quiet_lightning(quiet: bool) -> Iterator[None]:
     torch's deprecation of ``LeafSpec``, used inside Lightning, is hidden either way."""
     with warnings.catch_warnings():
         # torch deprecates LeafSpec, which Lightning itself still uses: nothing a user can act on
-        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
-                                category=FutureWarning)
+        warnings.filterwarnings(
+            "ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning
+        )
         if not quiet:
             yield
             return
@@ -241,8 +248,9 @@ def _monitor(name: str, val: CodeExamples | None) -> str | None:
     """The Lightning metric to monitor, or None to keep the last epoch."""
     teacher_based = ("val_agreement", "val_relations_kept")
     if name not in ("val_acc", *teacher_based, "last"):
-        raise ValueError(f"FitConfig.monitor must be 'val_acc', 'val_agreement', 'val_relations_kept' or 'last', "
-                         f"got {name!r}")
+        raise ValueError(
+            f"FitConfig.monitor must be 'val_acc', 'val_agreement', 'val_relations_kept' or 'last', got {name!r}"
+        )
     if name == "last" or val is None:
         return None
     if name in teacher_based and val.teacher_logits is None:
@@ -275,8 +283,13 @@ def fit(
         ship_by_value(type(module))
     L.seed_everything(config.seed, workers=True, verbose=False)
     collate = Collator(functools.partial(module.model.encode, tokenizer))
-    train_dl = DataLoader(train, batch_size=config.batch_size, shuffle=True, collate_fn=collate,
-                          generator=torch.Generator().manual_seed(config.seed))
+    train_dl = DataLoader(
+        train,
+        batch_size=config.batch_size,
+        shuffle=True,
+        collate_fn=collate,
+        generator=torch.Generator().manual_seed(config.seed),
+    )
     val_dl = DataLoader(val, batch_size=config.eval_batch_size, shuffle=False, collate_fn=collate) if val else None
     if mlflow_logger is None:
         mlflow_logger = active_run_logger()
@@ -286,8 +299,14 @@ def fit(
         checkpoint_dir = tmp.name
     try:
         monitor = _monitor(config.monitor, val)
-        ckpt = ModelCheckpoint(dirpath=str(checkpoint_dir), monitor=monitor, mode="max", save_top_k=1,
-                               save_weights_only=True, filename="best")
+        ckpt = ModelCheckpoint(
+            dirpath=str(checkpoint_dir),
+            monitor=monitor,
+            mode="max",
+            save_top_k=1,
+            save_weights_only=True,
+            filename="best",
+        )
         history = _History(Path(checkpoint_dir) / "fit_summary.json" if placement.world_size > 1 else None)
         stopping = []
         if config.patience is not None and monitor is not None:
@@ -304,10 +323,19 @@ def fit(
         sharing = file_system_sharing() if placement.world_size > 1 else contextlib.nullcontext()
         with _quiet_lightning(not bar), _keeping_sigint(), sharing, using(threads):
             trainer = L.Trainer(
-                accelerator=placement.accelerator, devices=placement.devices, strategy=placement.strategy,
-                precision=placement.precision, max_epochs=config.epochs, default_root_dir=str(checkpoint_dir),
-                max_steps=config.max_steps, logger=mlflow_logger or False, callbacks=callbacks,
-                enable_progress_bar=bar, enable_model_summary=False, num_sanity_val_steps=0, log_every_n_steps=1,
+                accelerator=placement.accelerator,
+                devices=placement.devices,
+                strategy=placement.strategy,
+                precision=placement.precision,
+                max_epochs=config.epochs,
+                default_root_dir=str(checkpoint_dir),
+                max_steps=config.max_steps,
+                logger=mlflow_logger or False,
+                callbacks=callbacks,
+                enable_progress_bar=bar,
+                enable_model_summary=False,
+                num_sanity_val_steps=0,
+                log_every_n_steps=1,
                 deterministic=False,
             )
             try:

@@ -38,11 +38,21 @@ if TYPE_CHECKING:
 def write_artifacts(outcome: Outcome, cfg: EvaluatorConfig, out: Path) -> list[str]:
     """Write every artifact into ``out``; return their paths relative to ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    summary = {"metrics": outcome.metrics, "config": cfg.as_loggable(), "config_sources": cfg.config_sources(),
-               "detected": cfg.detected_values(), "classes": outcome.classes, **outcome.notes}
+    summary = {
+        "metrics": outcome.metrics,
+        "config": cfg.as_loggable(),
+        "config_sources": cfg.config_sources(),
+        "detected": cfg.detected_values(),
+        "classes": outcome.classes,
+        **outcome.notes,
+    }
     counts = confusion_counts(outcome.per_sample, outcome.classes)
-    summary["confusion_teacher_vs_student"] = {"labels": list(outcome.classes), "rows": "teacher prediction",
-                                               "columns": "student prediction", "counts": counts.tolist()}
+    summary["confusion_teacher_vs_student"] = {
+        "labels": list(outcome.classes),
+        "rows": "teacher prediction",
+        "columns": "student prediction",
+        "counts": counts.tolist(),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
     outcome.per_sample.to_parquet(out / "per_sample.parquet", index=False)
     worst_discrepancies(outcome.per_sample, cfg.max_examples).to_csv(out / "worst_discrepancies.csv", index=False)

@@ -20,24 +20,42 @@ from typing import Any
 
 # The metrics printed, in order; each also appears with a "/metamorphic" suffix when the
 # evaluation ran transformations or attacks.
-HEADLINE = ("teacher_accuracy", "student_accuracy", "accuracy_drop", "mr1_violation_rate", "mr2_violation_rate",
-            "mr3_violation_rate", "mr4_violation_rate", "any_violation_rate")
+HEADLINE = (
+    "teacher_accuracy",
+    "student_accuracy",
+    "accuracy_drop",
+    "mr1_violation_rate",
+    "mr2_violation_rate",
+    "mr3_violation_rate",
+    "mr4_violation_rate",
+    "any_violation_rate",
+)
 
 
 def add_evaluate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("evaluate", help="compare a student with its teacher (MR1-MR4) in a new MLflow run",
-                       description="Run the MetaCompress evaluator (arXiv 2511.05476) on a data file in a new "
-                                   "MLflow run; print the headline metrics and the run id. Exit code 2 on bad input.")
+    p = sub.add_parser(
+        "evaluate",
+        help="compare a student with its teacher (MR1-MR4) in a new MLflow run",
+        description="Run the MetaCompress evaluator (arXiv 2511.05476) on a data file in a new "
+        "MLflow run; print the headline metrics and the run id. Exit code 2 on bad input.",
+    )
     p.add_argument("--student", required=True, help="student model URI (models:/name/1, runs:/id/model, a local path)")
     p.add_argument("--teacher", required=True, help="teacher model URI")
     p.add_argument("--data", required=True, help="evaluation table: .jsonl, .json, .csv or .parquet")
-    p.add_argument("--targets", default=None,
-                   help="label column of --data (default: none; accuracy and attacks need it)")
-    p.add_argument("--evaluator-config", default="{}",
-                   help="extra evaluator_config as a JSON object, e.g. '{\"transforms\": \"all\", \"language\": \"c\"}'")
-    p.add_argument("--threads", default=None,
-                   help="torch threads for inference and speed timings (evaluator_config key threads); "
-                        "default: $METACOMPRESS_THREADS, else the cores less one")
+    p.add_argument(
+        "--targets", default=None, help="label column of --data (default: none; accuracy and attacks need it)"
+    )
+    p.add_argument(
+        "--evaluator-config",
+        default="{}",
+        help='extra evaluator_config as a JSON object, e.g. \'{"transforms": "all", "language": "c"}\'',
+    )
+    p.add_argument(
+        "--threads",
+        default=None,
+        help="torch threads for inference and speed timings (evaluator_config key threads); "
+        "default: $METACOMPRESS_THREADS, else the cores less one",
+    )
     p.add_argument("--experiment", default=None, help="MLflow experiment name (created if missing)")
     p.add_argument("--run-name", default=None, help="name of the new MLflow run")
     p.add_argument("--json", action="store_true", help="print the run id and every metric as JSON")
@@ -92,7 +110,6 @@ def run(args: argparse.Namespace) -> int:
     import mlflow
 
     from ..data.tables import read_table
-
     from .config import check_config
     from .model_refs import check_model_uri
 
@@ -111,8 +128,14 @@ def run(args: argparse.Namespace) -> int:
     check_model_uri(args.student, "student")
     experiment_id = _experiment_id(args.experiment) if args.experiment else None
     with mlflow.start_run(run_name=args.run_name, experiment_id=experiment_id) as active:
-        result = mlflow.models.evaluate(model=args.student, data=df, targets=args.targets, model_type="metacompress",
-                                        evaluators="metacompress", evaluator_config=config)
+        result = mlflow.models.evaluate(
+            model=args.student,
+            data=df,
+            targets=args.targets,
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config=config,
+        )
     run_id = active.info.run_id
     if args.json:
         print(json.dumps({"run_id": run_id, "metrics": dict(sorted(result.metrics.items()))}, indent=2))

@@ -21,8 +21,9 @@ class ColumnTransforms:
     codes: dict[str, list[str | None]]  # per transformation: the new code where changed, else None
 
 
-def column_transforms(codes: list[str], names: list[str], language: str, seed: int = 0,
-                      progress: bool = False) -> ColumnTransforms:
+def column_transforms(
+    codes: list[str], names: list[str], language: str, seed: int = 0, progress: bool = False
+) -> ColumnTransforms:
     """Every named transformation of ``codes`` (each sample parsed once, results per sample
     independent of its neighbours, so any partitioning of the rows gives the same arrays)."""
     from ..transforms import TransformStatus, transform_many

@@ -10,8 +10,8 @@ as if the user had set it.
 
 from __future__ import annotations
 
-import logging
 import difflib
+import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -29,7 +29,14 @@ logger = logging.getLogger(__name__)
 
 LANGUAGES = ("c", "java", "python")
 RESERVED = {"col_mapping"}  # read by mlflow.models.evaluate itself
-LIST_KEYS = ("code_columns", "teacher_prob_columns", "student_prob_columns", "transform_columns", "attacks", "slice_columns")
+LIST_KEYS = (
+    "code_columns",
+    "teacher_prob_columns",
+    "student_prob_columns",
+    "transform_columns",
+    "attacks",
+    "slice_columns",
+)
 DETECTION_SAMPLES = 50
 
 Source = Literal["given", "default", "inferred", "detected"]
@@ -71,7 +78,9 @@ class EvaluatorConfig:
     measure_speed: bool = False  # student_speedup (evaluation/speed.py): both models local pyfuncs
     threads: Any = None  # torch threads of inference and timing (mlflow_metacompress/threads.py); None/"auto": default
     engine: str = "local"  # "spark": transforms + inference on a SparkSession (evaluation/spark_engine.py)
-    attack_engine: str = "driver"  # "spark" (needs engine "spark"): attacked samples split over executors (evaluation/spark_attacks.py)
+    attack_engine: str = (
+        "driver"  # "spark" (needs engine "spark"): attacked samples split over executors (evaluation/spark_attacks.py)
+    )
     sources: tuple[tuple[str, Source], ...] = field(default=(), repr=False, compare=False, metadata={"internal": True})
 
     @property
@@ -108,7 +117,9 @@ class EvaluatorConfig:
         names = [self.transforms] if isinstance(self.transforms, str) else list(self.transforms)
         unknown = [n for n in names if n not in available]
         if unknown:
-            raise MetaCompressInputError(f"transforms {unknown} are not available for {self.language!r}; available: {available}")
+            raise MetaCompressInputError(
+                f"transforms {unknown} are not available for {self.language!r}; available: {available}"
+            )
         return names
 
     def config_sources(self) -> dict[str, Source]:
@@ -118,7 +129,9 @@ class EvaluatorConfig:
 
     def detected_values(self) -> dict[str, Any]:
         """The values :func:`parse_config` inferred or detected (JSON-safe)."""
-        return {key: _loggable(getattr(self, key)) for key, source in self.sources if source in ("inferred", "detected")}
+        return {
+            key: _loggable(getattr(self, key)) for key, source in self.sources if source in ("inferred", "detected")
+        }
 
     def as_loggable(self) -> dict[str, Any]:
         """The config as the user set it, JSON-safe (the teacher shown by URI or type).
@@ -222,12 +235,18 @@ def _check_mode(cfg: EvaluatorConfig, data: pd.DataFrame, model_given: bool) -> 
     """Static mode (probability columns) versus model mode (a student and a teacher)."""
     if not cfg.static:
         if not model_given:
-            raise MetaCompressInputError("model is None: pass a student model, or name teacher_prob_columns and student_prob_columns for static mode")
+            raise MetaCompressInputError(
+                "model is None: pass a student model, or name teacher_prob_columns and student_prob_columns for static mode"
+            )
         if cfg.teacher is None:
-            raise MetaCompressInputError("evaluator_config must name a 'teacher' (a models:/ or runs:/ URI, a PyFuncModel or a callable)")
+            raise MetaCompressInputError(
+                "evaluator_config must name a 'teacher' (a models:/ or runs:/ URI, a PyFuncModel or a callable)"
+            )
         return
     if model_given:
-        raise MetaCompressInputError("pass model=None with teacher_prob_columns/student_prob_columns (static mode), or drop those keys")
+        raise MetaCompressInputError(
+            "pass model=None with teacher_prob_columns/student_prob_columns (static mode), or drop those keys"
+        )
     if not cfg.teacher_prob_columns or not cfg.student_prob_columns:
         raise MetaCompressInputError("static mode needs both teacher_prob_columns and student_prob_columns")
     if len(cfg.teacher_prob_columns) != len(cfg.student_prob_columns):
@@ -237,9 +256,13 @@ def _check_mode(cfg: EvaluatorConfig, data: pd.DataFrame, model_given: bool) -> 
         )
     for col in cfg.teacher_prob_columns + cfg.student_prob_columns:
         if col not in data.columns:
-            raise MetaCompressInputError(f"probability column {col!r} is missing from the data; columns are {list(data.columns)}")
+            raise MetaCompressInputError(
+                f"probability column {col!r} is missing from the data; columns are {list(data.columns)}"
+            )
     if cfg.transforms not in ("all", None, [], ()) or cfg.attacks:
-        raise MetaCompressInputError("transforms and attacks need models and code_columns; static mode only judges the given probabilities")
+        raise MetaCompressInputError(
+            "transforms and attacks need models and code_columns; static mode only judges the given probabilities"
+        )
 
 
 def _check_variants(cfg: EvaluatorConfig, labels_given: bool) -> None:
@@ -270,9 +293,15 @@ def detect_language(codes: list[str]) -> str:
 
     votes = Counter(detect_one(c) for c in codes[:DETECTION_SAMPLES] if c.strip())
     if not votes:
-        raise MetaCompressInputError("cannot detect the language: the code column is blank; set evaluator_config['language']")
+        raise MetaCompressInputError(
+            "cannot detect the language: the code column is blank; set evaluator_config['language']"
+        )
     language = votes.most_common(1)[0][0]
-    logger.warning("evaluator_config has no 'language'; detected %r from the code (votes %s). Set it to be sure.", language, dict(votes))
+    logger.warning(
+        "evaluator_config has no 'language'; detected %r from the code (votes %s). Set it to be sure.",
+        language,
+        dict(votes),
+    )
     return language
 
 

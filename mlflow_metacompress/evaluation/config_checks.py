@@ -22,7 +22,9 @@ COLUMN_KEYS = ("code_columns", "teacher_prob_columns", "student_prob_columns", "
 
 
 def _bad(key: str, value: Any, expected: str) -> MetaCompressInputError:
-    return MetaCompressInputError(f"evaluator_config[{key!r}] must be {expected}; got {value!r} ({type(value).__name__})")
+    return MetaCompressInputError(
+        f"evaluator_config[{key!r}] must be {expected}; got {value!r} ({type(value).__name__})"
+    )
 
 
 def _real(key: str, value: Any, lo: float, hi: float = math.inf, lo_open: bool = False) -> None:
@@ -31,7 +33,9 @@ def _real(key: str, value: Any, lo: float, hi: float = math.inf, lo_open: bool =
         v = float(value)
         ok = (v > lo if lo_open else v >= lo) and v <= hi
     if not ok:
-        bounds = f"{'(' if lo_open else '['}{lo:g}, {hi:g}]" if math.isfinite(hi) else f"{'>' if lo_open else '≥'} {lo:g}"
+        bounds = (
+            f"{'(' if lo_open else '['}{lo:g}, {hi:g}]" if math.isfinite(hi) else f"{'>' if lo_open else '≥'} {lo:g}"
+        )
         raise _bad(key, value, f"a number {bounds}")
 
 
@@ -104,13 +108,19 @@ def check_values(cfg: EvaluatorConfig) -> None:
     _flag("measure_speed", cfg.measure_speed)
     _threads(cfg.threads)
     if cfg.measure_speed and cfg.static:
-        raise MetaCompressInputError("evaluator_config['measure_speed'] needs models; static mode has only probabilities")
+        raise MetaCompressInputError(
+            "evaluator_config['measure_speed'] needs models; static mode has only probabilities"
+        )
     if cfg.engine not in ("local", "spark"):
         raise MetaCompressInputError(f"evaluator_config['engine'] must be 'local' or 'spark'; got {cfg.engine!r}")
     if cfg.attack_engine not in ("driver", "spark"):
-        raise MetaCompressInputError(f"evaluator_config['attack_engine'] must be 'driver' or 'spark'; got {cfg.attack_engine!r}")
+        raise MetaCompressInputError(
+            f"evaluator_config['attack_engine'] must be 'driver' or 'spark'; got {cfg.attack_engine!r}"
+        )
     if cfg.attack_engine == "spark" and cfg.engine != "spark":
-        raise MetaCompressInputError(f"evaluator_config['attack_engine'] 'spark' needs engine 'spark'; got engine {cfg.engine!r}")
+        raise MetaCompressInputError(
+            f"evaluator_config['attack_engine'] 'spark' needs engine 'spark'; got engine {cfg.engine!r}"
+        )
     for key in COLUMN_KEYS:
         _names(key, getattr(cfg, key))
     _names("attacks", cfg.attacks)

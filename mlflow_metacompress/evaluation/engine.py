@@ -21,8 +21,16 @@ import pandas as pd
 from ..relations import RelationConfig, evaluate_relations, predict
 from .pair import ModelPair, PairPredictions, static_predictions
 from .validation import MetaCompressInputError, encode_labels
-from .variants import (SOURCES, SourceInputs, Variant, VariantSet, VariantSource, adversarial, original_variant,
-                       transformed)
+from .variants import (
+    SOURCES,
+    SourceInputs,
+    Variant,
+    VariantSet,
+    VariantSource,
+    adversarial,
+    original_variant,
+    transformed,
+)
 
 if TYPE_CHECKING:
     from .config import EvaluatorConfig
@@ -43,8 +51,12 @@ class Outcome:
 
 
 def judge(
-    variant: Variant, preds: PairPredictions, labels: np.ndarray | None, classes: list[str],
-    config: RelationConfig, base: PairPredictions | None = None,
+    variant: Variant,
+    preds: PairPredictions,
+    labels: np.ndarray | None,
+    classes: list[str],
+    config: RelationConfig,
+    base: PairPredictions | None = None,
 ) -> tuple[dict[str, float], pd.DataFrame]:
     """Relation metrics of one variant (keys suffixed ``/<variant>``) and its per-sample rows.
 
@@ -72,7 +84,11 @@ def judge(
 
 
 def run_evaluation(
-    df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: Predictor | None, student: Predictor | None,
+    df: pd.DataFrame,
+    y: np.ndarray | None,
+    cfg: EvaluatorConfig,
+    teacher: Predictor | None,
+    student: Predictor | None,
     model_uris: tuple[str, str] | None = None,
 ) -> Outcome:
     """Compute every metric and table of one metacompress evaluation (``cfg`` from
@@ -100,25 +116,40 @@ def run_evaluation(
     return replace(outcome, notes=notes)
 
 
-def _evaluate(df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: Predictor | None,
-              student: Predictor | None, model_uris: tuple[str, str] | None) -> Outcome:
+def _evaluate(
+    df: pd.DataFrame,
+    y: np.ndarray | None,
+    cfg: EvaluatorConfig,
+    teacher: Predictor | None,
+    student: Predictor | None,
+    model_uris: tuple[str, str] | None,
+) -> Outcome:
     if cfg.engine == "spark" and teacher is not None and student is not None and model_uris is not None:
         from .spark_engine import prepare
         from .spark_session import session
 
         with session():
-            produced = prepare(df, cfg, teacher, student, model_uris,
-                               lambda: transformed(SourceInputs(df, cfg, None, None)))  # type: ignore[arg-type]
+            produced = prepare(
+                df, cfg, teacher, student, model_uris, lambda: transformed(SourceInputs(df, cfg, None, None))
+            )  # type: ignore[arg-type]
             uris = {"teacher": model_uris[0], "student": model_uris[1]}
-            replaced = {transformed: lambda inputs, models: produced,
-                        adversarial: lambda inputs, models: adversarial(inputs, models, uris)}
+            replaced = {
+                transformed: lambda inputs, models: produced,
+                adversarial: lambda inputs, models: adversarial(inputs, models, uris),
+            }
             sources = tuple(replaced.get(s, s) for s in SOURCES)
             return _run(df, y, cfg, teacher, student, sources)
     return _run(df, y, cfg, teacher, student, SOURCES)
 
 
-def _run(df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: Predictor | None,
-         student: Predictor | None, sources: tuple[VariantSource, ...]) -> Outcome:
+def _run(
+    df: pd.DataFrame,
+    y: np.ndarray | None,
+    cfg: EvaluatorConfig,
+    teacher: Predictor | None,
+    student: Predictor | None,
+    sources: tuple[VariantSource, ...],
+) -> Outcome:
     models = None if cfg.static else ModelPair(teacher, student, tuple(cfg.code_columns or ()))
     original = original_variant(df, cfg.code_columns)
     if models is None:
@@ -143,7 +174,9 @@ def _run(df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: 
         for variant in produced.variants:
             is_original = variant is original
             if models is None and not is_original:
-                raise MetaCompressInputError(f"variant {variant.name!r} needs models; static mode only judges the given probabilities")
+                raise MetaCompressInputError(
+                    f"variant {variant.name!r} needs models; static mode only judges the given probabilities"
+                )
             preds = base if is_original else models.predict(variant.frame)[0]
             m, r = judge(variant, preds, labels, classes, cfg.relation_config, None if is_original else base)
             metrics.update(m)
@@ -174,20 +207,28 @@ def _run(df: pd.DataFrame, y: np.ndarray | None, cfg: EvaluatorConfig, teacher: 
     return Outcome(metrics, per_sample, classes, tables, notes)
 
 
-def _add_statistics(per_sample: pd.DataFrame, n: int, metrics: dict[str, float], notes: dict[str, Any],
-                    pooled: dict[str, list[str]], cfg: EvaluatorConfig) -> None:
+def _add_statistics(
+    per_sample: pd.DataFrame,
+    n: int,
+    metrics: dict[str, float],
+    notes: dict[str, Any],
+    pooled: dict[str, list[str]],
+    cfg: EvaluatorConfig,
+) -> None:
     """Bootstrap intervals (original and pooled variants) and McNemar's p-value, into
     ``metrics`` and ``notes["statistics"]`` (:mod:`mlflow_metacompress.statistics`)."""
     from ..statistics import evaluation_statistics
 
-    new, section = evaluation_statistics(per_sample, n, metrics, pooled, cfg.bootstrap_samples, cfg.seed,
-                                         cfg.relation_config)
+    new, section = evaluation_statistics(
+        per_sample, n, metrics, pooled, cfg.bootstrap_samples, cfg.seed, cfg.relation_config
+    )
     metrics.update(new)
     notes["statistics"] = section
 
 
-def _variant_sets(original: Variant, inputs: SourceInputs, models: ModelPair | None,
-                  sources: tuple[VariantSource, ...] = SOURCES) -> Iterator[VariantSet]:
+def _variant_sets(
+    original: Variant, inputs: SourceInputs, models: ModelPair | None, sources: tuple[VariantSource, ...] = SOURCES
+) -> Iterator[VariantSet]:
     """The original first, then each producer's set (produced lazily, in order)."""
     yield VariantSet((original,))
     for source in sources:

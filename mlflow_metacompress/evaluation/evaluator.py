@@ -36,8 +36,16 @@ class MetaCompressEvaluator(ModelEvaluator):
         return model_type == "classifier" and bool((evaluator_config or {}).get("teacher"))
 
     def evaluate(
-        self, *, model_type: str, dataset: Any, run_id: str, evaluator_config: dict[str, Any] | None,
-        model: Any = None, extra_metrics: Any = None, custom_artifacts: Any = None, predictions: Any = None,
+        self,
+        *,
+        model_type: str,
+        dataset: Any,
+        run_id: str,
+        evaluator_config: dict[str, Any] | None,
+        model: Any = None,
+        extra_metrics: Any = None,
+        custom_artifacts: Any = None,
+        predictions: Any = None,
         **kwargs: Any,
     ) -> EvaluationResult:
         from .config import parse_config
@@ -71,7 +79,9 @@ class MetaCompressEvaluator(ModelEvaluator):
         return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
 
     @staticmethod
-    def _log(run_id: str, metrics: dict[str, float], outcome: Any, cfg: Any, provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _log(
+        run_id: str, metrics: dict[str, float], outcome: Any, cfg: Any, provenance: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Write artifacts, then log every metric in batches and the artifact folder."""
         import time
 
@@ -98,8 +108,12 @@ class MetaCompressEvaluator(ModelEvaluator):
         artifacts = {}
         for rel in written:
             key = rel.rsplit(".", 1)[0].replace("/", "_")
-            cls = {".json": mlflow_artifacts.JsonEvaluationArtifact, ".png": mlflow_artifacts.ImageEvaluationArtifact,
-                   ".parquet": mlflow_artifacts.ParquetEvaluationArtifact,
-                   ".csv": mlflow_artifacts.CsvEvaluationArtifact, ".html": mlflow_artifacts.TextEvaluationArtifact}[Path(rel).suffix]
+            cls = {
+                ".json": mlflow_artifacts.JsonEvaluationArtifact,
+                ".png": mlflow_artifacts.ImageEvaluationArtifact,
+                ".parquet": mlflow_artifacts.ParquetEvaluationArtifact,
+                ".csv": mlflow_artifacts.CsvEvaluationArtifact,
+                ".html": mlflow_artifacts.TextEvaluationArtifact,
+            }[Path(rel).suffix]
             artifacts[key] = cls(uri=f"{root}/{ARTIFACT_DIR}/{rel}")
         return artifacts

@@ -46,8 +46,15 @@ PIPELINE_TYPES = ("TextClassificationPipeline",)
 # transformers' "no limit" sentinel for model_max_length is int(1e30); any value this large means unset
 UNSET_MAX_LENGTH = 10**12
 
-__all__ = ["InputLimit", "PipelineScorer", "input_limit", "is_label_score", "is_text_classification",
-           "label_scores_to_array", "load_scorer"]
+__all__ = [
+    "InputLimit",
+    "PipelineScorer",
+    "input_limit",
+    "is_label_score",
+    "is_text_classification",
+    "label_scores_to_array",
+    "load_scorer",
+]
 
 
 @dataclass(frozen=True)
@@ -69,14 +76,18 @@ class InputLimit:
 
     def describe(self) -> str:
         if self.max_length is None:
-            return ("no input limit is known (the tokenizer sets no model_max_length and the model config no "
-                    "max_position_embeddings); set the tokenizer's model_max_length")
+            return (
+                "no input limit is known (the tokenizer sets no model_max_length and the model config no "
+                "max_position_embeddings); set the tokenizer's model_max_length"
+            )
         if self.source == "tokenizer.model_max_length":
             return f"input limit {self.max_length} tokens (the tokenizer's model_max_length)"
         if self.source == "model_config.max_length":
             return f"input limit {self.max_length} tokens (max_length in the logged model_config)"
-        return (f"input limit {self.max_length} tokens (the model's max_position_embeddings {self.max_position_embeddings} "
-                f"minus position offset {self.position_offset})")
+        return (
+            f"input limit {self.max_length} tokens (the model's max_position_embeddings {self.max_position_embeddings} "
+            f"minus position offset {self.position_offset})"
+        )
 
 
 def _int(value: Any) -> int | None:
@@ -109,11 +120,22 @@ def input_limit(pipeline: Any) -> InputLimit:
         return InputLimit(tokenizer_limit, "tokenizer.model_max_length", model_max_length=tokenizer_limit)
     if capacity is not None:
         if tokenizer_limit is not None:
-            logger.warning("the tokenizer's model_max_length %d exceeds the %d tokens the model's positions hold "
-                           "(max_position_embeddings %d - offset %d): cutting inputs to %d", tokenizer_limit, capacity,
-                           positions, offset, capacity)
-        return InputLimit(capacity, "model.max_position_embeddings", model_max_length=tokenizer_limit,
-                          max_position_embeddings=positions, position_offset=offset)
+            logger.warning(
+                "the tokenizer's model_max_length %d exceeds the %d tokens the model's positions hold "
+                "(max_position_embeddings %d - offset %d): cutting inputs to %d",
+                tokenizer_limit,
+                capacity,
+                positions,
+                offset,
+                capacity,
+            )
+        return InputLimit(
+            capacity,
+            "model.max_position_embeddings",
+            model_max_length=tokenizer_limit,
+            max_position_embeddings=positions,
+            position_offset=offset,
+        )
     return InputLimit(None, "unknown")
 
 
@@ -153,7 +175,9 @@ def load_scorer(model: Any, uri: str | None, who: str) -> PipelineScorer:
 
         source = uri or _model_uri(model)
         if source is None:
-            raise MetaCompressInputError(f"{who} is a transformers pipeline, but its location is unknown: pass its models:/ or runs:/ URI")
+            raise MetaCompressInputError(
+                f"{who} is a transformers pipeline, but its location is unknown: pass its models:/ or runs:/ URI"
+            )
         try:
             pipeline = mlflow.transformers.load_model(source)
         except Exception as exc:
@@ -214,7 +238,9 @@ class PipelineScorer:
 
     def __call__(self, frame: pd.DataFrame) -> pd.DataFrame:
         if frame.shape[1] not in (1, 2):
-            raise MetaCompressInputError(f"{self.who}: a text-classification pipeline takes one code column (text) or two (text, text_pair); got {list(frame.columns)}")
+            raise MetaCompressInputError(
+                f"{self.who}: a text-classification pipeline takes one code column (text) or two (text, text_pair); got {list(frame.columns)}"
+            )
         texts = frame.iloc[:, 0].tolist()
         if frame.shape[1] == 2:
             inputs: list[Any] = [{"text": a, "text_pair": b} for a, b in zip(texts, frame.iloc[:, 1].tolist())]
@@ -233,7 +259,6 @@ class PipelineScorer:
             out = [out]
         probs, _ = label_scores_to_array(out, who=self.who, labels=self.labels)
         return pd.DataFrame(probs, columns=self.labels, index=frame.index)
-
 
     def _longest(self, frame: pd.DataFrame) -> str:
         """The longest input's token count (untruncated), for an error message."""

@@ -29,7 +29,7 @@ def _alias_problem(uri: str) -> str | None:
     """For ``models:/name@alias``: what is missing (the model, or its alias and the aliases it has)."""
     if not uri.startswith("models:/") or "@" not in uri:
         return None
-    name, alias = uri[len("models:/"):].split("@", 1)
+    name, alias = uri[len("models:/") :].split("@", 1)
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 

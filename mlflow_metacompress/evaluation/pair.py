@@ -67,7 +67,9 @@ def static_predictions(df: pd.DataFrame, cfg: EvaluatorConfig) -> PairPrediction
     return PairPredictions(p_t, p_s)
 
 
-def attack_victim(predictor: Predictor, code_columns: list[str], classes: list[str] | None) -> Callable[[pd.DataFrame], np.ndarray]:
+def attack_victim(
+    predictor: Predictor, code_columns: list[str], classes: list[str] | None
+) -> Callable[[pd.DataFrame], np.ndarray]:
     """``predictor`` as an attack's victim: uncached (attacks cache their own queries), columns
     in the teacher's class order so the labels (teacher class indices) mean the same class."""
     fn = predictor.uncached()

@@ -71,14 +71,23 @@ def confusion_figure(counts: np.ndarray, classes: list[str]) -> Any:
     ax.set(xlabel="student prediction", ylabel="teacher prediction")
     total = int(counts.sum())
     agree = int(np.trace(counts))
-    ax.set_title(f"Teacher vs student predictions (original inputs)\nagreement {agree}/{total}"
-                 + (f" = {agree / total:.4f}" if total else ""))
+    ax.set_title(
+        f"Teacher vs student predictions (original inputs)\nagreement {agree}/{total}"
+        + (f" = {agree / total:.4f}" if total else "")
+    )
     if k <= MAX_ANNOTATED_CLASSES:
         top = counts.max() if counts.size else 0
         for i in range(k):
             for j in range(k):
-                ax.text(j, i, str(int(counts[i, j])), ha="center", va="center", fontsize=9,
-                        color="white" if top and counts[i, j] > top / 2 else "black")
+                ax.text(
+                    j,
+                    i,
+                    str(int(counts[i, j])),
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white" if top and counts[i, j] > top / 2 else "black",
+                )
     fig.tight_layout()
     return fig
 
@@ -96,7 +105,9 @@ def reliability_figure(per: pd.DataFrame, classes: list[str], bins: int) -> Any:
     for name, p in (("teacher", t), ("student", s)):
         conf = p.max(axis=1)
         b = np.minimum((conf * bins).astype(int), bins - 1)
-        truth = orig["label"].to_numpy() if "label" in orig else t.argmax(axis=1)  # label-free: the teacher is the oracle
+        truth = (
+            orig["label"].to_numpy() if "label" in orig else t.argmax(axis=1)
+        )  # label-free: the teacher is the oracle
         hit = (p.argmax(axis=1) == truth).astype(float)
         xs, ys = [], []
         for k in range(bins):
@@ -106,8 +117,14 @@ def reliability_figure(per: pd.DataFrame, classes: list[str], bins: int) -> Any:
                 ys.append(hit[m].mean())
         ax.plot(xs, ys, marker="o", label=name)
     ax.plot([0, 1], [0, 1], "k--", linewidth=0.8, label="perfect calibration")
-    ax.set(xlabel="confidence", ylabel=ylabel, title="Reliability (original inputs)", xlim=(0, 1), ylim=(0, 1),
-           xticks=edges[:: max(1, bins // 5)])
+    ax.set(
+        xlabel="confidence",
+        ylabel=ylabel,
+        title="Reliability (original inputs)",
+        xlim=(0, 1),
+        ylim=(0, 1),
+        xticks=edges[:: max(1, bins // 5)],
+    )
     ax.legend()
     fig.tight_layout()
     return fig
@@ -126,15 +143,27 @@ def kl_figure(per: pd.DataFrame, kl_threshold: float) -> Any:
     order = list(dict.fromkeys(groups))  # original first, then metamorphic, then attacks (per-sample order)
     colours = {g: plt.get_cmap("tab10")(i % 10) for i, g in enumerate(order)}
     variants = list(dict.fromkeys(per["variant"].astype(str)))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, max(4.5, 1.2 + 0.32 * len(variants))),
-                                      gridspec_kw={"width_ratios": [1.1, 1]})
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(12, max(4.5, 1.2 + 0.32 * len(variants))), gridspec_kw={"width_ratios": [1.1, 1]}
+    )
     for g in order:
         values = np.sort(shown[groups == g])
         above = float((kl[groups == g] > kl_threshold).mean())
-        left.step(values, np.arange(1, len(values) + 1) / len(values), where="post", color=colours[g], linewidth=1.8,
-                  label=f"{g} (n={len(values)}, {above:.0%} > threshold)")
-    left.set(xscale="log", xlabel="KL(P_T ‖ P_S), natural log", ylabel="fraction of samples with KL ≤ x",
-             title="Per-sample KL by variant group (ECDF)", ylim=(0, 1.02))
+        left.step(
+            values,
+            np.arange(1, len(values) + 1) / len(values),
+            where="post",
+            color=colours[g],
+            linewidth=1.8,
+            label=f"{g} (n={len(values)}, {above:.0%} > threshold)",
+        )
+    left.set(
+        xscale="log",
+        xlabel="KL(P_T ‖ P_S), natural log",
+        ylabel="fraction of samples with KL ≤ x",
+        title="Per-sample KL by variant group (ECDF)",
+        ylim=(0, 1.02),
+    )
     boxes = [shown[per["variant"].astype(str).to_numpy() == v] for v in variants]
     parts = right.boxplot(boxes, patch_artist=True, widths=0.6, flierprops={"markersize": 2}, **_horizontal())
     for patch, v in zip(parts["boxes"], variants):
@@ -142,11 +171,17 @@ def kl_figure(per: pd.DataFrame, kl_threshold: float) -> Any:
         patch.set_alpha(0.6)
     right.set_yticks(range(1, len(variants) + 1), labels=variants, fontsize=8)
     right.invert_yaxis()
-    right.set(xscale="log", xlabel="KL(P_T ‖ P_S), natural log", title="Per variant (box: quartiles, whiskers: 1.5 IQR)"
-              + (f"\nred dashed line: MR2 kl_threshold = {kl_threshold:g}" if kl_threshold > 0 else ""))
+    right.set(
+        xscale="log",
+        xlabel="KL(P_T ‖ P_S), natural log",
+        title="Per variant (box: quartiles, whiskers: 1.5 IQR)"
+        + (f"\nred dashed line: MR2 kl_threshold = {kl_threshold:g}" if kl_threshold > 0 else ""),
+    )
     for ax in (left, right):
         if kl_threshold > 0:
-            ax.axvline(kl_threshold, color="red", linestyle="--", linewidth=1.2, label=f"MR2 kl_threshold = {kl_threshold:g}")
+            ax.axvline(
+                kl_threshold, color="red", linestyle="--", linewidth=1.2, label=f"MR2 kl_threshold = {kl_threshold:g}"
+            )
         ax.grid(True, which="major", alpha=0.3)
     left.legend(fontsize=8, loc="lower right")
     if kl_threshold <= 0:

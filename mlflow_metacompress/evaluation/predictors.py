@@ -34,12 +34,21 @@ logger = logging.getLogger(__name__)
 DEFAULT_CACHE_DIR = cache.DEFAULT
 KIND = "predictions"
 
-__all__ = ["DEFAULT_CACHE_DIR", "Predictor", "declared_classes", "model_identity", "resolve_model", "rows_digest",
-           "to_probabilities"]
+__all__ = [
+    "DEFAULT_CACHE_DIR",
+    "Predictor",
+    "declared_classes",
+    "model_identity",
+    "resolve_model",
+    "rows_digest",
+    "to_probabilities",
+]
 
 
-EXPECTED = ("class probabilities: a DataFrame with one numeric column per class, an N×K array, or a "
-            "text-classification pipeline's {label, score} entries for every class")
+EXPECTED = (
+    "class probabilities: a DataFrame with one numeric column per class, an N×K array, or a "
+    "text-classification pipeline's {label, score} entries for every class"
+)
 
 
 def to_probabilities(output: Any, n_rows: int, who: str = "model") -> tuple[np.ndarray, list[str] | None]:
@@ -102,7 +111,9 @@ def _from_frame(frame: pd.DataFrame, who: str) -> tuple[np.ndarray, list[str] | 
         values = frame[col]
         if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
             continue
-        bad = ~values.map(lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)))
+        bad = ~values.map(
+            lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+        )
         if bad.any():
             pos = int(np.argmax(bad.to_numpy(dtype=bool)))
             value = _plain(values.iloc[pos])
@@ -171,8 +182,17 @@ class Predictor:
 
     def uncached(self) -> Predictor:
         """The same model without disk cache or progress bar (attack queries cache themselves)."""
-        return Predictor(self.name, self.fn, None, self.classes, cache_dir=None, batch_size=self.batch_size, progress=False,
-                         index_labels=self.index_labels, input_limit=self.input_limit)
+        return Predictor(
+            self.name,
+            self.fn,
+            None,
+            self.classes,
+            cache_dir=None,
+            batch_size=self.batch_size,
+            progress=False,
+            index_labels=self.index_labels,
+            input_limit=self.input_limit,
+        )
 
     def _run(self, df: pd.DataFrame, code_columns: list[str]) -> tuple[np.ndarray, list[str] | None]:
         from tqdm.auto import tqdm
@@ -194,7 +214,9 @@ class Predictor:
                     classes = names
                 elif names is not None and names != classes:
                     if set(names) != set(classes):
-                        raise MetaCompressInputError(f"{self.name} named its classes {classes} on one batch and {names} on another")
+                        raise MetaCompressInputError(
+                            f"{self.name} named its classes {classes} on one batch and {names} on another"
+                        )
                     probs = probs[:, [names.index(c) for c in classes]]
                 parts.append(probs)
                 self.calls += 1
@@ -209,14 +231,20 @@ class Predictor:
         """The cached entry, checked like fresh predictions, or None (a bad entry is recomputed)."""
         if self.cache_dir is None:
             return None
-        entry = cache.load(KIND, key, rows=rows, n_rows=n_rows, checks={"probs": "probabilities"},
-                           cache_dir=self.cache_dir)
+        entry = cache.load(
+            KIND, key, rows=rows, n_rows=n_rows, checks={"probs": "probabilities"}, cache_dir=self.cache_dir
+        )
         if entry is None:
             return None
         classes = entry.classes
         if self.classes is not None and (classes is None or sorted(classes) != sorted(map(str, self.classes))):
-            logger.warning("discarding %s cache entry %s: classes %s differ from the model's %s", self.name, entry.path,
-                           classes, self.classes)
+            logger.warning(
+                "discarding %s cache entry %s: classes %s differ from the model's %s",
+                self.name,
+                entry.path,
+                classes,
+                self.classes,
+            )
             return None
         try:
             probs = check_probabilities(entry.arrays["probs"], f"cached {self.name}", n_rows)
@@ -227,8 +255,15 @@ class Predictor:
 
     def _store(self, key: str, rows: str, result: tuple[np.ndarray, list[str] | None]) -> None:
         if self.cache_dir is not None:
-            cache.store(KIND, key, {"probs": result[0]}, rows=rows, identity=self.identity or "", classes=result[1],
-                        cache_dir=self.cache_dir)
+            cache.store(
+                KIND,
+                key,
+                {"probs": result[0]},
+                rows=rows,
+                identity=self.identity or "",
+                classes=result[1],
+                cache_dir=self.cache_dir,
+            )
 
 
 def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
@@ -247,8 +282,15 @@ def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
             raise resolve_error(model, name, exc) from exc
     if hasattr(model, "predict") and is_text_classification(model, name):
         scorer = load_scorer(model, uri, name)
-        return Predictor(name, scorer, model_identity(model, uri), scorer.labels, index_labels=True,
-                         input_limit=scorer.limit.as_dict(), **kw)
+        return Predictor(
+            name,
+            scorer,
+            model_identity(model, uri),
+            scorer.labels,
+            index_labels=True,
+            input_limit=scorer.limit.as_dict(),
+            **kw,
+        )
     if hasattr(model, "predict") and hasattr(model, "metadata"):
         return Predictor(name, model.predict, model_identity(model, uri), declared_classes(model), **kw)
     if hasattr(model, "predict"):  # MLflow wraps a plain callable student in a metadata-less pyfunc
@@ -258,4 +300,3 @@ def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
     raise MetaCompressInputError(
         f"{name} must be a models:/ or runs:/ URI, a PyFuncModel or a callable returning probabilities; got {type(model).__name__}"
     )
-

@@ -58,7 +58,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SLICE_METRICS = ("mr1_violation_rate", "mr2_violation_rate", "mr3_violation_rate", "mr4_violation_rate", "any_violation_rate")
+SLICE_METRICS = (
+    "mr1_violation_rate",
+    "mr2_violation_rate",
+    "mr3_violation_rate",
+    "mr4_violation_rate",
+    "any_violation_rate",
+)
 MISSING = "<missing>"
 TOKEN_LIMIT = 60
 _UNSAFE = re.compile(r"[^\w.\- ]")
@@ -112,11 +118,13 @@ def check_slice_config(cfg: EvaluatorConfig, data: pd.DataFrame) -> None:
         if column not in data.columns:
             raise MetaCompressInputError(
                 f"evaluator_config['slice_columns'] names {column!r}, which is not a column of the data "
-                f"(targets are not features); columns are {list(data.columns)}")
+                f"(targets are not features); columns are {list(data.columns)}"
+            )
         bad = [v for v in data[column] if not isinstance(v, Hashable) or np.ndim(v) != 0][:1]
         if bad:
             raise MetaCompressInputError(
-                f"slice column {column!r} must hold single values (strings, numbers); it holds {bad[0]!r} ({type(bad[0]).__name__})")
+                f"slice column {column!r} must hold single values (strings, numbers); it holds {bad[0]!r} ({type(bad[0]).__name__})"
+            )
 
 
 def _rates(rows: pd.DataFrame) -> dict[str, float]:
@@ -133,7 +141,9 @@ def _rates(rows: pd.DataFrame) -> dict[str, float]:
     return {m: rates[m] for m in SLICE_METRICS if m in rates}
 
 
-def slice_metrics(df: pd.DataFrame, per_sample: pd.DataFrame, cfg: EvaluatorConfig) -> tuple[dict[str, float], dict[str, Any]]:
+def slice_metrics(
+    df: pd.DataFrame, per_sample: pd.DataFrame, cfg: EvaluatorConfig
+) -> tuple[dict[str, float], dict[str, Any]]:
     """Slice rates of every ``cfg.slice_columns`` column and the ``slices`` note for ``summary.json``.
 
     ``df``: the evaluation data (index reset); ``per_sample``: the engine's per-sample table,
@@ -149,7 +159,7 @@ def slice_metrics(df: pd.DataFrame, per_sample: pd.DataFrame, cfg: EvaluatorConf
     for column in columns:
         texts = df[column].iloc[orig["row"].to_numpy()].map(value_text).to_numpy()
         counts = sorted(Counter(texts).items(), key=lambda kv: (-kv[1], kv[0]))
-        kept, skipped = counts[: cfg.max_slice_values], counts[cfg.max_slice_values:]
+        kept, skipped = counts[: cfg.max_slice_values], counts[cfg.max_slice_values :]
         tokens = metric_tokens([text for text, _ in kept])
         sliced = []
         for text, n in kept:
@@ -158,9 +168,20 @@ def slice_metrics(df: pd.DataFrame, per_sample: pd.DataFrame, cfg: EvaluatorConf
             sliced.append({"value": text, "token": tokens[text], "samples": int(n)})
         skipped_samples = int(sum(n for _, n in skipped))
         if skipped:
-            logger.warning("slice column %r has %d distinct values: rates are logged for the %d most frequent "
-                           "(max_slice_values) and %d values (%d samples) are skipped", column, len(counts),
-                           len(kept), len(skipped), skipped_samples)
-        notes[column] = {"token": column_tokens[column], "distinct_values": len(counts), "sliced": sliced,
-                         "skipped_values": len(skipped), "skipped_samples": skipped_samples}
+            logger.warning(
+                "slice column %r has %d distinct values: rates are logged for the %d most frequent "
+                "(max_slice_values) and %d values (%d samples) are skipped",
+                column,
+                len(counts),
+                len(kept),
+                len(skipped),
+                skipped_samples,
+            )
+        notes[column] = {
+            "token": column_tokens[column],
+            "distinct_values": len(counts),
+            "sliced": sliced,
+            "skipped_values": len(skipped),
+            "skipped_samples": skipped_samples,
+        }
     return metrics, {"slices": notes}

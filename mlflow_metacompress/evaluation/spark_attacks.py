@@ -39,14 +39,23 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 POS = "_mc_pos"
-SCHEMA = ("attack string, position long, status string, skip_reason string, queries long, requests long, "
-          "adversarial_code string, renaming string, transformations string, label long, "
-          "original_probs array<double>, adversarial_probs array<double>, forward_rows long, forward_seconds double, "
-          "details string")
+SCHEMA = (
+    "attack string, position long, status string, skip_reason string, queries long, requests long, "
+    "adversarial_code string, renaming string, transformations string, label long, "
+    "original_probs array<double>, adversarial_probs array<double>, forward_rows long, forward_seconds double, "
+    "details string"
+)
 
 
-def _attack_partition(batches: Iterator[pd.DataFrame], shipped: Any, model_dir: str, role: str,
-                      classes: list[str] | None, attacks: list[str], options: dict[str, Any]) -> Iterator[pd.DataFrame]:
+def _attack_partition(
+    batches: Iterator[pd.DataFrame],
+    shipped: Any,
+    model_dir: str,
+    role: str,
+    classes: list[str] | None,
+    attacks: list[str],
+    options: dict[str, Any],
+) -> Iterator[pd.DataFrame]:
     """Runs on an executor: load the model once, then every attack on this partition's samples."""
     from pyspark import SparkFiles
 
@@ -62,7 +71,9 @@ def _attack_partition(batches: Iterator[pd.DataFrame], shipped: Any, model_dir: 
         return
     frame, labels, code_columns, language = shipped.value
     path = os.path.join(SparkFiles.getRootDirectory(), model_dir)
-    predictor = resolve_model(path, role, cache_dir=None, batch_size=options["batch_size"], progress=False)  # loaded once
+    predictor = resolve_model(
+        path, role, cache_dir=None, batch_size=options["batch_size"], progress=False
+    )  # loaded once
     victim = victim_predict(attack_victim(predictor, code_columns, classes), code_columns)  # as run_attack wraps it
     rows = [{c: str(r[c]) for c in code_columns} for r in frame[code_columns].to_dict("records")]
     data = AttackData(frame, code_columns, labels, language)
@@ -72,19 +83,27 @@ def _attack_partition(batches: Iterator[pd.DataFrame], shipped: Any, model_dir: 
         model.probabilities([tuple(rows[p][c] for c in code_columns) for p in positions])  # one batched pass
         attack.prepare(data)  # from all the samples, as on the driver
         results = attack_positions(attack, data, positions, rows)
-        out = pd.DataFrame({
-            "attack": name, "position": np.asarray(positions, dtype=np.int64),
-            "status": [r.status.value for r in results], "skip_reason": [r.skip_reason for r in results],
-            "queries": [int(r.queries) for r in results], "requests": [int(r.requests) for r in results],
-            "adversarial_code": [r.adversarial_code for r in results],
-            "renaming": [json.dumps(r.renaming) for r in results],
-            "transformations": [json.dumps(r.transformations) for r in results],
-            "label": [int(r.label) for r in results],
-            "original_probs": [[float(p) for p in r.original_probs] for r in results],
-            "adversarial_probs": [None if r.adversarial_probs is None else [float(p) for p in r.adversarial_probs]
-                                  for r in results],
-            "forward_rows": 0, "forward_seconds": 0.0, "details": json.dumps(attack.details),
-        })
+        out = pd.DataFrame(
+            {
+                "attack": name,
+                "position": np.asarray(positions, dtype=np.int64),
+                "status": [r.status.value for r in results],
+                "skip_reason": [r.skip_reason for r in results],
+                "queries": [int(r.queries) for r in results],
+                "requests": [int(r.requests) for r in results],
+                "adversarial_code": [r.adversarial_code for r in results],
+                "renaming": [json.dumps(r.renaming) for r in results],
+                "transformations": [json.dumps(r.transformations) for r in results],
+                "label": [int(r.label) for r in results],
+                "original_probs": [[float(p) for p in r.original_probs] for r in results],
+                "adversarial_probs": [
+                    None if r.adversarial_probs is None else [float(p) for p in r.adversarial_probs] for r in results
+                ],
+                "forward_rows": 0,
+                "forward_seconds": 0.0,
+                "details": json.dumps(attack.details),
+            }
+        )
         out.loc[len(out) - 1, ["forward_rows", "forward_seconds"]] = [model.forward_rows, model.forward_seconds]
         yield out
 
@@ -99,8 +118,9 @@ def _ship_model(spark: Any, uri: str, root: str) -> str:
     return os.path.join(os.path.basename(root), os.path.relpath(local, root))
 
 
-def _reports(got: pd.DataFrame, frame: pd.DataFrame, code_columns: list[str], attacks: list[str],
-             wall: float) -> dict[str, AttackReport]:
+def _reports(
+    got: pd.DataFrame, frame: pd.DataFrame, code_columns: list[str], attacks: list[str], wall: float
+) -> dict[str, AttackReport]:
     """The collected rows as one :class:`AttackReport` per attack, samples in position order."""
     from ..attacks.results import AttackReport, AttackResult, AttackStatus
 
@@ -111,17 +131,35 @@ def _reports(got: pd.DataFrame, frame: pd.DataFrame, code_columns: list[str], at
         mine = got[got["attack"] == name].sort_values("position")
         if not np.array_equal(mine["position"].to_numpy(), np.arange(len(frame))):
             raise RuntimeError(f"spark attack {name} returned {len(mine)} results for {len(frame)} samples")
-        results = [AttackResult(
-            index=index[int(r.position)], status=AttackStatus(r.status), queries=int(r.queries),
-            original_code=codes[int(r.position)], adversarial_code=_text(r.adversarial_code), label=int(r.label),
-            original_probs=np.asarray(r.original_probs, dtype=np.float64),
-            adversarial_probs=None if r.adversarial_probs is None else np.asarray(r.adversarial_probs, dtype=np.float64),
-            renaming=json.loads(r.renaming), transformations=json.loads(r.transformations),
-            skip_reason=_text(r.skip_reason), requests=int(r.requests),
-        ) for r in mine.itertuples(index=False)]
-        reports[name] = AttackReport(name, results, code_columns, frame, forward_rows=int(mine["forward_rows"].sum()),
-                                     forward_seconds=float(mine["forward_seconds"].sum()), wall_seconds=wall,
-                                     details=json.loads(mine["details"].iloc[0]) if len(mine) else {})
+        results = [
+            AttackResult(
+                index=index[int(r.position)],
+                status=AttackStatus(r.status),
+                queries=int(r.queries),
+                original_code=codes[int(r.position)],
+                adversarial_code=_text(r.adversarial_code),
+                label=int(r.label),
+                original_probs=np.asarray(r.original_probs, dtype=np.float64),
+                adversarial_probs=None
+                if r.adversarial_probs is None
+                else np.asarray(r.adversarial_probs, dtype=np.float64),
+                renaming=json.loads(r.renaming),
+                transformations=json.loads(r.transformations),
+                skip_reason=_text(r.skip_reason),
+                requests=int(r.requests),
+            )
+            for r in mine.itertuples(index=False)
+        ]
+        reports[name] = AttackReport(
+            name,
+            results,
+            code_columns,
+            frame,
+            forward_rows=int(mine["forward_rows"].sum()),
+            forward_seconds=float(mine["forward_seconds"].sum()),
+            wall_seconds=wall,
+            details=json.loads(mine["details"].iloc[0]) if len(mine) else {},
+        )
     return reports
 
 
@@ -129,8 +167,9 @@ def _text(value: Any) -> str | None:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
-def spark_attack_reports(frame: pd.DataFrame, labels: np.ndarray, cfg: EvaluatorConfig, uris: dict[str, str],
-                         classes: list[str] | None) -> dict[tuple[str, str], AttackReport]:
+def spark_attack_reports(
+    frame: pd.DataFrame, labels: np.ndarray, cfg: EvaluatorConfig, uris: dict[str, str], classes: list[str] | None
+) -> dict[tuple[str, str], AttackReport]:
     """``{(attack, role): report}`` for every configured attack on both models (``uris``:
     role → model URI), the samples of ``frame`` split across the active session's executors."""
     from .spark_session import active_session
@@ -147,8 +186,15 @@ def spark_attack_reports(frame: pd.DataFrame, labels: np.ndarray, cfg: Evaluator
         for role, uri in uris.items():
             t0 = time.perf_counter()
             with tempfile.TemporaryDirectory(prefix="mc-attack-model-") as root:  # unique: addFile refuses a name twice
-                fn = functools.partial(_attack_partition, shipped=shipped, model_dir=_ship_model(spark, uri, root),
-                                       role=role, classes=classes, attacks=attacks, options=options)
+                fn = functools.partial(
+                    _attack_partition,
+                    shipped=shipped,
+                    model_dir=_ship_model(spark, uri, root),
+                    role=role,
+                    classes=classes,
+                    attacks=attacks,
+                    options=options,
+                )
                 got = sdf.mapInPandas(fn, schema=SCHEMA).toPandas()  # the executors hold their copies now
             for name, report in _reports(got, frame, code_columns, attacks, time.perf_counter() - t0).items():
                 out[(name, role)] = report

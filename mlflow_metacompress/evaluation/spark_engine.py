@@ -132,8 +132,14 @@ def _probe_classes(predictor: Predictor, frame: pd.DataFrame, columns: list[str]
     return names
 
 
-def prepare(df: pd.DataFrame, cfg: EvaluatorConfig, teacher: Predictor, student: Predictor,
-            uris: tuple[str, str], make_transformed: Callable[[], VariantSet]) -> VariantSet:
+def prepare(
+    df: pd.DataFrame,
+    cfg: EvaluatorConfig,
+    teacher: Predictor,
+    student: Predictor,
+    uris: tuple[str, str],
+    make_transformed: Callable[[], VariantSet],
+) -> VariantSet:
     """The transformed variants (on the executors), then both models on the originals and
     every variant, one ``spark_udf`` pass per model; returns the transformed set."""
     from .spark_session import active_session

@@ -28,8 +28,9 @@ def _schema(names: list[str]) -> str:
     return f"{ROW} long, failed boolean, over string, {changed}"
 
 
-def _transform_partition(batches: Iterator[pd.DataFrame], column: str, names: list[str], language: str,
-                         seed: int) -> Iterator[pd.DataFrame]:
+def _transform_partition(
+    batches: Iterator[pd.DataFrame], column: str, names: list[str], language: str, seed: int
+) -> Iterator[pd.DataFrame]:
     """Runs on an executor: the transformations of one partition's samples of ``column``."""
     from mlflow_metacompress.evaluation.column_transforms import column_transforms  # imported on the executor
 
@@ -44,8 +45,9 @@ def _transform_partition(batches: Iterator[pd.DataFrame], column: str, names: li
         yield pd.DataFrame(out)
 
 
-def spark_column_transforms(df: pd.DataFrame, columns: list[str], names: list[str], language: str,
-                            seed: int = 0) -> dict[str, ColumnTransforms]:
+def spark_column_transforms(
+    df: pd.DataFrame, columns: list[str], names: list[str], language: str, seed: int = 0
+) -> dict[str, ColumnTransforms]:
     """:func:`~.column_transforms.column_transforms` of each column in ``columns``, computed with
     ``mapInPandas`` on the active SparkSession (the spark engine opens one first)."""
     from .spark_session import active_session
@@ -63,7 +65,9 @@ def spark_column_transforms(df: pd.DataFrame, columns: list[str], names: list[st
             failed=got["failed"].to_numpy(dtype=bool),
             over=[None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in got["over"]],
             changed={n: got[f"changed_{i}"].to_numpy(dtype=bool) for i, n in enumerate(names)},
-            codes={n: [None if v is None or (isinstance(v, float) and np.isnan(v)) else v for v in got[f"code_{i}"]]
-                   for i, n in enumerate(names)},
+            codes={
+                n: [None if v is None or (isinstance(v, float) and np.isnan(v)) else v for v in got[f"code_{i}"]]
+                for i, n in enumerate(names)
+            },
         )
     return out

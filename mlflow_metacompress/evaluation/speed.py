@@ -40,8 +40,15 @@ def local_pyfunc(predictor: Predictor) -> Any:
     return owner if isinstance(owner, PyFuncModel) else None
 
 
-def speed_metrics(df: pd.DataFrame, cfg: EvaluatorConfig, teacher: Predictor, student: Predictor, *,
-                  repeats: int = 5, clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+def speed_metrics(
+    df: pd.DataFrame,
+    cfg: EvaluatorConfig,
+    teacher: Predictor,
+    student: Predictor,
+    *,
+    repeats: int = 5,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, float]:
     """``student_speedup`` (teacher time / student time), ``student_latency_ms`` and
     ``teacher_latency_ms`` (per sample) on a batch of 32 rows; ``{}`` with a warning
     when either model is not a local pyfunc."""
@@ -51,12 +58,17 @@ def speed_metrics(df: pd.DataFrame, cfg: EvaluatorConfig, teacher: Predictor, st
     models = {"teacher": local_pyfunc(teacher), "student": local_pyfunc(student)}
     missing = [name for name, m in models.items() if m is None]
     if missing:
-        logger.warning("measure_speed: %s not a local pyfunc model; student_speedup is not measured",
-                       " and ".join(missing) + (" is" if len(missing) == 1 else " are"))
+        logger.warning(
+            "measure_speed: %s not a local pyfunc model; student_speedup is not measured",
+            " and ".join(missing) + (" is" if len(missing) == 1 else " are"),
+        )
         return {}
     rows = batch_of(df, list(cfg.code_columns or ()), BATCH)
     with timing_threads(threads=cfg.threads):
         best = side_by_side({n: (lambda m=m: m.predict(rows)) for n, m in models.items()}, repeats, clock)
     t_ms, s_ms = 1000 * best["teacher"] / BATCH, 1000 * best["student"] / BATCH
-    return {"student_speedup": t_ms / s_ms if s_ms > 0 else float("inf"), "student_latency_ms": s_ms,
-            "teacher_latency_ms": t_ms}
+    return {
+        "student_speedup": t_ms / s_ms if s_ms > 0 else float("inf"),
+        "student_latency_ms": s_ms,
+        "teacher_latency_ms": t_ms,
+    }

@@ -25,13 +25,19 @@ def check_nonempty(df: pd.DataFrame) -> None:
 def check_code_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
     """Every code column exists and holds only strings (first offending row is named)."""
     if not 1 <= len(columns) <= 2:
-        raise MetaCompressInputError(f"code_columns must name one column (classification) or two (clone pairs); got {list(columns)}")
+        raise MetaCompressInputError(
+            f"code_columns must name one column (classification) or two (clone pairs); got {list(columns)}"
+        )
     for col in columns:
         if col not in df.columns:
-            raise MetaCompressInputError(f"code column {col!r} is missing from the data; columns are {list(df.columns)}")
-        for problem, test in (("must hold strings", lambda v: isinstance(v, str)),
-                              ("must hold non-empty code", lambda v: bool(v.strip())),
-                              ("must hold valid UTF-8 text (no lone surrogates)", _utf8)):
+            raise MetaCompressInputError(
+                f"code column {col!r} is missing from the data; columns are {list(df.columns)}"
+            )
+        for problem, test in (
+            ("must hold strings", lambda v: isinstance(v, str)),
+            ("must hold non-empty code", lambda v: bool(v.strip())),
+            ("must hold valid UTF-8 text (no lone surrogates)", _utf8),
+        ):
             bad = ~df[col].map(test).to_numpy(dtype=bool)
             if bad.any():
                 pos = int(np.argmax(bad))
@@ -53,7 +59,9 @@ def check_probability_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
     """Static mode: every probability column holds numbers (the first bad cell is named)."""
     for col in columns:
         values = df[col]
-        numeric = values.map(lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)))
+        numeric = values.map(
+            lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+        )
         if not numeric.all():
             pos = int(np.argmax(~numeric.to_numpy(dtype=bool)))
             raise MetaCompressInputError(
@@ -138,18 +146,24 @@ def encode_labels(
                 out[i] = int(v)
                 continue
             if key not in lookup:
-                raise MetaCompressInputError(f"label {v!r} in {column!r} (row {i}) is not one of the models' classes {classes}")
+                raise MetaCompressInputError(
+                    f"label {v!r} in {column!r} (row {i}) is not one of the models' classes {classes}"
+                )
             out[i] = lookup[key]
         return out
     try:
         out = np.asarray([int(v) for v in y], dtype=np.int64)
         same = np.asarray([float(v) == o for v, o in zip(y, out)])
     except (TypeError, ValueError):
-        raise MetaCompressInputError(f"labels in {column!r} must be class indices 0..{k - 1} when the models do not name their classes") from None
+        raise MetaCompressInputError(
+            f"labels in {column!r} must be class indices 0..{k - 1} when the models do not name their classes"
+        ) from None
     bad = (out < 0) | (out >= k) | ~same
     if bad.any():
         i = int(np.argmax(bad))
-        raise MetaCompressInputError(f"label {y[i]!r} in {column!r} (row {i}) is outside the models' classes 0..{k - 1}")
+        raise MetaCompressInputError(
+            f"label {y[i]!r} in {column!r} (row {i}) is outside the models' classes 0..{k - 1}"
+        )
     return out
 
 

@@ -107,8 +107,14 @@ class TransformOutcome:
 
 
 def transform_variants(
-    df: pd.DataFrame, code_columns: list[str], transform_columns: list[str], names: list[str], language: str,
-    seed: int = 0, progress: bool = True, computed: dict[str, ColumnTransforms] | None = None,
+    df: pd.DataFrame,
+    code_columns: list[str],
+    transform_columns: list[str],
+    names: list[str],
+    language: str,
+    seed: int = 0,
+    progress: bool = True,
+    computed: dict[str, ColumnTransforms] | None = None,
 ) -> TransformOutcome:
     """Apply each named transformation to ``transform_columns`` (each sample parsed once).
 
@@ -118,8 +124,9 @@ def transform_variants(
     ``computed``: the per-column results already computed elsewhere (the spark engine).
     """
     base = df[list(code_columns)].reset_index(drop=True)
-    results = computed or {col: column_transforms(base[col].tolist(), names, language, seed, progress)
-                           for col in transform_columns}
+    results = computed or {
+        col: column_transforms(base[col].tolist(), names, language, seed, progress) for col in transform_columns
+    }
     failed = np.zeros(len(base), dtype=bool)
     for col in transform_columns:
         failed |= results[col].failed
@@ -141,11 +148,20 @@ def transform_variants(
         changed &= ~skipped
         rates[name] = float(changed.sum() / max(1, (~skipped).sum()))
         positions = np.flatnonzero(changed)
-        variants.append(Variant(name, "transform", positions, frame.iloc[positions].reset_index(drop=True), transform_columns[0]))
+        variants.append(
+            Variant(name, "transform", positions, frame.iloc[positions].reset_index(drop=True), transform_columns[0])
+        )
     if failed.any():
-        logger.warning("%d of %d samples do not parse as %s and were skipped for transformations", failed.sum(), len(base), language)
+        logger.warning(
+            "%d of %d samples do not parse as %s and were skipped for transformations",
+            failed.sum(),
+            len(base),
+            language,
+        )
     if over:
-        logger.warning("%d of %d samples exceed the transformation size/depth limits and were skipped", len(over), len(base))
+        logger.warning(
+            "%d of %d samples exceed the transformation size/depth limits and were skipped", len(over), len(base)
+        )
     return TransformOutcome(variants, rates, np.flatnonzero(failed).tolist(), language, over)
 
 
@@ -155,8 +171,11 @@ def pooled_variant(variants: list[Variant], name: str = "metamorphic") -> Varian
     if not used:
         return None
     return Variant(
-        name, "metamorphic", np.concatenate([v.positions for v in used]),
-        pd.concat([v.frame for v in used], ignore_index=True), used[0].code_column,
+        name,
+        "metamorphic",
+        np.concatenate([v.positions for v in used]),
+        pd.concat([v.frame for v in used], ignore_index=True),
+        used[0].code_column,
     )
 
 
@@ -173,10 +192,13 @@ def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> Varian
         from .spark_transforms import spark_column_transforms
 
         computed = spark_column_transforms(inputs.df, transform_columns, names, cfg.language, cfg.seed)
-    result = transform_variants(inputs.df, code_columns, transform_columns, names, cfg.language, cfg.seed, cfg.progress,
-                                computed)
-    metrics = {"transform_parse_failures": float(len(result.parse_failures)),
-               "transform_over_limit": float(len(result.over_limit))}
+    result = transform_variants(
+        inputs.df, code_columns, transform_columns, names, cfg.language, cfg.seed, cfg.progress, computed
+    )
+    metrics = {
+        "transform_parse_failures": float(len(result.parse_failures)),
+        "transform_over_limit": float(len(result.over_limit)),
+    }
     metrics.update({f"transform_applicable_rate/{name}": rate for name, rate in result.applicable_rate.items()})
     tables = {}
     if result.parse_failures:
@@ -199,16 +221,25 @@ def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> Varian
 _TEACHER_ATTACKS: dict[tuple[Any, ...], Any] = {}
 
 
-def _teacher_attack_key(role: str, predictor: Any, attack: str, frame: pd.DataFrame, y: np.ndarray,
-                        cfg: Any) -> tuple[Any, ...] | None:
+def _teacher_attack_key(
+    role: str, predictor: Any, attack: str, frame: pd.DataFrame, y: np.ndarray, cfg: Any
+) -> tuple[Any, ...] | None:
     """The memo key of the teacher's attack, or None (the student, or a model without identity)."""
     identity = getattr(predictor, "identity", None)
     if role != "teacher" or identity is None:
         return None
     from ..cache import rows_digest
 
-    return (identity, attack, rows_digest(frame, list(frame.columns)), np.asarray(y).tobytes(), cfg.language,
-            cfg.attack_budget, cfg.seed, cfg.attack_mlm)
+    return (
+        identity,
+        attack,
+        rows_digest(frame, list(frame.columns)),
+        np.asarray(y).tobytes(),
+        cfg.language,
+        cfg.attack_budget,
+        cfg.seed,
+        cfg.attack_mlm,
+    )
 
 
 def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, str] | None = None) -> VariantSet:
@@ -244,7 +275,10 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, 
         on_spark = spark_attack_reports(frame, y, cfg, uris, inputs.classes)
     for attack in cfg.attacks:
         drops, reports = {}, {}
-        for role, predictor, probs in (("teacher", models.teacher, inputs.base.teacher), ("student", models.student, inputs.base.student)):
+        for role, predictor, probs in (
+            ("teacher", models.teacher, inputs.base.teacher),
+            ("student", models.student, inputs.base.student),
+        ):
             clean_accuracy = float((probs[: len(frame)].argmax(axis=1) == y).mean())
             memo = _teacher_attack_key(role, predictor, attack, frame, y, cfg)
             if on_spark is not None:
@@ -253,9 +287,18 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, 
                 report = _TEACHER_ATTACKS[memo]
                 logger.info("attack %s: the teacher's report on these rows is reused from this process", attack)
             else:
-                report = run_attack(attack, attack_victim(predictor, code_columns, inputs.classes), frame, code_columns, y,
-                                    cfg.language, budget=cfg.attack_budget, seed=cfg.seed, progress=cfg.progress,
-                                    mlm=cfg.attack_mlm)
+                report = run_attack(
+                    attack,
+                    attack_victim(predictor, code_columns, inputs.classes),
+                    frame,
+                    code_columns,
+                    y,
+                    cfg.language,
+                    budget=cfg.attack_budget,
+                    seed=cfg.seed,
+                    progress=cfg.progress,
+                    mlm=cfg.attack_mlm,
+                )
                 if memo is not None:
                     if len(_TEACHER_ATTACKS) >= 8:  # a few teachers' reports at most
                         _TEACHER_ATTACKS.pop(next(iter(_TEACHER_ATTACKS)))
@@ -266,14 +309,25 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, 
             reports[role] = report
         metrics[f"attack_{attack}/excess_drop"] = drops["student"] - drops["teacher"]
         if drops["teacher"] > 0:
-            metrics[f"attack_{attack}/excess_drop_pct"] = 100.0 * (drops["student"] - drops["teacher"]) / drops["teacher"]
+            metrics[f"attack_{attack}/excess_drop_pct"] = (
+                100.0 * (drops["student"] - drops["teacher"]) / drops["teacher"]
+            )
         else:
-            logger.warning("attack %s: the teacher's accuracy did not drop, so excess_drop_pct is undefined and not logged", attack)
+            logger.warning(
+                "attack %s: the teacher's accuracy did not drop, so excess_drop_pct is undefined and not logged", attack
+            )
         tables[f"attacks/{attack}"] = reports["student"].table()
         adv = reports["student"].adversarial_frame()
         if len(adv):
-            variants.append(Variant(f"attack_{attack}", "attack", adv.index.to_numpy(),
-                                    adv[code_columns].reset_index(drop=True), code_columns[0]))
+            variants.append(
+                Variant(
+                    f"attack_{attack}",
+                    "attack",
+                    adv.index.to_numpy(),
+                    adv[code_columns].reset_index(drop=True),
+                    code_columns[0],
+                )
+            )
     return VariantSet(tuple(variants), None, metrics, tables)
 
 

@@ -24,7 +24,23 @@ from .promotion import (
 )
 
 __all__ = [
-    "PRESETS", "CheckResult", "GatePolicy", "PolicyError", "load_policy", "TAG_EVALUATED_AT", "TAG_FAILED",
-    "TAG_POLICY", "TAG_RUN", "TAG_TEACHER", "TAG_VERDICT", "TAG_VERDICT_TIME", "GateDecision",
-    "PromotionLockError", "PromotionRefusedError", "decision_json", "gate_version", "load_eval_data", "promote",
+    "PRESETS",
+    "CheckResult",
+    "GatePolicy",
+    "PolicyError",
+    "load_policy",
+    "TAG_EVALUATED_AT",
+    "TAG_FAILED",
+    "TAG_POLICY",
+    "TAG_RUN",
+    "TAG_TEACHER",
+    "TAG_VERDICT",
+    "TAG_VERDICT_TIME",
+    "GateDecision",
+    "PromotionLockError",
+    "PromotionRefusedError",
+    "decision_json",
+    "gate_version",
+    "load_eval_data",
+    "promote",
 ]

@@ -57,8 +57,12 @@ def fmt_pair(value: float, threshold: float) -> tuple[str, str]:
     """``value`` and ``threshold`` formatted alike, with more digits only where 4 would make
     two values that differ beyond the tolerance look equal."""
     digits = DIGITS
-    while digits < 17 and fmt(value, digits) == fmt(threshold, digits) and not on_threshold(value, threshold) \
-            and math.isfinite(value):
+    while (
+        digits < 17
+        and fmt(value, digits) == fmt(threshold, digits)
+        and not on_threshold(value, threshold)
+        and math.isfinite(value)
+    ):
         digits += 1
     return fmt(value, digits), fmt(threshold, digits)
 
@@ -75,12 +79,16 @@ def check_bound(bound: str, base: str, greater_is_better: bool) -> str | None:
     if bound not in BOUNDS:
         return f"unknown interval bound {'@' + bound!r}; use '@upper' or '@lower'"
     if base not in INTERVAL_METRICS:
-        return (f"{base} has no bootstrap interval, so '@{bound}' cannot apply; intervals are logged for "
-                f"{', '.join(INTERVAL_METRICS)}")
+        return (
+            f"{base} has no bootstrap interval, so '@{bound}' cannot apply; intervals are logged for "
+            f"{', '.join(INTERVAL_METRICS)}"
+        )
     if BOUNDS[bound][1] != greater_is_better:
         want = "@upper" if not greater_is_better else "@lower"
-        return (f"'@{bound}' is the optimistic end of {base} "
-                f"({'greater' if greater_is_better else 'lower'}-is-better); a gate bounds the pessimistic end, {want}")
+        return (
+            f"'@{bound}' is the optimistic end of {base} "
+            f"({'greater' if greater_is_better else 'lower'}-is-better); a gate bounds the pessimistic end, {want}"
+        )
     return None
 
 

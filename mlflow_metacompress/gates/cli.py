@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 logger = logging.getLogger(__name__)
 
@@ -46,19 +46,27 @@ def _guarded(command: str, args: argparse.Namespace, body: Callable[[argparse.Na
 
 
 def add_gate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("gate", help="judge a registered model version with a gate policy and move its alias if it passes",
-                       description="Evaluate (or read an evaluation run) and promote a model version. "
-                                   "Give --data to evaluate against the teacher in the version's "
-                                   "'metacompress.teacher' tag, or --evaluation-run-id to reuse an evaluation.")
+    p = sub.add_parser(
+        "gate",
+        help="judge a registered model version with a gate policy and move its alias if it passes",
+        description="Evaluate (or read an evaluation run) and promote a model version. "
+        "Give --data to evaluate against the teacher in the version's "
+        "'metacompress.teacher' tag, or --evaluation-run-id to reuse an evaluation.",
+    )
     p.add_argument("--model-name", required=True, help="registered model name")
     p.add_argument("--version", required=True, help="model version to judge")
-    p.add_argument("--policy", default="standard",
-                   help="preset (safety_critical, standard, lenient, quick) or path to a policy YAML (default: standard)")
+    p.add_argument(
+        "--policy",
+        default="standard",
+        help="preset (safety_critical, standard, lenient, quick) or path to a policy YAML (default: standard)",
+    )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", help="evaluation data (.jsonl, .json, .csv, .parquet)")
     src.add_argument("--evaluation-run-id", help="id of a run holding metacompress metrics")
     p.add_argument("--targets", default="target", help="label column of --data (default: target)")
-    p.add_argument("--evaluator-config", default="{}", help="extra evaluator_config as JSON, e.g. '{\"transforms\": \"all\"}'")
+    p.add_argument(
+        "--evaluator-config", default="{}", help='extra evaluator_config as JSON, e.g. \'{"transforms": "all"}\''
+    )
     p.add_argument("--alias", default="champion", help="alias to move when the version passes (default: champion)")
     p.add_argument("--force", action="store_true", help="move the alias even over a more recent passing verdict")
     p.add_argument("--stage", default=None, help="also perform the legacy stage transition (e.g. Production)")
@@ -71,13 +79,11 @@ def run_gate(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from .policy import load_policy
-    from .gate import gate_version
-    from .promotion import PromotionRefusedError, decision_json, promote, version_text
-
     from ..evaluation.cli import json_object
-
     from ..stores import existing_store
+    from .gate import gate_version
+    from .policy import load_policy
+    from .promotion import PromotionRefusedError, decision_json, promote, version_text
 
     config = json_object(args.evaluator_config)  # may set "teacher": it overrides the version's tag
     version_text(args.version)  # "1 " or "x": exit 2 before anything runs
@@ -85,8 +91,9 @@ def _gate(args: argparse.Namespace) -> int:
     common = dict(policy=load_policy(args.policy), alias=args.alias or None, force=args.force, stage=args.stage)
     try:
         if args.data:
-            decision = gate_version(args.model_name, args.version, args.data, targets=args.targets,
-                                    evaluator_config=config, **common)
+            decision = gate_version(
+                args.model_name, args.version, args.data, targets=args.targets, evaluator_config=config, **common
+            )
         else:
             decision = promote(args.model_name, args.version, args.evaluation_run_id, **common)
     except PromotionRefusedError as exc:

@@ -28,8 +28,9 @@ import hashlib
 import logging
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def lock_path(registry_uri: str, model_name: str) -> Path:
     if db is not None:
         key = hashlib.sha256(model_name.encode("utf-8")).hexdigest()[:16]
         return db.with_name(f"{db.name}.metacompress-{key}.lock")
-    key = hashlib.sha256(f"{registry_uri}\0{model_name}".encode("utf-8")).hexdigest()[:24]
+    key = hashlib.sha256(f"{registry_uri}\0{model_name}".encode()).hexdigest()[:24]
     return _cache_dir() / "locks" / f"promote-{key}.lock"
 
 
@@ -113,7 +114,8 @@ def _acquire(fcntl: Any, path: Path, model_name: str, deadline: float, timeout: 
                     if time.monotonic() >= deadline:
                         raise PromotionLockError(
                             f"another promotion of {model_name!r} held the lock {path} for more than {timeout:g} s; "
-                            "retry when it finishes (the lock is released when its holder exits)") from None
+                            "retry when it finishes (the lock is released when its holder exits)"
+                        ) from None
                     time.sleep(_POLL_S)
             try:
                 current = os.stat(path)

@@ -40,10 +40,11 @@ import fnmatch
 import logging
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..metrics import base_name, greater_is_better
 from .bounds import bound_key, check_bound, compared_value, fmt, fmt_pair, interval_text
@@ -71,8 +72,11 @@ def unique_key_loader() -> type:
                 key = self.construct_object(key_node, deep=deep)
                 if key in seen:
                     raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark,
-                        f"found duplicate key {key!r}", key_node.start_mark)
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found duplicate key {key!r}",
+                        key_node.start_mark,
+                    )
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
@@ -92,8 +96,9 @@ def read_yaml_file(path: Path, what: str, error: type[Exception]) -> Any:
     except IsADirectoryError:
         raise error(f"{what} path {path} is a directory, not a YAML file") from None
     except UnicodeDecodeError as exc:
-        raise error(f"{what} file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
-                    f"at offset {exc.start})") from None
+        raise error(
+            f"{what} file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})"
+        ) from None
     except OSError as exc:
         raise error(f"{what} file {path} cannot be read: {exc.strerror or exc}") from None
     try:
@@ -141,9 +146,18 @@ class CheckResult:
     ci_high: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "direction": self.direction, "threshold": self.threshold,
-                "actual": self.actual, "passed": self.passed, "message": self.message, "bound": self.bound,
-                "estimate": self.estimate, "ci_low": self.ci_low, "ci_high": self.ci_high}
+        return {
+            "metric": self.metric,
+            "direction": self.direction,
+            "threshold": self.threshold,
+            "actual": self.actual,
+            "passed": self.passed,
+            "message": self.message,
+            "bound": self.bound,
+            "estimate": self.estimate,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+        }
 
 
 @dataclass(frozen=True)
@@ -156,13 +170,14 @@ class GatePolicy:
     source: str = field(default="<mapping>", compare=False)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], source: str = "<mapping>") -> "GatePolicy":
+    def from_mapping(cls, data: Mapping[str, Any], source: str = "<mapping>") -> GatePolicy:
         if not isinstance(data, Mapping):
             raise PolicyError(f"{source}: a policy must be a mapping with 'name' and 'thresholds'")
         unknown = set(data) - {"name", "description", "thresholds"}
         if unknown:
-            raise PolicyError(f"{source}: unknown top-level key(s) {sorted(unknown)}; "
-                              "expected 'name', 'description', 'thresholds'")
+            raise PolicyError(
+                f"{source}: unknown top-level key(s) {sorted(unknown)}; expected 'name', 'description', 'thresholds'"
+            )
         name = data.get("name")
         if not isinstance(name, str) or not name.strip():
             raise PolicyError(f"{source}: 'name' must be a non-empty string, got {name!r}")
@@ -170,11 +185,10 @@ class GatePolicy:
         if not isinstance(raw, Mapping) or not raw:
             raise PolicyError(f"{source}: 'thresholds' must be a non-empty mapping of metric key → rule")
         parsed = tuple(_parse_rule(str(k), v, source) for k, v in raw.items())
-        return cls(name=name.strip(), thresholds=parsed,
-                   description=str(data.get("description") or ""), source=source)
+        return cls(name=name.strip(), thresholds=parsed, description=str(data.get("description") or ""), source=source)
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "GatePolicy":
+    def from_yaml(cls, path: str | Path) -> GatePolicy:
         """Parse a policy file; :class:`PolicyError` names the file for every problem
         (missing, a directory, unreadable, not UTF-8, invalid YAML, a duplicated key)."""
         path = Path(path)
@@ -196,13 +210,23 @@ class GatePolicy:
                 what = ""
                 if rule.bound:
                     est = metrics.get(rule.metric) if rule.metric in metrics else None
-                    what = (f" (the {rule.bound} end of {rule.metric}'s 95% interval"
-                            + (f"; point estimate {fmt(float(est))}" if est is not None else "")
-                            + "; the evaluator logs intervals when bootstrap_samples > 0)")
-                results.append(CheckResult(
-                    rule.checked, rule.direction, rule.value, None, False,
-                    f"{rule.checked}{what} is required by policy {self.name!r} ({rule}) but the evaluation "
-                    f"did not produce it{hint}", bound=rule.bound))
+                    what = (
+                        f" (the {rule.bound} end of {rule.metric}'s 95% interval"
+                        + (f"; point estimate {fmt(float(est))}" if est is not None else "")
+                        + "; the evaluator logs intervals when bootstrap_samples > 0)"
+                    )
+                results.append(
+                    CheckResult(
+                        rule.checked,
+                        rule.direction,
+                        rule.value,
+                        None,
+                        False,
+                        f"{rule.checked}{what} is required by policy {self.name!r} ({rule}) but the evaluation "
+                        f"did not produce it{hint}",
+                        bound=rule.bound,
+                    )
+                )
                 continue
             results.extend(_judge(key, rule, metrics) for key in keys)
         return results
@@ -226,8 +250,10 @@ def _parse_rule(metric: str, rule: Any, source: str) -> Threshold:
     elif isinstance(rule, Mapping):
         extra = set(rule) - {"direction", "threshold", "bound"}
         if extra or "threshold" not in rule:
-            raise PolicyError(f"{where}: a mapping rule needs 'threshold' (and optionally 'direction', "
-                              f"'bound'), got keys {sorted(rule)}")
+            raise PolicyError(
+                f"{where}: a mapping rule needs 'threshold' (and optionally 'direction', "
+                f"'bound'), got keys {sorted(rule)}"
+            )
         direction, value, bound = rule.get("direction"), rule["threshold"], rule.get("bound")
     else:
         direction, value = None, rule
@@ -237,9 +263,11 @@ def _parse_rule(metric: str, rule: Any, source: str) -> Threshold:
         raise PolicyError(f"{where}: unknown direction {direction!r}; use '<=' or '>='")
     if _DIRECTIONS[direction] != catalogue_gib:
         better = "greater" if catalogue_gib else "lower"
-        raise PolicyError(f"{where}: direction {direction!r} contradicts the metric catalogue "
-                          f"({base_name(metric)} is {better}-is-better, so a gate must use "
-                          f"{'>=' if catalogue_gib else '<='})")
+        raise PolicyError(
+            f"{where}: direction {direction!r} contradicts the metric catalogue "
+            f"({base_name(metric)} is {better}-is-better, so a gate must use "
+            f"{'>=' if catalogue_gib else '<='})"
+        )
     if isinstance(value, bool):
         raise PolicyError(f"{where}: threshold must be a number, got {value!r}")
     try:
@@ -295,8 +323,9 @@ def _judge(key: str, rule: Threshold, metrics: Mapping[str, Any]) -> CheckResult
         return CheckResult(key, rule.direction, rule.value, actual, False, f"{head} {why}", **extra)
     finally:
         mlflow_logger.setLevel(level)
-    return CheckResult(key, rule.direction, rule.value, actual, True, f"{head} satisfies {rule.direction} {limit}",
-                       **extra)
+    return CheckResult(
+        key, rule.direction, rule.value, actual, True, f"{head} satisfies {rule.direction} {limit}", **extra
+    )
 
 
 def _interval_fields(point: str, metrics: Mapping[str, Any]) -> dict[str, float | None]:
@@ -308,10 +337,14 @@ def _interval_fields(point: str, metrics: Mapping[str, Any]) -> dict[str, float 
         except (KeyError, TypeError, ValueError):
             return None
 
-    return {"estimate": get(point), "ci_low": get(interval_key(point, "low")), "ci_high": get(interval_key(point, "high"))}
+    return {
+        "estimate": get(point),
+        "ci_low": get(interval_key(point, "low")),
+        "ci_high": get(interval_key(point, "high")),
+    }
 
 
-def load_policy(spec: "str | Path | GatePolicy | Mapping[str, Any]") -> GatePolicy:
+def load_policy(spec: str | Path | GatePolicy | Mapping[str, Any]) -> GatePolicy:
     """A preset name (``standard``), a YAML path, a mapping or a policy → :class:`GatePolicy`."""
     if isinstance(spec, GatePolicy):
         return spec

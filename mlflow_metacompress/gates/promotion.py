@@ -27,15 +27,31 @@ import json
 import logging
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .lock import DEFAULT_TIMEOUT_S, promotion_lock  # noqa: F401  (re-exported)
 from .policy import CheckResult, GatePolicy, load_policy
-from .registry import (TAG_EVALUATED_AT, TAG_FAILED, TAG_POLICY, TAG_RUN, TAG_TEACHER, TAG_VERDICT,
-                       TAG_VERDICT_TIME, evaluated_at, freshness, hand_off, has_passed, holder, mark_pending,
-                       registry_uri, restore_alias, write_verdict)
+from .registry import (
+    TAG_EVALUATED_AT,
+    TAG_FAILED,
+    TAG_POLICY,
+    TAG_RUN,
+    TAG_TEACHER,
+    TAG_VERDICT,
+    TAG_VERDICT_TIME,
+    evaluated_at,
+    freshness,
+    hand_off,
+    has_passed,
+    holder,
+    mark_pending,
+    registry_uri,
+    restore_alias,
+    write_verdict,
+)
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -43,9 +59,21 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TAG_EVALUATED_AT", "TAG_FAILED", "TAG_POLICY", "TAG_RUN", "TAG_TEACHER", "TAG_VERDICT",
-           "TAG_VERDICT_TIME", "GateDecision", "PromotionRefusedError", "decision_json", "gate_version",
-           "load_eval_data", "promote"]
+__all__ = [
+    "TAG_EVALUATED_AT",
+    "TAG_FAILED",
+    "TAG_POLICY",
+    "TAG_RUN",
+    "TAG_TEACHER",
+    "TAG_VERDICT",
+    "TAG_VERDICT_TIME",
+    "GateDecision",
+    "PromotionRefusedError",
+    "decision_json",
+    "gate_version",
+    "load_eval_data",
+    "promote",
+]
 
 SUMMARY_ARTIFACT = "metacompress/summary.json"
 _MAX_TAG = 5000
@@ -57,7 +85,7 @@ class PromotionRefusedError(RuntimeError):
     """The promotion was refused (``decision`` attached): the alias holder carries a more
     recent passing verdict, or the evaluation run is unfinished or half-written."""
 
-    def __init__(self, message: str, decision: "GateDecision") -> None:
+    def __init__(self, message: str, decision: GateDecision) -> None:
         super().__init__(message)
         self.decision = decision
 
@@ -84,25 +112,36 @@ class GateDecision:
         return [c for c in self.checks if not c.passed]
 
     def summary(self) -> str:
-        head = (f"{self.model_name} v{self.version}: {'PASSED' if self.passed else 'FAILED'} "
-                f"policy {self.policy!r}; alias {self.alias!r} "
-                f"{'moved' if self.alias_moved else 'not moved'}")
+        head = (
+            f"{self.model_name} v{self.version}: {'PASSED' if self.passed else 'FAILED'} "
+            f"policy {self.policy!r}; alias {self.alias!r} "
+            f"{'moved' if self.alias_moved else 'not moved'}"
+        )
         rows = [f"  [{'ok' if c.passed else 'FAIL'}] {c.message}" for c in self.checks]
         return "\n".join([head, *rows, *(f"  note: {n}" for n in self.notes)])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model_name": self.model_name, "version": self.version, "policy": self.policy,
-                "passed": self.passed, "alias": self.alias, "alias_moved": self.alias_moved,
-                "evaluation_run_id": self.evaluation_run_id, "previous_holder": self.previous_holder,
-                "alias_handed_to": self.alias_handed_to, "stage": self.stage,
-                "checks": [c.to_dict() for c in self.checks], "notes": self.notes}
+        return {
+            "model_name": self.model_name,
+            "version": self.version,
+            "policy": self.policy,
+            "passed": self.passed,
+            "alias": self.alias,
+            "alias_moved": self.alias_moved,
+            "evaluation_run_id": self.evaluation_run_id,
+            "previous_holder": self.previous_holder,
+            "alias_handed_to": self.alias_handed_to,
+            "stage": self.stage,
+            "checks": [c.to_dict() for c in self.checks],
+            "notes": self.notes,
+        }
 
 
 class _Refused(Exception):
     """An evaluation run that must not be judged; promote turns it into PromotionRefusedError."""
 
 
-def _client(client: "MlflowClient | None") -> "MlflowClient":
+def _client(client: MlflowClient | None) -> MlflowClient:
     from mlflow import MlflowClient
 
     return client if client is not None else MlflowClient()
@@ -117,20 +156,26 @@ def version_text(version: str | int) -> str:
     raise ValueError(f"model version must be a positive integer such as 1 or '3', got {version!r}")
 
 
-def _check_run_complete(client: "MlflowClient", run: Any) -> None:
+def _check_run_complete(client: MlflowClient, run: Any) -> None:
     run_id, status = run.info.run_id, run.info.status
     if status != "FINISHED":
-        raise _Refused(f"evaluation run {run_id} is {status}, not FINISHED: its metrics may be incomplete; "
-                       "wait for it to finish or re-run the evaluation")
+        raise _Refused(
+            f"evaluation run {run_id} is {status}, not FINISHED: its metrics may be incomplete; "
+            "wait for it to finish or re-run the evaluation"
+        )
     folder, _, _ = SUMMARY_ARTIFACT.rpartition("/")
     entries = {a.path: a for a in client.list_artifacts(run_id, folder)}
     entry = entries.get(SUMMARY_ARTIFACT)
     if entry is None or entry.is_dir or entry.file_size == 0:
-        raise _Refused(f"evaluation run {run_id} has no {SUMMARY_ARTIFACT} artifact: the evaluation is "
-                       "half-written (e.g. its artifact upload failed); re-run the evaluation")
+        raise _Refused(
+            f"evaluation run {run_id} has no {SUMMARY_ARTIFACT} artifact: the evaluation is "
+            "half-written (e.g. its artifact upload failed); re-run the evaluation"
+        )
 
 
-def _evaluation_metrics(evaluation: "EvaluationResult | str", client: "MlflowClient") -> tuple[dict[str, float], str | None, int]:
+def _evaluation_metrics(
+    evaluation: EvaluationResult | str, client: MlflowClient
+) -> tuple[dict[str, float], str | None, int]:
     """(metrics, run id, evaluation time in ms) from a result or a run id."""
     if isinstance(evaluation, str):
         from ..stores import get_run
@@ -158,10 +203,17 @@ def _failed_tag(checks: list[CheckResult]) -> str:
     return text if len(text) <= _MAX_TAG else text[: _MAX_TAG - 3] + "..."
 
 
-def promote(model_name: str, version: str | int, evaluation: "EvaluationResult | str",
-            policy: "str | Path | GatePolicy", alias: str | None = "champion", force: bool = False,
-            stage: str | None = None, client: "MlflowClient | None" = None,
-            lock_timeout: float | None = None) -> GateDecision:
+def promote(
+    model_name: str,
+    version: str | int,
+    evaluation: EvaluationResult | str,
+    policy: str | Path | GatePolicy,
+    alias: str | None = "champion",
+    force: bool = False,
+    stage: str | None = None,
+    client: MlflowClient | None = None,
+    lock_timeout: float | None = None,
+) -> GateDecision:
     """Judge ``evaluation`` with ``policy``, tag ``model_name``/``version``, move ``alias`` if passed.
 
     ``evaluation`` is an ``EvaluationResult`` or the id of a FINISHED run holding
@@ -183,32 +235,56 @@ def promote(model_name: str, version: str | int, evaluation: "EvaluationResult |
     try:
         metrics, run_id, when = _evaluation_metrics(evaluation, client)
     except _Refused as exc:
-        decision = GateDecision(model_name, version, policy.name, False, [], alias, False,
-                                evaluation if isinstance(evaluation, str) else None, notes=[str(exc)])
+        decision = GateDecision(
+            model_name,
+            version,
+            policy.name,
+            False,
+            [],
+            alias,
+            False,
+            evaluation if isinstance(evaluation, str) else None,
+            notes=[str(exc)],
+        )
         raise PromotionRefusedError(str(exc), decision) from None
     checks = policy.check(metrics)
     passed = all(c.passed for c in checks)
     decision = GateDecision(model_name, version, policy.name, passed, checks, alias, False, run_id)
-    logger.info("gate %s v%s policy %s: %s", model_name, version, policy.name,
-                "passed" if passed else f"failed {len(decision.failed_checks)} check(s)")
-    evidence = {TAG_FAILED: _failed_tag(checks), TAG_RUN: run_id or "", TAG_POLICY: policy.name,
-                TAG_EVALUATED_AT: str(when), TAG_VERDICT_TIME: str(int(time.time() * 1000))}
+    logger.info(
+        "gate %s v%s policy %s: %s",
+        model_name,
+        version,
+        policy.name,
+        "passed" if passed else f"failed {len(decision.failed_checks)} check(s)",
+    )
+    evidence = {
+        TAG_FAILED: _failed_tag(checks),
+        TAG_RUN: run_id or "",
+        TAG_POLICY: policy.name,
+        TAG_EVALUATED_AT: str(when),
+        TAG_VERDICT_TIME: str(int(time.time() * 1000)),
+    }
     with promotion_lock(registry_uri(client), model_name, lock_timeout):
         mark_pending(client, model_name, version)
         if alias and not passed:  # fail closed: the alias leaves before the evidence changes
             current = holder(client, model_name, alias)
             if current is not None and str(current.version) == version:
                 decision.alias_handed_to = hand_off(client, model_name, alias, version)
-                decision.notes.append(f"v{version} held alias {alias!r} and failed: alias "
-                                      + (f"handed back to v{decision.alias_handed_to}" if decision.alias_handed_to
-                                         else "deleted (no other version passed)"))
+                decision.notes.append(
+                    f"v{version} held alias {alias!r} and failed: alias "
+                    + (
+                        f"handed back to v{decision.alias_handed_to}"
+                        if decision.alias_handed_to
+                        else "deleted (no other version passed)"
+                    )
+                )
         write_verdict(client, model_name, version, "passed" if passed else "failed", evidence)
         if alias and passed:
             _move_alias(client, decision, when, force, stage)
     return decision
 
 
-def _move_alias(client: "MlflowClient", decision: GateDecision, when: int, force: bool, stage: str | None) -> None:
+def _move_alias(client: MlflowClient, decision: GateDecision, when: int, force: bool, stage: str | None) -> None:
     """Under the lock: refuse a staler evaluation, move the alias, transition, read back."""
     name, version, alias = decision.model_name, decision.version, str(decision.alias)
     current = holder(client, name, alias)
@@ -217,9 +293,11 @@ def _move_alias(client: "MlflowClient", decision: GateDecision, when: int, force
         decision.previous_holder = previous
         held_at = evaluated_at(current)
         if has_passed(current) and held_at > when:
-            msg = (f"refusing to move alias {alias!r} of {name!r} from v{previous} to v{version}: "
-                   f"v{previous} passed on a more recent evaluation ({held_at} > {when} ms); "
-                   "pass force=True to override")
+            msg = (
+                f"refusing to move alias {alias!r} of {name!r} from v{previous} to v{version}: "
+                f"v{previous} passed on a more recent evaluation ({held_at} > {when} ms); "
+                "pass force=True to override"
+            )
             if not force:
                 decision.notes.append(msg)
                 raise PromotionRefusedError(msg, decision)
@@ -241,15 +319,23 @@ def _move_alias(client: "MlflowClient", decision: GateDecision, when: int, force
             logger.info("alias %r of %s now points at v%s", alias, name, version)
             return
         if now is not None and has_passed(now) and freshness(now) >= (when, int(version)):
-            decision.notes.append(f"alias {alias!r} was taken by v{now.version}, which passed on a fresher "
-                                  f"evaluation ({evaluated_at(now)} >= {when} ms); v{version} does not hold it")
+            decision.notes.append(
+                f"alias {alias!r} was taken by v{now.version}, which passed on a fresher "
+                f"evaluation ({evaluated_at(now)} >= {when} ms); v{version} does not hold it"
+            )
             break
         if attempt == _RECHECKS:
-            decision.notes.append(f"alias {alias!r} kept being moved by a concurrent writer; "
-                                  f"v{version} does not hold it")
+            decision.notes.append(
+                f"alias {alias!r} kept being moved by a concurrent writer; v{version} does not hold it"
+            )
             break
-        logger.warning("alias %r of %s moved to %s by a concurrent writer; moving it back to v%s",
-                       alias, name, f"v{now.version}" if now is not None else "<none>", version)
+        logger.warning(
+            "alias %r of %s moved to %s by a concurrent writer; moving it back to v%s",
+            alias,
+            name,
+            f"v{now.version}" if now is not None else "<none>",
+            version,
+        )
         client.set_registered_model_alias(name, alias, version)
     logger.warning("%s v%s: %s", name, version, decision.notes[-1])
     if decision.stage:
@@ -260,4 +346,3 @@ def _move_alias(client: "MlflowClient", decision: GateDecision, when: int, force
 
 def decision_json(decision: GateDecision) -> str:
     return json.dumps(decision.to_dict(), indent=2, default=str)
-

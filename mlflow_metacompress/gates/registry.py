@@ -11,7 +11,8 @@ evidence.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -28,7 +29,7 @@ TAG_TEACHER = "metacompress.teacher"
 PENDING = "pending"
 
 
-def registry_uri(client: "MlflowClient") -> str:
+def registry_uri(client: MlflowClient) -> str:
     """The registry URI ``client`` writes to (used to place the promotion lock)."""
     uri = getattr(client, "_registry_uri", None)
     if not uri:
@@ -38,12 +39,12 @@ def registry_uri(client: "MlflowClient") -> str:
     return str(uri)
 
 
-def mark_pending(client: "MlflowClient", name: str, version: str) -> None:
+def mark_pending(client: MlflowClient, name: str, version: str) -> None:
     """Withdraw the version's previous verdict before any of its evidence changes."""
     client.set_model_version_tag(name, version, TAG_VERDICT, PENDING)
 
 
-def write_verdict(client: "MlflowClient", name: str, version: str, verdict: str, evidence: Mapping[str, str]) -> None:
+def write_verdict(client: MlflowClient, name: str, version: str, verdict: str, evidence: Mapping[str, str]) -> None:
     """Every ``evidence`` tag, then the verdict, last (after :func:`mark_pending`)."""
     for key, value in evidence.items():
         client.set_model_version_tag(name, version, key, value)
@@ -67,7 +68,7 @@ def freshness(mv: Any) -> tuple[int, int]:
     return evaluated_at(mv), int(mv.version)
 
 
-def holder(client: "MlflowClient", name: str, alias: str) -> Any | None:
+def holder(client: MlflowClient, name: str, alias: str) -> Any | None:
     """The model version ``alias`` points at, or None."""
     from mlflow.exceptions import MlflowException
 
@@ -77,7 +78,7 @@ def holder(client: "MlflowClient", name: str, alias: str) -> Any | None:
         return None
 
 
-def _versions(client: "MlflowClient", name: str) -> list[Any]:
+def _versions(client: MlflowClient, name: str) -> list[Any]:
     if "'" not in name:
         query = f"name = '{name}'"
     elif '"' not in name:
@@ -93,13 +94,13 @@ def _versions(client: "MlflowClient", name: str) -> list[Any]:
             return found
 
 
-def best_passing(client: "MlflowClient", name: str, exclude: str) -> Any | None:
+def best_passing(client: MlflowClient, name: str, exclude: str) -> Any | None:
     """The version (other than ``exclude``) whose latest verdict passed on the freshest evaluation."""
     passing = [mv for mv in _versions(client, name) if str(mv.version) != exclude and has_passed(mv)]
     return max(passing, key=freshness, default=None)
 
 
-def hand_off(client: "MlflowClient", name: str, alias: str, failing: str) -> str | None:
+def hand_off(client: MlflowClient, name: str, alias: str, failing: str) -> str | None:
     """Take ``alias`` from ``failing``: give it to :func:`best_passing`, or delete it.
 
     Returns the version that holds ``alias`` afterwards (None when deleted).
@@ -107,16 +108,23 @@ def hand_off(client: "MlflowClient", name: str, alias: str, failing: str) -> str
     successor = best_passing(client, name, exclude=failing)
     if successor is None:
         client.delete_registered_model_alias(name, alias)
-        logger.warning("%s v%s failed its re-evaluation: alias %r deleted (no other version passed)",
-                       name, failing, alias)
+        logger.warning(
+            "%s v%s failed its re-evaluation: alias %r deleted (no other version passed)", name, failing, alias
+        )
         return None
     client.set_registered_model_alias(name, alias, str(successor.version))
-    logger.warning("%s v%s failed its re-evaluation: alias %r handed back to v%s (evaluated at %d ms)",
-                   name, failing, alias, successor.version, evaluated_at(successor))
+    logger.warning(
+        "%s v%s failed its re-evaluation: alias %r handed back to v%s (evaluated at %d ms)",
+        name,
+        failing,
+        alias,
+        successor.version,
+        evaluated_at(successor),
+    )
     return str(successor.version)
 
 
-def restore_alias(client: "MlflowClient", name: str, alias: str, previous: str | None) -> None:
+def restore_alias(client: MlflowClient, name: str, alias: str, previous: str | None) -> None:
     """Point ``alias`` back at ``previous`` (delete it when there was none); log, never raise."""
     try:
         if previous is None:

@@ -53,8 +53,13 @@ def tokenise_all(
     :meth:`~.classifier.CodeClassifier.encode` would before padding."""
     if texts_b is not None and len(texts_b) != len(texts):
         raise ValueError(f"the two code columns differ in length: {len(texts)} and {len(texts_b)} rows")
-    kw = {"truncation": True, "max_length": max_length, "padding": False,
-          "return_attention_mask": False, "return_token_type_ids": False}
+    kw = {
+        "truncation": True,
+        "max_length": max_length,
+        "padding": False,
+        "return_attention_mask": False,
+        "return_token_type_ids": False,
+    }
     if pair_mode == "single_sequence":
         if texts_b is None:
             raise ValueError("a single_sequence pair classifier needs two code columns")
@@ -70,8 +75,14 @@ def tokenise_all(
 
 
 def bucketed(
-    tokenizer: Any, texts: list[str], texts_b: list[str] | None, pair_mode: str | None, max_length: int,
-    batch_size: int = 32, max_tokens: int | None = None, chunk_rows: int | None = None,
+    tokenizer: Any,
+    texts: list[str],
+    texts_b: list[str] | None,
+    pair_mode: str | None,
+    max_length: int,
+    batch_size: int = 32,
+    max_tokens: int | None = None,
+    chunk_rows: int | None = None,
 ) -> Iterator[tuple[Tokenised, np.ndarray, list[np.ndarray]]]:
     """Yield ``(tokenised chunk, its rows' input indices, batches of chunk positions)``.
 
@@ -185,8 +196,8 @@ def pad_rows(seqs: list[list[int]], pad_id: int, left: bool = False) -> tuple[np
         if not s:
             continue
         if left:
-            ids[i, width - len(s):] = s
-            mask[i, width - len(s):] = 1
+            ids[i, width - len(s) :] = s
+            mask[i, width - len(s) :] = 1
         else:
             ids[i, : len(s)] = s
             mask[i, : len(s)] = 1

@@ -146,11 +146,18 @@ class CodeClassifier(nn.Module):
         from transformers import RobertaConfig, RobertaModel
 
         config = RobertaConfig(
-            vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
-            num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
-            max_position_embeddings=max_length + 2, hidden_act=hidden_act,
-            hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
-            position_embedding_type=position_embedding_type, pad_token_id=pad_token_id, type_vocab_size=1,
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_hidden_layers=num_hidden_layers,
+            num_attention_heads=num_attention_heads,
+            intermediate_size=intermediate_size,
+            max_position_embeddings=max_length + 2,
+            hidden_act=hidden_act,
+            hidden_dropout_prob=dropout,
+            attention_probs_dropout_prob=dropout,
+            position_embedding_type=position_embedding_type,
+            pad_token_id=pad_token_id,
+            type_vocab_size=1,
         )
         _prefer_sdpa(config, RobertaModel)
         meta = ClassifierMeta(labels=list(labels or ["0", "1"]), pair_mode=pair_mode, max_length=max_length)
@@ -158,7 +165,10 @@ class CodeClassifier(nn.Module):
 
     @classmethod
     def from_pretrained_encoder(
-        cls, name_or_path: str, labels: list[str] | None = None, pair_mode: PairMode | None = None,
+        cls,
+        name_or_path: str,
+        labels: list[str] | None = None,
+        pair_mode: PairMode | None = None,
         max_length: int = 256,
     ) -> CodeClassifier:
         """Wrap a pre-trained encoder (a hub id such as ``microsoft/codebert-base`` when
@@ -223,8 +233,15 @@ class CodeClassifier(nn.Module):
 
     @torch.inference_mode()
     def predict_logits(
-        self, tokenizer: Any, texts: list[str], texts_b: list[str] | None = None, batch_size: int = 32,
-        progress: bool = False, *, precision: str = "fp32", max_tokens: int | None = None,
+        self,
+        tokenizer: Any,
+        texts: list[str],
+        texts_b: list[str] | None = None,
+        batch_size: int = 32,
+        progress: bool = False,
+        *,
+        precision: str = "fp32",
+        max_tokens: int | None = None,
         chunk_rows: int | None = None,
     ) -> np.ndarray:
         """Logits (N×K, float32) in length-bucketed batches (:mod:`.batching`).
@@ -252,8 +269,9 @@ class CodeClassifier(nn.Module):
         pad_id = _pad_id(tokenizer, self.encoder)
         left = getattr(tokenizer, "padding_side", "right") == "left"
         outs, index = [], []
-        chunks = bucketed(tokenizer, texts, texts_b, self.meta.pair_mode, self.meta.max_length, batch_size,
-                          max_tokens, chunk_rows)
+        chunks = bucketed(
+            tokenizer, texts, texts_b, self.meta.pair_mode, self.meta.max_length, batch_size, max_tokens, chunk_rows
+        )
         with tqdm(total=len(texts), desc="inference", disable=not progress, leave=False) as bar:
             for tok, rows, batches in chunks:
                 for b in batches:
@@ -268,7 +286,9 @@ class CodeClassifier(nn.Module):
             out[np.concatenate(index)] = torch.cat(outs).cpu().numpy()
         return out
 
-    def predict_proba(self, tokenizer: Any, texts: list[str], texts_b: list[str] | None = None, **kw: Any) -> np.ndarray:
+    def predict_proba(
+        self, tokenizer: Any, texts: list[str], texts_b: list[str] | None = None, **kw: Any
+    ) -> np.ndarray:
         """Class probabilities (N×K): softmax of :meth:`predict_logits` over classes."""
         logits = self.predict_logits(tokenizer, texts, texts_b, **kw)
         logits = logits - logits.max(axis=1, keepdims=True)
@@ -293,7 +313,9 @@ def _pad_id(tokenizer: Any, encoder: nn.Module) -> int:
     if pad is None:
         pad = getattr(encoder.config, "pad_token_id", None)
     if pad is None:
-        raise ValueError("the tokenizer has no pad token and the encoder config no pad_token_id; set tokenizer.pad_token")
+        raise ValueError(
+            "the tokenizer has no pad token and the encoder config no pad_token_id; set tokenizer.pad_token"
+        )
     return int(pad)
 
 
@@ -305,8 +327,10 @@ def _load_encoder(auto: Any, path: Any) -> nn.Module:
     previous = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     attempts: list[dict[str, Any]] = [
-        {"add_pooling_layer": False, "attn_implementation": "sdpa"}, {"attn_implementation": "sdpa"},
-        {"add_pooling_layer": False}, {},
+        {"add_pooling_layer": False, "attn_implementation": "sdpa"},
+        {"attn_implementation": "sdpa"},
+        {"add_pooling_layer": False},
+        {},
     ]
     try:
         for kwargs in attempts[:-1]:

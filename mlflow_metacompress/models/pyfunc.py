@@ -115,7 +115,11 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
             max_tokens = self._option(params, "max_tokens", None)
             precision = str(self._option(params, "precision", os.environ.get(PRECISION_ENV) or "fp32"))
             probs = self._model.predict_proba(
-                self._tokenizer, texts, texts_b, batch_size=batch_size, precision=precision,
+                self._tokenizer,
+                texts,
+                texts_b,
+                batch_size=batch_size,
+                precision=precision,
                 max_tokens=int(max_tokens) if max_tokens is not None else None,
             )
         else:
@@ -163,10 +167,16 @@ def log_code_classifier(
             directory = model_or_dir.save(Path(tmp) / "hf", tokenizer)
         wrapper = CodeClassifierPyfunc()
         cols = code_columns or ["func"]
-        example = input_example if input_example is not None else pd.DataFrame({c: ["int f(int a) { return a; }"] for c in cols})
+        example = (
+            input_example
+            if input_example is not None
+            else pd.DataFrame({c: ["int f(int a) { return a; }"] for c in cols})
+        )
         signature = None
         try:
-            ctx = type("Ctx", (), {"artifacts": {HF_ARTIFACT: str(directory)}, "model_config": {"code_columns": cols}})()
+            ctx = type(
+                "Ctx", (), {"artifacts": {HF_ARTIFACT: str(directory)}, "model_config": {"code_columns": cols}}
+            )()
             wrapper.load_context(ctx)
             signature = infer_signature(example, wrapper.predict(ctx, example))
         except Exception as exc:  # signature is a nicety; logging must not fail on it

@@ -92,12 +92,16 @@ def quantize_modules(model: nn.Module, spec: QuantSpec) -> nn.Module:
     with _quiet_deprecations():
         try:
             from torch.ao import quantization as tq
+
             quantize_dynamic = tq.quantize_dynamic
         except (ImportError, AttributeError):
-            raise RuntimeError(f"quantization dtype 'int8' needs torch.ao.quantization.quantize_dynamic, which torch "
-                               f"{torch.__version__} does not have; use dtype float16 or bfloat16") from None
-        qconfig: dict[Any, Any] = {nn.Linear: tq.per_channel_dynamic_qconfig if spec.per_channel
-                                   else tq.default_dynamic_qconfig}
+            raise RuntimeError(
+                f"quantization dtype 'int8' needs torch.ao.quantization.quantize_dynamic, which torch "
+                f"{torch.__version__} does not have; use dtype float16 or bfloat16"
+            ) from None
+        qconfig: dict[Any, Any] = {
+            nn.Linear: tq.per_channel_dynamic_qconfig if spec.per_channel else tq.default_dynamic_qconfig
+        }
         if spec.embeddings:
             qconfig[nn.Embedding] = tq.float_qparams_weight_only_qconfig
         quantize_dynamic(model.to("cpu").eval(), qconfig, dtype=torch.qint8, inplace=True)
@@ -163,8 +167,11 @@ def stored_bytes(model: nn.Module) -> int:
 def weight_count(model: nn.Module) -> int:
     """Number of weights (quantized ones counted as values), excluding the scalar output
     scale and zero point that dynamic Linear modules keep for the format's sake."""
-    return sum(t.numel() for name, t in state_tensors(model).items()
-               if not name.endswith((".scale", ".zero_point")) or t.dim() > 0)
+    return sum(
+        t.numel()
+        for name, t in state_tensors(model).items()
+        if not name.endswith((".scale", ".zero_point")) or t.dim() > 0
+    )
 
 
 # ---------------------------------------------------------------------- persistence
@@ -185,8 +192,12 @@ def load_weights(directory: Path, meta: ClassifierMeta, cls: type[CodeClassifier
         raise ValueError(f"{directory / 'metacompress.json'} records no {META_KEY!r}: not a quantized classifier")
     config = AutoConfig.from_pretrained(directory / CONFIG_DIR)
     encoder = None
-    for kwargs in ({"add_pooling_layer": False, "attn_implementation": "sdpa"}, {"attn_implementation": "sdpa"},
-                   {"add_pooling_layer": False}, {}):
+    for kwargs in (
+        {"add_pooling_layer": False, "attn_implementation": "sdpa"},
+        {"attn_implementation": "sdpa"},
+        {"add_pooling_layer": False},
+        {},
+    ):
         try:
             encoder = AutoModel.from_config(config, **kwargs)
             break

@@ -107,8 +107,9 @@ def distill_work(profile: Profile, sizes: dict[str, int], method: str, first: bo
     probes = int(options.get("probes", 0))
     if training:
         steps += probes * int(options.get("probe_steps", 0)) + (SEARCH if "population" in options else 0.0)
-    student_rows = (epochs * sizes.get("valid", 0) + probes * int(options.get("probe_valid", 0))
-                    + sizes.get("test", 0) + SPEED_ROWS)
+    student_rows = (
+        epochs * sizes.get("valid", 0) + probes * int(options.get("probe_valid", 0)) + sizes.get("test", 0) + SPEED_ROWS
+    )
     teacher_rows = SPEED_ROWS + (unlabeled if first else 0)  # soft labels once, then cached
     return steps + _forward(STUDENT * student_rows + teacher_rows, b) + OVERHEAD["distill"]
 
@@ -121,16 +122,24 @@ def gate_work(profile: Profile, sizes: dict[str, int], transforms: int, first: b
     return _forward(per_model * (STUDENT + (1 if first else 0)), profile.batch_size) + OVERHEAD["gate"] + once
 
 
-def pipeline_work(profile: Profile, methods: Sequence[str], sizes: dict[str, int], transforms: int,
-                  training: dict[str, bool] | None = None) -> list[StageWork]:
+def pipeline_work(
+    profile: Profile,
+    methods: Sequence[str],
+    sizes: dict[str, int],
+    transforms: int,
+    training: dict[str, bool] | None = None,
+) -> list[StageWork]:
     """Every stage of a pipeline run (teacher, then distill and gate per method) with its
     budgeted work; ``transforms``: the transformations each gate runs; ``training``:
     which methods train (default: :func:`trains`)."""
     training = training if training is not None else {m: trains(m) for m in methods}
     out = [StageWork("teacher", "teacher", teacher_work(profile, sizes))]
     for i, method in enumerate(methods):
-        out.append(StageWork("distill", f"distill {method}",
-                             distill_work(profile, sizes, method, i == 0, training.get(method, True))))
+        out.append(
+            StageWork(
+                "distill", f"distill {method}", distill_work(profile, sizes, method, i == 0, training.get(method, True))
+            )
+        )
         out.append(StageWork("gate", f"gate {method}", gate_work(profile, sizes, transforms, i == 0)))
     return out
 

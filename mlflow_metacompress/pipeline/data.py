@@ -24,8 +24,13 @@ from .profiles import Profile
 
 logger = logging.getLogger(__name__)
 
-TASK_ALIASES = {"vulnerability": "vulnerability", "devign": "vulnerability", "defect": "vulnerability",
-                "clone": "clone", "bigclonebench": "clone"}
+TASK_ALIASES = {
+    "vulnerability": "vulnerability",
+    "devign": "vulnerability",
+    "defect": "vulnerability",
+    "clone": "clone",
+    "bigclonebench": "clone",
+}
 CODEXGLUE_TASK = {"vulnerability": "devign", "clone": "bigclonebench"}
 
 
@@ -119,7 +124,7 @@ def judged_rows(model_uri: str, split: str = "test") -> pd.DataFrame:
     pinned = resolve_model_uri(model_uri)
     if not pinned.startswith("models:/"):
         raise ValueError(f"judged_rows needs a registered model (models:/<name>/<version>), got {model_uri!r}")
-    name, _, version = pinned[len("models:/"):].rpartition("/")
+    name, _, version = pinned[len("models:/") :].rpartition("/")
     client = MlflowClient()
     run_id = (client.get_model_version(name, version).tags or {}).get(TAG_RUN)
     if not run_id:
@@ -136,11 +141,17 @@ def judged_rows(model_uri: str, split: str = "test") -> pd.DataFrame:
             break
     missing = [k for k in keys if k not in params]
     if missing:
-        raise ValueError(f"the evaluation run {run_id} of {pinned} was not started by a main pipeline run "
-                         f"(no ancestor logged params {missing})")
+        raise ValueError(
+            f"the evaluation run {run_id} of {pinned} was not started by a main pipeline run "
+            f"(no ancestor logged params {missing})"
+        )
     source = params["pipeline.data_source"]
-    data = load_task_data(params["pipeline.task"], None if source == "generated" else source,
-                          get_profile(params["pipeline.profile"]), int(params["pipeline.seed"]))
+    data = load_task_data(
+        params["pipeline.task"],
+        None if source == "generated" else source,
+        get_profile(params["pipeline.profile"]),
+        int(params["pipeline.seed"]),
+    )
     if split not in data.frames:
         raise ValueError(f"unknown split {split!r}; expected one of {sorted(data.frames)}")
     return data.frames[split]

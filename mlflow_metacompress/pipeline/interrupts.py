@@ -84,32 +84,42 @@ def status_for(exc: BaseException) -> str:
     return KILLED if isinstance(exc, KeyboardInterrupt) else FAILED
 
 
-def _descendants(client: "MlflowClient", root: Any, since_ms: int) -> list[Any]:
+def _descendants(client: MlflowClient, root: Any, since_ms: int) -> list[Any]:
     """Runs below ``root`` (child runs, their children, …) started at or after ``since_ms``."""
     found: list[Any] = []
     parents = [root.info.run_id]
     while parents:
         parent = parents.pop()
-        children = [r for r in client.search_runs([root.info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'",
-                                                  max_results=50000)
-                    if (r.info.start_time or 0) >= since_ms]
+        children = [
+            r
+            for r in client.search_runs(
+                [root.info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'", max_results=50000
+            )
+            if (r.info.start_time or 0) >= since_ms
+        ]
         found += children
         parents += [r.info.run_id for r in children]
     return found
 
 
-def failed_runs(root_run_id: str, since_ms: int, client: "MlflowClient | None" = None) -> set[str]:
+def failed_runs(root_run_id: str, since_ms: int, client: MlflowClient | None = None) -> set[str]:
     """Ids of the FAILED runs below ``root_run_id`` started at or after ``since_ms``
     (crashes the pipeline caught and reported, kept FAILED by :func:`end_nested_runs`)."""
     from mlflow import MlflowClient
 
     client = client or MlflowClient()
-    return {r.info.run_id for r in _descendants(client, client.get_run(root_run_id), since_ms)
-            if r.info.status == FAILED}
+    return {
+        r.info.run_id for r in _descendants(client, client.get_run(root_run_id), since_ms) if r.info.status == FAILED
+    }
 
 
-def end_nested_runs(root_run_id: str, since_ms: int, status: str, client: "MlflowClient | None" = None,
-                    keep: set[str] | frozenset[str] = frozenset()) -> list[str]:
+def end_nested_runs(
+    root_run_id: str,
+    since_ms: int,
+    status: str,
+    client: MlflowClient | None = None,
+    keep: set[str] | frozenset[str] = frozenset(),
+) -> list[str]:
     """End the runs below ``root_run_id`` started at or after ``since_ms`` that were left
     behind: those still on this thread's active-run stack are ended with ``status``, then
     every one that is RUNNING (or FAILED, when ``status`` is KILLED: ``start_run`` marks
@@ -152,7 +162,7 @@ class CleanExit:
         self._signals: Any = None
         self.guard: _Guard | None = None
 
-    def __enter__(self) -> "CleanExit":
+    def __enter__(self) -> CleanExit:
         self._signals = signals_as_interrupts()
         self.guard = self._signals.__enter__()
         return self
@@ -169,10 +179,10 @@ class CleanExit:
     def end(self, status: str) -> None:
         """End what the job left behind with ``status``, the root included when it is
         still RUNNING (or FAILED by ``start_run`` after an interrupt)."""
+        import time
+
         import mlflow
         from mlflow import MlflowClient
-
-        import time
 
         client = MlflowClient()
         root_id = str(self.root)

@@ -29,25 +29,39 @@ def bootstrap_mean(values: np.ndarray, samples: int, seed: int, level: float = 0
     return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
 
 
-def codebert_metrics(student_pred: np.ndarray, teacher_pred: np.ndarray, codebert: np.ndarray, samples: int = 1000,
-                     seed: int = 0) -> dict[str, float]:
+def codebert_metrics(
+    student_pred: np.ndarray, teacher_pred: np.ndarray, codebert: np.ndarray, samples: int = 1000, seed: int = 0
+) -> dict[str, float]:
     """MR1 against CodeBERT's labels (with a bootstrap interval), accuracy against them,
     and the same MR1 of our teacher and of the student against our teacher."""
     student_pred, teacher_pred, codebert = (np.asarray(a).astype(int) for a in (student_pred, teacher_pred, codebert))
     if not len(student_pred) == len(teacher_pred) == len(codebert):
-        raise ValueError(f"codebert_metrics: {len(student_pred)} student, {len(teacher_pred)} teacher and "
-                         f"{len(codebert)} CodeBERT labels")
+        raise ValueError(
+            f"codebert_metrics: {len(student_pred)} student, {len(teacher_pred)} teacher and "
+            f"{len(codebert)} CodeBERT labels"
+        )
     flips = (student_pred != codebert).astype(float)
     low, high = bootstrap_mean(flips, samples, seed)
-    return {"codebert/mr1_violation_rate": float(flips.mean()), "codebert/mr1_violation_rate_ci_low": low,
-            "codebert/mr1_violation_rate_ci_high": high, "codebert/student_accuracy": float(1 - flips.mean()),
-            "codebert/teacher_mr1_violation_rate": float(np.mean(teacher_pred != codebert)),
-            "codebert/student_teacher_mr1_violation_rate": float(np.mean(student_pred != teacher_pred)),
-            "codebert/rows": float(len(codebert))}
+    return {
+        "codebert/mr1_violation_rate": float(flips.mean()),
+        "codebert/mr1_violation_rate_ci_low": low,
+        "codebert/mr1_violation_rate_ci_high": high,
+        "codebert/student_accuracy": float(1 - flips.mean()),
+        "codebert/teacher_mr1_violation_rate": float(np.mean(teacher_pred != codebert)),
+        "codebert/student_teacher_mr1_violation_rate": float(np.mean(student_pred != teacher_pred)),
+        "codebert/rows": float(len(codebert)),
+    }
 
 
-def codebert_agreement(student_uri: str, teacher_uri: str, oracle: pd.DataFrame, columns: Sequence[str],
-                       label: str, samples: int = 1000, seed: int = 0) -> dict[str, float]:
+def codebert_agreement(
+    student_uri: str,
+    teacher_uri: str,
+    oracle: pd.DataFrame,
+    columns: Sequence[str],
+    label: str,
+    samples: int = 1000,
+    seed: int = 0,
+) -> dict[str, float]:
     """:func:`codebert_metrics` of the pyfunc ``student_uri`` on ``oracle`` (CodeBERT's
     labels in ``label``); the teacher's outputs come from the soft-label cache."""
     import mlflow

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+
 def _quick_policy() -> dict[str, Any]:
     """The ``quick`` gate preset (``gates/presets/quick.yaml``), the one definition of it."""
     from importlib import resources
@@ -87,7 +88,7 @@ class Profile:
         """``method``'s training epochs: its override, else ``student_epochs``."""
         return self.method_epochs.get(method, self.student_epochs)
 
-    def with_overrides(self, **overrides: Any) -> "Profile":
+    def with_overrides(self, **overrides: Any) -> Profile:
         """A copy with some budgets replaced; unknown names raise ``ValueError``."""
         known = set(self.__dataclass_fields__)
         unknown = sorted(set(overrides) - known)
@@ -96,12 +97,27 @@ class Profile:
         return replace(self, **overrides)
 
 
-_QUICK_TEACHER = {"vocab_size": 2000, "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-                  "intermediate_size": 128}
-_PAPER_TEACHER = {"vocab_size": 16000, "num_hidden_layers": 6, "hidden_size": 512, "num_attention_heads": 8,
-                  "intermediate_size": 2048}
-_TINY_TEACHER = {"vocab_size": 1000, "num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 2,
-                 "intermediate_size": 128}
+_QUICK_TEACHER = {
+    "vocab_size": 2000,
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+}
+_PAPER_TEACHER = {
+    "vocab_size": 16000,
+    "num_hidden_layers": 6,
+    "hidden_size": 512,
+    "num_attention_heads": 8,
+    "intermediate_size": 2048,
+}
+_TINY_TEACHER = {
+    "vocab_size": 1000,
+    "num_hidden_layers": 1,
+    "hidden_size": 64,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
+}
 # search budgets of the architecture-searching methods (AVATAR's probes and NSGA-II, MORPH's
 # AGE-MOEA, and fidelity's fallback to AVATAR's search when no teacher-shaped student fits
 # the target, as in the tiny profile): probes train, the surrogate-driven search is cheap
@@ -112,44 +128,88 @@ _QUICK_TRANSFORMS = ["rename_variables"]
 
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
-        name="quick", description="2 CPU cores, minutes: small teacher, ~0.25 MB students, 100 test rows, one attack",
+        name="quick",
+        description="2 CPU cores, minutes: small teacher, ~0.25 MB students, 100 test rows, one attack",
         # more rows, fewer epochs: generated rows are free, and a scratch teacher that sees 1,000 rows
         # 15 times memorises their identifiers (test accuracy 0.57-0.61, issue 22); here it sees 2,400
         # labelled rows (half the training split) up to 5 times at 1e-3, stopping after 2 epochs
         # without a better val_acc; 160 tokens hold 91% of the generated functions whole
-        generated_rows=6000, train_rows=4800, valid_rows=120, eval_rows=100,
-        teacher_arch=_QUICK_TEACHER, teacher_epochs=5, teacher_lr=1e-3, teacher_patience=2, student_epochs=3,
-        batch_size=16, method_epochs={"fidelity": 2},  # each fidelity step also trains on variants and aligns states
+        generated_rows=6000,
+        train_rows=4800,
+        valid_rows=120,
+        eval_rows=100,
+        teacher_arch=_QUICK_TEACHER,
+        teacher_epochs=5,
+        teacher_lr=1e-3,
+        teacher_patience=2,
+        student_epochs=3,
+        batch_size=16,
+        method_epochs={"fidelity": 2},  # each fidelity step also trains on variants and aligns states
         # siamese pairs: from concatenated [CLS] vectors this teacher stays at chance on generated
         # clones (val_acc 0.50, training loss 0.70 after 450 steps); from [u, v, |u-v|, u*v] of
         # mean-pooled encodings it learns them (issue 22)
-        max_length=160, size_mb=0.25, pair_mode="siamese",
-        method_options={"compressor": {"population": 16, "generations": 8, "lr": 3e-3},
-                        "avatar": {**_QUICK_SEARCH, "lr": 3e-3, "energy_samples": 50},
-                        "morph": {**_QUICK_SEARCH, "lr": 3e-3},
-                        "fidelity": {**_QUICK_SEARCH, "lr": 3e-3, "transforms": _QUICK_TRANSFORMS,
-                                     "variants_per_step": 1}},
-        transforms="all", attacks=("alert_yang_2022",), attack_budget=40, attack_max_samples=16,
+        max_length=160,
+        size_mb=0.25,
+        pair_mode="siamese",
+        method_options={
+            "compressor": {"population": 16, "generations": 8, "lr": 3e-3},
+            "avatar": {**_QUICK_SEARCH, "lr": 3e-3, "energy_samples": 50},
+            "morph": {**_QUICK_SEARCH, "lr": 3e-3},
+            "fidelity": {**_QUICK_SEARCH, "lr": 3e-3, "transforms": _QUICK_TRANSFORMS, "variants_per_step": 1},
+        },
+        transforms="all",
+        attacks=("alert_yang_2022",),
+        attack_budget=40,
+        attack_max_samples=16,
         policy=QUICK_POLICY,
     ),
     "paper": Profile(
-        name="paper", description="GPU machine, hours: paper-sized 3 MB students, full splits, two attacks",
-        generated_rows=20000, train_rows=None, valid_rows=None, eval_rows=None,
-        teacher_arch=_PAPER_TEACHER, teacher_epochs=10, teacher_lr=5e-4, student_epochs=10, batch_size=32,
-        max_length=512, size_mb=3.0, method_options={"compressor": {"population": 20, "generations": 50}},
-        transforms="all", attacks=("alert_yang_2022", "mhm_zhang_2020"), attack_budget=500,
-        attack_max_samples=None, policy="standard",
+        name="paper",
+        description="GPU machine, hours: paper-sized 3 MB students, full splits, two attacks",
+        generated_rows=20000,
+        train_rows=None,
+        valid_rows=None,
+        eval_rows=None,
+        teacher_arch=_PAPER_TEACHER,
+        teacher_epochs=10,
+        teacher_lr=5e-4,
+        student_epochs=10,
+        batch_size=32,
+        max_length=512,
+        size_mb=3.0,
+        method_options={"compressor": {"population": 20, "generations": 50}},
+        transforms="all",
+        attacks=("alert_yang_2022", "mhm_zhang_2020"),
+        attack_budget=500,
+        attack_max_samples=None,
+        policy="standard",
     ),
     "tiny": Profile(
-        name="tiny", description="tests only: seconds per stage", hidden=True,
-        generated_rows=120, train_rows=80, valid_rows=16, eval_rows=16,
-        teacher_arch=_TINY_TEACHER, teacher_epochs=1, student_epochs=1, batch_size=16, max_length=64,
+        name="tiny",
+        description="tests only: seconds per stage",
+        hidden=True,
+        generated_rows=120,
+        train_rows=80,
+        valid_rows=16,
+        eval_rows=16,
+        teacher_arch=_TINY_TEACHER,
+        teacher_epochs=1,
+        student_epochs=1,
+        batch_size=16,
+        max_length=64,
         size_mb=0.15,  # AVATAR's space (vocabulary ≥ 1000) has nothing much smaller
-        method_options={"compressor": {"population": 4, "generations": 2},
-                        "avatar": {**_TINY_SEARCH, "energy_samples": 8}, "morph": _TINY_SEARCH,
-                        "fidelity": {**_TINY_SEARCH, "transforms": ["rename_variables"], "variants_per_step": 1}},
-        transforms=["rename_variables", "swap_operands"], attacks=("wir_random_zeng_2022",), attack_budget=10,
-        attack_max_samples=4, eval_batch_size=32, policy=QUICK_POLICY,
+        method_options={
+            "compressor": {"population": 4, "generations": 2},
+            "avatar": {**_TINY_SEARCH, "energy_samples": 8},
+            "morph": _TINY_SEARCH,
+            "fidelity": {**_TINY_SEARCH, "transforms": ["rename_variables"], "variants_per_step": 1},
+        },
+        transforms=["rename_variables", "swap_operands"],
+        attacks=("wir_random_zeng_2022",),
+        attack_budget=10,
+        attack_max_samples=4,
+        eval_batch_size=32,
+        policy=QUICK_POLICY,
     ),
 }
 

@@ -56,8 +56,12 @@ class StageClock:
     """Times the pipeline's stages and logs a line when each starts and ends, and a
     heartbeat while it runs (``interval`` seconds, default ``$METACOMPRESS_HEARTBEAT_S``)."""
 
-    def __init__(self, stages: Sequence[tuple[str, str] | tuple[str, str, float]], interval: float | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        stages: Sequence[tuple[str, str] | tuple[str, str, float]],
+        interval: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         """``stages``: ``(kind, label)`` or ``(kind, label, work)`` (e.g. the
         :class:`~.budget.StageWork` of :func:`~.budget.pipeline_work`, as tuples)."""
         if not stages:
@@ -115,8 +119,10 @@ class StageClock:
         index = self.current if self.current is not None else 0
         left = self.remaining()
         eta = f"~{format_seconds(left)}" if left is not None else "estimated after the first stage"
-        return (f"stage {index + 1}/{len(self.stages)} {self.stages[index].label}: {event} · "
-                f"elapsed {format_seconds(self.clock() - self.started)} · remaining {eta}")
+        return (
+            f"stage {index + 1}/{len(self.stages)} {self.stages[index].label}: {event} · "
+            f"elapsed {format_seconds(self.clock() - self.started)} · remaining {eta}"
+        )
 
     def _running(self) -> str:
         detail = current_note()
@@ -146,8 +152,10 @@ class StageClock:
                 yield
         except Exception as exc:
             self.stages[self.current].skipped = True
-            logger.info("%s", self.line(f"failed after {format_seconds(self.clock() - self._stage_started)} "
-                                        f"({type(exc).__name__})"))
+            logger.info(
+                "%s",
+                self.line(f"failed after {format_seconds(self.clock() - self._stage_started)} ({type(exc).__name__})"),
+            )
             raise
         except BaseException:
             logger.info("%s", self.line(f"interrupted after {format_seconds(self.clock() - self._stage_started)}"))
@@ -160,5 +168,8 @@ class StageClock:
 
     def finish(self) -> None:
         """The closing line: total time."""
-        logger.info("pipeline done: %d stage(s) in %s", sum(s.seconds is not None for s in self.stages),
-                    format_seconds(self.clock() - self.started))
+        logger.info(
+            "pipeline done: %d stage(s) in %s",
+            sum(s.seconds is not None for s in self.stages),
+            format_seconds(self.clock() - self.started),
+        )

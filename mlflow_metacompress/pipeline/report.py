@@ -30,13 +30,18 @@ def _float(text: Any) -> float:
 
 
 def _attack_names(outcomes: Sequence[GateOutcome]) -> list[str]:
-    names = {k.split("/", 1)[0][len("attack_"):] for o in outcomes for k in o.metrics
-             if k.startswith("attack_") and k.endswith("/student_asr")}
+    names = {
+        k.split("/", 1)[0][len("attack_") :]
+        for o in outcomes
+        for k in o.metrics
+        if k.startswith("attack_") and k.endswith("/student_asr")
+    }
     return sorted(names)
 
 
-def comparison_table(outcomes: Sequence[GateOutcome], teacher: dict[str, Any] | None = None,
-                     attacks: Sequence[str] | None = None) -> pd.DataFrame:
+def comparison_table(
+    outcomes: Sequence[GateOutcome], teacher: dict[str, Any] | None = None, attacks: Sequence[str] | None = None
+) -> pd.DataFrame:
     """One row per outcome (and a first ``teacher`` row when ``teacher`` is given:
     ``{"model", "size_mb"}``). Columns: method, model, verdict, champion, size_mb,
     accuracy (the student's), accuracy_drop, any_violation_rate,
@@ -46,17 +51,35 @@ def comparison_table(outcomes: Sequence[GateOutcome], teacher: dict[str, Any] | 
     rows: list[dict[str, Any]] = []
     if teacher is not None:
         accuracy = next((o.metrics["teacher_accuracy"] for o in outcomes if "teacher_accuracy" in o.metrics), math.nan)
-        row = {"method": "teacher", "model": teacher.get("model", ""), "verdict": "reference", "champion": "",
-               "size_mb": _float(teacher.get("size_mb")), "accuracy": accuracy, "failed_checks": ""}
+        row = {
+            "method": "teacher",
+            "model": teacher.get("model", ""),
+            "verdict": "reference",
+            "champion": "",
+            "size_mb": _float(teacher.get("size_mb")),
+            "accuracy": accuracy,
+            "failed_checks": "",
+        }
         for attack in attacks:
-            row[f"asr/{attack}"] = next((o.metrics[f"attack_{attack}/teacher_asr"] for o in outcomes
-                                         if f"attack_{attack}/teacher_asr" in o.metrics), math.nan)
+            row[f"asr/{attack}"] = next(
+                (
+                    o.metrics[f"attack_{attack}/teacher_asr"]
+                    for o in outcomes
+                    if f"attack_{attack}/teacher_asr" in o.metrics
+                ),
+                math.nan,
+            )
         rows.append(row)
     for o in outcomes:
         m = o.metrics
-        row = {"method": o.method, "model": f"{o.model_name}/{o.version}" if o.version else o.model_name,
-               "verdict": o.verdict, "champion": "yes" if o.alias_moved else "no",
-               "size_mb": _float(o.tags.get("metacompress.size_mb")), "accuracy": m.get("student_accuracy", math.nan)}
+        row = {
+            "method": o.method,
+            "model": f"{o.model_name}/{o.version}" if o.version else o.model_name,
+            "verdict": o.verdict,
+            "champion": "yes" if o.alias_moved else "no",
+            "size_mb": _float(o.tags.get("metacompress.size_mb")),
+            "accuracy": m.get("student_accuracy", math.nan),
+        }
         for col in METRIC_COLUMNS[1:]:
             row[col] = m.get(col, math.nan)
         for attack in attacks:
@@ -64,8 +87,16 @@ def comparison_table(outcomes: Sequence[GateOutcome], teacher: dict[str, Any] | 
             row[f"excess_drop_pct/{attack}"] = m.get(f"attack_{attack}/excess_drop_pct", math.nan)
         row["failed_checks"] = o.error or ("; ".join(o.failed_checks) if o.failed_checks else "none")
         rows.append(row)
-    columns = ["method", "model", "verdict", "champion", "size_mb", *METRIC_COLUMNS,
-               *(c for a in attacks for c in (f"asr/{a}", f"excess_drop_pct/{a}")), "failed_checks"]
+    columns = [
+        "method",
+        "model",
+        "verdict",
+        "champion",
+        "size_mb",
+        *METRIC_COLUMNS,
+        *(c for a in attacks for c in (f"asr/{a}", f"excess_drop_pct/{a}")),
+        "failed_checks",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -89,7 +120,9 @@ def log_comparison(table: pd.DataFrame, title: str = "") -> str:
     import mlflow
 
     markdown = (f"## {title}\n\n" if title else "") + to_markdown(table)
-    mlflow.log_text(table.to_csv(index=False, float_format="%.4g"), f"{ARTIFACT_DIR}/comparison.csv")  # 4 significant digits; the metric store keeps full precision
+    mlflow.log_text(
+        table.to_csv(index=False, float_format="%.4g"), f"{ARTIFACT_DIR}/comparison.csv"
+    )  # 4 significant digits; the metric store keeps full precision
     mlflow.log_text(markdown, f"{ARTIFACT_DIR}/comparison.md")
     passed = int((table["verdict"] == "passed").sum())
     mlflow.log_metrics({"students": float((table["method"] != "teacher").sum()), "students_passed": float(passed)})

@@ -50,8 +50,9 @@ def _seeds(text: str) -> tuple[int, ...]:
 
 def parser() -> argparse.ArgumentParser:
     d, t = StudyConfig(), TeacherBudget()
-    p = argparse.ArgumentParser(prog="reproduce", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="reproduce", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--task", default=d.task, choices=["clone", "vulnerability", "bigclonebench", "devign"])
     p.add_argument("--data-dir", default=d.data_dir, help="CodeXGLUE folder (task folder or its parent)")
     p.add_argument("--seeds", type=_seeds, default=d.seeds, help="student seeds, e.g. 0,1,2")
@@ -59,9 +60,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-rows", type=_int, default=d.eval_rows, help="test rows every student is judged on")
     p.add_argument("--attacks", type=_csv, default=d.attacks, help=f"attack recipes (default {','.join(ATTACKS)})")
     p.add_argument("--transforms", default="all", help="'all' or comma-separated transformation names")
-    p.add_argument("--threads", type=_threads, default=None,
-                   help="torch intra-op threads: auto (default: $METACOMPRESS_THREADS, $OMP_NUM_THREADS, "
-                        "else the cores less one; mlflow_metacompress/threads.py) or a positive integer")
+    p.add_argument(
+        "--threads",
+        type=_threads,
+        default=None,
+        help="torch intra-op threads: auto (default: $METACOMPRESS_THREADS, $OMP_NUM_THREADS, "
+        "else the cores less one; mlflow_metacompress/threads.py) or a positive integer",
+    )
     p.add_argument("--size-mb", type=float, default=d.size_mb)
     p.add_argument("--teacher-steps", type=int, default=t.max_steps)
     p.add_argument("--teacher-max-length", type=int, default=t.max_length, help="teacher tokens per function")
@@ -69,12 +74,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--attack-budget", type=_int, default=d.attack_budget, help="model queries per attacked row")
     p.add_argument("--attack-max-samples", type=int, default=0, help="attacked rows (0: every eval row)")
     p.add_argument("--bootstrap", type=int, default=d.bootstrap, help="bootstrap resamples for within-run intervals")
-    p.add_argument("--only", default="all", choices=["all", "teacher", "students", "report"],
-                   help="stop after this part (report: only aggregate finished stages)")
+    p.add_argument(
+        "--only",
+        default="all",
+        choices=["all", "teacher", "students", "report"],
+        help="stop after this part (report: only aggregate finished stages)",
+    )
     p.add_argument("--output", default="reproduction", help="folder the table is written to (and logged)")
     p.add_argument("--experiment", default="metacompress-reproduce")
-    p.add_argument("--artifact-root", default="",
-                   help="artifact location of the experiment when it is created (default: MLflow's)")
+    p.add_argument(
+        "--artifact-root", default="", help="artifact location of the experiment when it is created (default: MLflow's)"
+    )
     return p
 
 
@@ -84,12 +94,23 @@ def config_from(args: argparse.Namespace) -> StudyConfig:
 
     transforms: Any = "all" if args.transforms.strip() == "all" else list(_csv(args.transforms))
     d = StudyConfig()
-    return replace(d, task=args.task, data_dir=args.data_dir, seeds=tuple(args.seeds), methods=tuple(args.methods),
-                   eval_rows=args.eval_rows, attacks=tuple(args.attacks), transforms=transforms,
-                   threads=resolve_threads(args.threads, source="--threads"),
-                   teacher=replace(d.teacher, max_steps=args.teacher_steps, max_length=args.teacher_max_length), size_mb=args.size_mb,
-                   student_steps=args.student_steps, attack_budget=args.attack_budget,
-                   attack_max_samples=args.attack_max_samples or None, bootstrap=args.bootstrap)
+    return replace(
+        d,
+        task=args.task,
+        data_dir=args.data_dir,
+        seeds=tuple(args.seeds),
+        methods=tuple(args.methods),
+        eval_rows=args.eval_rows,
+        attacks=tuple(args.attacks),
+        transforms=transforms,
+        threads=resolve_threads(args.threads, source="--threads"),
+        teacher=replace(d.teacher, max_steps=args.teacher_steps, max_length=args.teacher_max_length),
+        size_mb=args.size_mb,
+        student_steps=args.student_steps,
+        attack_budget=args.attack_budget,
+        attack_max_samples=args.attack_max_samples or None,
+        bootstrap=args.bootstrap,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,8 +55,12 @@ class StudyData:
         return {"train": train, "valid": self.valid, "test": self.test}
 
     def sizes(self) -> dict[str, int]:
-        out = {"teacher_train": len(self.teacher_train), "distill": len(self.distill), "valid": len(self.valid),
-               "test": len(self.test)}
+        out = {
+            "teacher_train": len(self.teacher_train),
+            "distill": len(self.distill),
+            "valid": len(self.valid),
+            "test": len(self.test),
+        }
         if self.oracle is not None:
             out["oracle"] = len(self.oracle)
         return out
@@ -69,8 +73,9 @@ def _task_folder(data_dir: str | Path, name: str) -> Path:
     return folder / name if (folder / name).is_dir() else folder
 
 
-def load_study_data(task: str, data_dir: str | Path, *, oracle_rows: int = 2000, distill_rows: int | None = None,
-                    seed: int = 0) -> StudyData:
+def load_study_data(
+    task: str, data_dir: str | Path, *, oracle_rows: int = 2000, distill_rows: int | None = None, seed: int = 0
+) -> StudyData:
     """The frames of a reproduction study on ``task`` from ``data_dir`` (see the module
     docstring). ``distill_rows`` caps the distillation set (label-stratified, seeded with
     ``seed``, the data seed, not the student's); ``oracle_rows`` pairs are held out first."""
@@ -88,7 +93,9 @@ def load_study_data(task: str, data_dir: str | Path, *, oracle_rows: int = 2000,
         functions = read_functions(data_file)
         train_file = folder / "train_full.txt"
         if not train_file.is_file():
-            raise FileNotFoundError(f"{train_file} not found: the reproduction trains the teacher on the full training file")
+            raise FileNotFoundError(
+                f"{train_file} not found: the reproduction trains the teacher on the full training file"
+            )
         teacher_train = load_bigclonebench(folder, str(train_file), functions)
         codebert = load_bigclonebench(folder, str(folder / CODEBERT_FILE), functions)
         oracle = cap_rows(codebert, min(oracle_rows, len(codebert) // 2), label, seed)
@@ -106,7 +113,17 @@ def load_study_data(task: str, data_dir: str | Path, *, oracle_rows: int = 2000,
         valid, test = load_devign(folder, "valid"), load_devign(folder, "test")
     if distill_rows is not None:
         distill = cap_rows(distill, distill_rows, label, seed)
-    data = StudyData(task, spec.name, folder, teacher_train.reset_index(drop=True), distill.reset_index(drop=True),
-                     oracle, valid, test, tuple(spec.code_columns), label)
+    data = StudyData(
+        task,
+        spec.name,
+        folder,
+        teacher_train.reset_index(drop=True),
+        distill.reset_index(drop=True),
+        oracle,
+        valid,
+        test,
+        tuple(spec.code_columns),
+        label,
+    )
     logger.info("reproduction data from %s: %s", folder, data.sizes())
     return data

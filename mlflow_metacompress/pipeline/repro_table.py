@@ -26,8 +26,17 @@ from .seeds import finite, paired_test, t_interval
 logger = logging.getLogger(__name__)
 
 MR_METRICS = ("mr1_violation_rate/metamorphic", "mr2_violation_rate/metamorphic", "mr3_violation_rate/metamorphic")
-METRICS = ("student_accuracy", "teacher_accuracy", "accuracy_drop", "mr1_violation_rate", *MR_METRICS,
-           "any_violation_rate/metamorphic", "codebert/mr1_violation_rate", "codebert/student_accuracy", "size_mb")
+METRICS = (
+    "student_accuracy",
+    "teacher_accuracy",
+    "accuracy_drop",
+    "mr1_violation_rate",
+    *MR_METRICS,
+    "any_violation_rate/metamorphic",
+    "codebert/mr1_violation_rate",
+    "codebert/student_accuracy",
+    "size_mb",
+)
 BASELINES = ("compressor", "avatar", "morph")
 # (phenomenon, paper's figure, our metric, direction): "max" = up to, "gap" = accuracy gap under
 PAPER = (
@@ -45,8 +54,9 @@ def max_excess(metrics: dict[str, float], attacks: Any) -> float:
     return max(values) / 100.0 if values else math.nan
 
 
-def summarise(results: dict[tuple[str, int], dict[str, float]], methods: Any, seeds: Any,
-              attacks: Any = ()) -> dict[str, Any]:
+def summarise(
+    results: dict[tuple[str, int], dict[str, float]], methods: Any, seeds: Any, attacks: Any = ()
+) -> dict[str, Any]:
     """Per method and metric: values per seed, mean, t-interval over seeds and each seed's
     within-run bootstrap interval; plus ``fidelity`` against the best baseline (item 5)."""
     from ..statistics import interval_key
@@ -58,10 +68,18 @@ def summarise(results: dict[tuple[str, int], dict[str, float]], methods: Any, se
         for metric in metrics:
             values = [results.get((method, s), {}).get(metric, math.nan) for s in seeds]
             mean, low, high = t_interval(values)
-            within = [[results.get((method, s), {}).get(interval_key(metric, e), math.nan) for e in ("low", "high")]
-                      for s in seeds]
-            rows[metric] = {"values": values, "mean": mean, "t_low": low, "t_high": high, "within_run": within,
-                            "seeds": len(finite(values))}
+            within = [
+                [results.get((method, s), {}).get(interval_key(metric, e), math.nan) for e in ("low", "high")]
+                for s in seeds
+            ]
+            rows[metric] = {
+                "values": values,
+                "mean": mean,
+                "t_low": low,
+                "t_high": high,
+                "within_run": within,
+                "seeds": len(finite(values)),
+            }
         per_method[method] = rows
     return {"seeds": list(seeds), "methods": per_method, "fidelity": fidelity_test(per_method)}
 
@@ -73,9 +91,13 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
     base = [m for m in BASELINES if m in per_method and not math.isnan(per_method[m][metric]["mean"])]
     if "fidelity" not in per_method or not base or math.isnan(per_method["fidelity"][metric]["mean"]):
         return {"available": False}
+
     def paired_mean(m: str) -> float:  # over the seeds fidelity finished too, so the choice compares like with like
-        pairs = [y for x, y in zip(per_method["fidelity"][metric]["values"], per_method[m][metric]["values"])
-                 if finite([x]) and finite([y])]
+        pairs = [
+            y
+            for x, y in zip(per_method["fidelity"][metric]["values"], per_method[m][metric]["values"])
+            if finite([x]) and finite([y])
+        ]
         return t_interval(pairs)[0] if pairs else math.inf
 
     best = min(base, key=paired_mean)
@@ -87,10 +109,20 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
     f_mean = t_interval([f[metric]["values"][i] for i in both])[0]
     b_mean = t_interval([b[metric]["values"][i] for i in both])[0]
     ratio = f_mean / b_mean if b_mean > 0 else math.nan
-    return {"available": True, "metric": metric, "best_baseline": best, "fidelity_mean": f_mean,
-            "baseline_mean": b_mean, "paired_seeds": len(both), "ratio": ratio, "violations": test, "accuracy": acc,
-            "halved": bool(ratio <= 0.5), "accuracy_within_1pt": bool(abs(acc["mean_difference"]) <= 0.01),
-            "size_mb": {"fidelity": f["size_mb"]["mean"], best: b["size_mb"]["mean"]}}
+    return {
+        "available": True,
+        "metric": metric,
+        "best_baseline": best,
+        "fidelity_mean": f_mean,
+        "baseline_mean": b_mean,
+        "paired_seeds": len(both),
+        "ratio": ratio,
+        "violations": test,
+        "accuracy": acc,
+        "halved": bool(ratio <= 0.5),
+        "accuracy_within_1pt": bool(abs(acc["mean_difference"]) <= 0.01),
+        "size_mb": {"fidelity": f["size_mb"]["mean"], best: b["size_mb"]["mean"]},
+    }
 
 
 def per_sample_violations(run_id: str, column: str = "any_violation") -> Any:
@@ -122,9 +154,16 @@ def paired_bootstrap(a: Any, b: Any, samples: int = 2000, seed: int = 0) -> dict
     diffs = (sa[idx].sum(axis=1) - sb[idx].sum(axis=1)) / n[idx].sum(axis=1)
     observed = float((sa.sum() - sb.sum()) / n.sum())
     p = float(min(1.0, 2 * min(np.mean(diffs <= 0), np.mean(diffs >= 0))))
-    return {"n_rows": int(len(n)), "n_pairs": int(n.sum()), "a": float(sa.sum() / n.sum()), "b": float(sb.sum() / n.sum()),
-            "mean_difference": observed, "low": float(np.quantile(diffs, 0.025)), "high": float(np.quantile(diffs, 0.975)),
-            "pvalue": p}
+    return {
+        "n_rows": int(len(n)),
+        "n_pairs": int(n.sum()),
+        "a": float(sa.sum() / n.sum()),
+        "b": float(sb.sum() / n.sum()),
+        "mean_difference": observed,
+        "low": float(np.quantile(diffs, 0.025)),
+        "high": float(np.quantile(diffs, 0.975)),
+        "pvalue": p,
+    }
 
 
 def headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -142,8 +181,19 @@ def headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
         else:  # a violation/excess that is there beyond the seed noise (lower end above zero, or the mean with one seed)
             low = r["t_low"] if not math.isnan(r["t_low"]) else r["mean"]
             appears = bool(low > 0.0 and r["mean"] >= 0.05) if kind == "max" else None
-        rows.append({"phenomenon": name, "paper": paper, "metric": metric, "method": method, "ours": r["mean"],
-                     "t_low": r["t_low"], "t_high": r["t_high"], "seeds": r["seeds"], "appears": appears})
+        rows.append(
+            {
+                "phenomenon": name,
+                "paper": paper,
+                "metric": metric,
+                "method": method,
+                "ours": r["mean"],
+                "t_low": r["t_low"],
+                "t_high": r["t_high"],
+                "seeds": r["seeds"],
+                "appears": appears,
+            }
+        )
     return rows
 
 
@@ -167,42 +217,69 @@ def _ci(r: dict[str, Any]) -> str:
 def render_markdown(report: dict[str, Any]) -> str:
     """The ``<task>.md`` page: teacher, headline table, per-method table, item-5 test."""
     t, s = report["teacher"], report["summary"]
-    lines = [f"# MetaCompress reproduction on {report['dataset']} (CPU scale)", "",
-             f"Teacher: scratch {t.get('arch', '')}, {t.get('teacher_size_mb', math.nan):.1f} MB, trained on "
-             f"{int(t.get('teacher_train_rows', 0))} labelled pairs in {t.get('teacher_train_seconds', math.nan) / 60:.1f} min "
-             f"({report['config']['threads']} thread(s)): test accuracy {t.get('teacher_test_acc', math.nan):.3f}, "
-             f"F1 {t.get('teacher_test_f1', math.nan):.3f}, {_pct(t.get('teacher_conf80_share'))} of "
-             f"{int(t.get('teacher_test_rows', 0))} test rows at confidence ≥ 0.8.", "",
-             f"Students: {', '.join(report['config']['methods'])} at {report['config']['size_mb']} MB; seeds "
-             f"{', '.join(map(str, s['seeds']))}; {report['config']['eval_rows']} test pairs, every transformation, "
-             f"attacks {', '.join(report['config']['attacks'])} (budget {report['config']['attack_budget']} queries). "
-             "Intervals: 95% Student-t over seeds; within-run 95% bootstrap intervals per seed in the JSON.", "",
-             "| phenomenon | paper (CodeBERT → 3 MB) | ours: worst method, mean [95% t-interval] | seeds | appears? |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"# MetaCompress reproduction on {report['dataset']} (CPU scale)",
+        "",
+        f"Teacher: scratch {t.get('arch', '')}, {t.get('teacher_size_mb', math.nan):.1f} MB, trained on "
+        f"{int(t.get('teacher_train_rows', 0))} labelled pairs in {t.get('teacher_train_seconds', math.nan) / 60:.1f} min "
+        f"({report['config']['threads']} thread(s)): test accuracy {t.get('teacher_test_acc', math.nan):.3f}, "
+        f"F1 {t.get('teacher_test_f1', math.nan):.3f}, {_pct(t.get('teacher_conf80_share'))} of "
+        f"{int(t.get('teacher_test_rows', 0))} test rows at confidence ≥ 0.8.",
+        "",
+        f"Students: {', '.join(report['config']['methods'])} at {report['config']['size_mb']} MB; seeds "
+        f"{', '.join(map(str, s['seeds']))}; {report['config']['eval_rows']} test pairs, every transformation, "
+        f"attacks {', '.join(report['config']['attacks'])} (budget {report['config']['attack_budget']} queries). "
+        "Intervals: 95% Student-t over seeds; within-run 95% bootstrap intervals per seed in the JSON.",
+        "",
+        "| phenomenon | paper (CodeBERT → 3 MB) | ours: worst method, mean [95% t-interval] | seeds | appears? |",
+        "|---|---|---|---|---|",
+    ]
     for row in report["headline"]:
         kind = "under" if row["metric"] == "accuracy_drop" else "up to"
         if row["ours"] is None:
             lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | not measured | 0 | – |")
             continue
         verdict = {True: "yes", False: "no", None: "–"}[row["appears"]]
-        lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | {row['method']}: "
-                     f"{_ci({'mean': row['ours'], 't_low': row['t_low'], 't_high': row['t_high']})} | "
-                     f"{row['seeds']} | {verdict} |")
-    cols = ["student_accuracy", "accuracy_drop", *MR_METRICS, "any_violation_rate/metamorphic",
-            "attack_excess_drop_pct", "codebert/mr1_violation_rate", "size_mb"]
-    lines += ["", "Per method (mean [95% t-interval over seeds]; excess drop as a fraction of the teacher's drop, "
-              "the larger of the attacks; `codebert/…`: against the real CodeBERT's hard labels on held-out pairs):", "",
-              "| method | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+        lines.append(
+            f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | {row['method']}: "
+            f"{_ci({'mean': row['ours'], 't_low': row['t_low'], 't_high': row['t_high']})} | "
+            f"{row['seeds']} | {verdict} |"
+        )
+    cols = [
+        "student_accuracy",
+        "accuracy_drop",
+        *MR_METRICS,
+        "any_violation_rate/metamorphic",
+        "attack_excess_drop_pct",
+        "codebert/mr1_violation_rate",
+        "size_mb",
+    ]
+    lines += [
+        "",
+        "Per method (mean [95% t-interval over seeds]; excess drop as a fraction of the teacher's drop, "
+        "the larger of the attacks; `codebert/…`: against the real CodeBERT's hard labels on held-out pairs):",
+        "",
+        "| method | " + " | ".join(cols) + " |",
+        "|---" * (len(cols) + 1) + "|",
+    ]
     for method, rows in s["methods"].items():
-        cells = [f"{rows[c]['mean']:.2f}" if c == "size_mb" and not math.isnan(rows[c]["mean"]) else _ci(rows[c])
-                 for c in cols]
+        cells = [
+            f"{rows[c]['mean']:.2f}" if c == "size_mb" and not math.isnan(rows[c]["mean"]) else _ci(rows[c])
+            for c in cols
+        ]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    lines += ["", "“appears?”: yes when the worst method's violation (or excess drop) is at least 5% and the lower "
-              "end of its t-interval is above zero (with one seed: its mean); for the accuracy gap, yes when every "
-              "method's mean gap is under the paper's 3%.", "",
-              "Within-run 95% bootstrap intervals per seed (`any_violation_rate/metamorphic`, "
-              "`mr1_violation_rate/metamorphic`):", "", "| method | seed | any (metamorphic) | MR1 (metamorphic) |",
-              "|---|---|---|---|"]
+    lines += [
+        "",
+        "“appears?”: yes when the worst method's violation (or excess drop) is at least 5% and the lower "
+        "end of its t-interval is above zero (with one seed: its mean); for the accuracy gap, yes when every "
+        "method's mean gap is under the paper's 3%.",
+        "",
+        "Within-run 95% bootstrap intervals per seed (`any_violation_rate/metamorphic`, "
+        "`mr1_violation_rate/metamorphic`):",
+        "",
+        "| method | seed | any (metamorphic) | MR1 (metamorphic) |",
+        "|---|---|---|---|",
+    ]
     for method, rows in s["methods"].items():
         for i, seed in enumerate(s["seeds"]):
             cells = []
@@ -214,33 +291,39 @@ def render_markdown(report: dict[str, Any]) -> str:
     f = s["fidelity"]
     if f.get("available"):
         v, a = f["violations"], f["accuracy"]
-        lines += ["", f"`fidelity` against the best baseline at equal size ({f['best_baseline']}), "
-                  f"`{f['metric']}` over the {f['paired_seeds']} seed(s) both finished: {f['fidelity_mean']:.3f} vs "
-                  f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; "
-                  f"paired difference {v['mean_difference']:+.3f}, 95% t [{v['t_low']:+.3f}, {v['t_high']:+.3f}], "
-                  f"p = {v['pvalue']:.3g}, {v['n']} seeds). Accuracy difference {a['mean_difference']:+.3f} "
-                  f"(p = {a['pvalue']:.3g}). Goal (halve it, accuracy within 1 point): "
-                  f"{'met' if f['halved'] and f['accuracy_within_1pt'] else 'not met'}."]
+        lines += [
+            "",
+            f"`fidelity` against the best baseline at equal size ({f['best_baseline']}), "
+            f"`{f['metric']}` over the {f['paired_seeds']} seed(s) both finished: {f['fidelity_mean']:.3f} vs "
+            f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; "
+            f"paired difference {v['mean_difference']:+.3f}, 95% t [{v['t_low']:+.3f}, {v['t_high']:+.3f}], "
+            f"p = {v['pvalue']:.3g}, {v['n']} seeds). Accuracy difference {a['mean_difference']:+.3f} "
+            f"(p = {a['pvalue']:.3g}). Goal (halve it, accuracy within 1 point): "
+            f"{'met' if f['halved'] and f['accuracy_within_1pt'] else 'not met'}.",
+        ]
         for seed, bs in f.get("per_seed_bootstrap", {}).items():
             if bs.get("n_rows"):
-                lines.append(f"- seed {seed}, paired bootstrap over {bs['n_rows']} test rows ({bs['n_pairs']} "
-                             f"transformed inputs both judged): fidelity {bs['a']:.3f} vs {bs['b']:.3f}, difference "
-                             f"{bs['mean_difference']:+.3f} [{bs['low']:+.3f}, {bs['high']:+.3f}], p = {_p(bs['pvalue'])} "
-                             "(pooled over the transformed inputs both evaluations kept, so it differs slightly from "
-                             "the logged rates)")
+                lines.append(
+                    f"- seed {seed}, paired bootstrap over {bs['n_rows']} test rows ({bs['n_pairs']} "
+                    f"transformed inputs both judged): fidelity {bs['a']:.3f} vs {bs['b']:.3f}, difference "
+                    f"{bs['mean_difference']:+.3f} [{bs['low']:+.3f}, {bs['high']:+.3f}], p = {_p(bs['pvalue'])} "
+                    "(pooled over the transformed inputs both evaluations kept, so it differs slightly from "
+                    "the logged rates)"
+                )
     if report.get("conclusions"):
         lines += ["", "## Conclusions", "", *report["conclusions"]]
     return "\n".join(lines) + "\n"
 
 
-def write_reproduction(cfg: Any, teacher: Any, results: dict[tuple[str, int], dict[str, float]],
-                       output: str | Path = "reproduction") -> dict[str, Any]:
+def write_reproduction(
+    cfg: Any, teacher: Any, results: dict[tuple[str, int], dict[str, float]], output: str | Path = "reproduction"
+) -> dict[str, Any]:
     """Summarise the finished evaluations ``results`` (``(method, seed)`` → metrics, from
     :func:`.reproduce.collect`) and write ``<dataset>.json``/``.md`` into ``output``, and log
     them as the ``reproduction/`` artifact folder of a report run."""
-    import mlflow
     from dataclasses import asdict
 
+    import mlflow
     from mlflow import MlflowClient
 
     from .resume import STAGE_TAG, STUDY_TAG
@@ -253,21 +336,31 @@ def write_reproduction(cfg: Any, teacher: Any, results: dict[tuple[str, int], di
             a, b = results.get(("fidelity", seed)), results.get((f["best_baseline"], seed))
             if a and b:
                 f["per_seed_bootstrap"][str(seed)] = paired_bootstrap(
-                    per_sample_violations(str(a["run_id"])), per_sample_violations(str(b["run_id"])), seed=seed)
+                    per_sample_violations(str(a["run_id"])), per_sample_violations(str(b["run_id"])), seed=seed
+                )
     tmetrics = dict(MlflowClient().get_run(teacher.run_id).data.metrics)
     b = cfg.teacher
-    tmetrics["arch"] = f"{b.layers} × {b.hidden} encoder, {b.vocab_size // 1000}k BPE vocabulary, max length {b.max_length}"
+    tmetrics["arch"] = (
+        f"{b.layers} × {b.hidden} encoder, {b.vocab_size // 1000}k BPE vocabulary, max length {b.max_length}"
+    )
     dataset = "bigclonebench" if cfg.task in ("clone", "bigclonebench") else "devign"
-    report = {"dataset": dataset, "config": json.loads(json.dumps(asdict(cfg), default=str)), "teacher": tmetrics,
-              "teacher_uri": teacher.outputs.get("model_uri"), "summary": summary, "headline": headline(summary),
-              "finished": sorted(f"{m}-seed{s}" for m, s in results)}
+    report = {
+        "dataset": dataset,
+        "config": json.loads(json.dumps(asdict(cfg), default=str)),
+        "teacher": tmetrics,
+        "teacher_uri": teacher.outputs.get("model_uri"),
+        "summary": summary,
+        "headline": headline(summary),
+        "finished": sorted(f"{m}-seed{s}" for m, s in results),
+    }
     notes = Path(output) / f"{dataset}_conclusions.md"
     if notes.is_file():  # hand-written conclusions, kept beside the generated table
         report["conclusions"] = notes.read_text(encoding="utf-8").strip().splitlines()
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{dataset}.json").write_text(json.dumps(clean(report), indent=2, default=str, allow_nan=False) + "\n",
-                                         encoding="utf-8")
+    (out / f"{dataset}.json").write_text(
+        json.dumps(clean(report), indent=2, default=str, allow_nan=False) + "\n", encoding="utf-8"
+    )
     (out / f"{dataset}.md").write_text(render_markdown(report), encoding="utf-8")
     with mlflow.start_run(run_name=f"reproduction-{dataset}", tags={STAGE_TAG: "report", STUDY_TAG: cfg.task}):
         mlflow.log_artifacts(str(out), artifact_path="reproduction")

@@ -92,14 +92,20 @@ class StudyConfig:
 def _study_data(cfg: StudyConfig) -> Any:
     from .repro_data import load_study_data
 
-    return load_study_data(cfg.task, cfg.data_dir, oracle_rows=cfg.oracle_rows, distill_rows=cfg.distill_rows,
-                           seed=cfg.data_seed)
+    return load_study_data(
+        cfg.task, cfg.data_dir, oracle_rows=cfg.oracle_rows, distill_rows=cfg.distill_rows, seed=cfg.data_seed
+    )
 
 
 def teacher_args(cfg: StudyConfig) -> dict[str, Any]:
     """What the teacher's result depends on (not seeds, methods or evaluation budgets)."""
-    return {"task": cfg.task, "data": cfg.folder(), "budget": asdict(cfg.teacher), "data_seed": cfg.data_seed,
-            "oracle_rows": cfg.oracle_rows}
+    return {
+        "task": cfg.task,
+        "data": cfg.folder(),
+        "budget": asdict(cfg.teacher),
+        "data_seed": cfg.data_seed,
+        "oracle_rows": cfg.oracle_rows,
+    }
 
 
 def teacher_stage(cfg: StudyConfig, data: Any | None = None) -> StageResult:
@@ -114,17 +120,41 @@ def teacher_stage(cfg: StudyConfig, data: Any | None = None) -> StageResult:
 
         d = data if data is not None else _study_data(cfg)
         b = cfg.teacher
-        arch = ArchSpec(vocab_size=b.vocab_size, num_hidden_layers=b.layers, hidden_size=b.hidden,
-                        num_attention_heads=b.heads, intermediate_size=b.intermediate, max_length=b.max_length)
+        arch = ArchSpec(
+            vocab_size=b.vocab_size,
+            num_hidden_layers=b.layers,
+            hidden_size=b.hidden,
+            num_attention_heads=b.heads,
+            intermediate_size=b.intermediate,
+            max_length=b.max_length,
+        )
         started = time.perf_counter()
-        result = train_teacher(d.frames(d.teacher_train), d.codexglue_task, init="scratch", arch=arch,
-                               epochs=b.epochs, batch_size=b.batch_size, lr=b.lr, max_steps=b.max_steps, seed=0,
-                               monitor="last", registered_name=f"metacompress-reproduce-{d.codexglue_task}-teacher",
-                               progress=False, dataset=d.codexglue_task, train_on="all", unique_texts=True)
+        result = train_teacher(
+            d.frames(d.teacher_train),
+            d.codexglue_task,
+            init="scratch",
+            arch=arch,
+            epochs=b.epochs,
+            batch_size=b.batch_size,
+            lr=b.lr,
+            max_steps=b.max_steps,
+            seed=0,
+            monitor="last",
+            registered_name=f"metacompress-reproduce-{d.codexglue_task}-teacher",
+            progress=False,
+            dataset=d.codexglue_task,
+            train_on="all",
+            unique_texts=True,
+        )
         seconds = time.perf_counter() - started
         metrics = measure_teacher(result.model_uri, d.test, d.code_columns, d.label_column)
-        metrics.update({"teacher_train_seconds": seconds, "teacher_size_mb": float(result.metrics.get("size_mb", 0.0)),
-                        "teacher_train_rows": float(len(d.teacher_train))})
+        metrics.update(
+            {
+                "teacher_train_seconds": seconds,
+                "teacher_size_mb": float(result.metrics.get("size_mb", 0.0)),
+                "teacher_train_rows": float(len(d.teacher_train)),
+            }
+        )
         mlflow.log_metrics(metrics)
         logger.info("teacher %s: %s", result.model_uri, metrics)
         return {"model_uri": result.model_uri, "teacher_run_id": result.run_id}
@@ -141,21 +171,37 @@ def measure_teacher(uri: str, test: Any, columns: tuple[str, ...], label: str) -
     probs = np.asarray(mlflow.pyfunc.load_model(uri).predict(test[list(columns)]), dtype=float)
     pred = probs.argmax(axis=1)
     y = test[label].to_numpy()
-    return {"teacher_test_acc": float(np.mean(pred == y)), "teacher_test_f1": float(f1_score(y, pred)),
-            "teacher_conf80_share": float(np.mean(probs.max(axis=1) >= 0.8)), "teacher_test_rows": float(len(y))}
-
+    return {
+        "teacher_test_acc": float(np.mean(pred == y)),
+        "teacher_test_f1": float(f1_score(y, pred)),
+        "teacher_conf80_share": float(np.mean(probs.max(axis=1) >= 0.8)),
+        "teacher_test_rows": float(len(y)),
+    }
 
 
 def _data_args(cfg: StudyConfig) -> dict[str, Any]:
-    return {"task": cfg.task, "data": cfg.folder(), "data_seed": cfg.data_seed, "distill_rows": cfg.distill_rows,
-            "oracle_rows": cfg.oracle_rows}
+    return {
+        "task": cfg.task,
+        "data": cfg.folder(),
+        "data_seed": cfg.data_seed,
+        "distill_rows": cfg.distill_rows,
+        "oracle_rows": cfg.oracle_rows,
+    }
 
 
 def student_args(cfg: StudyConfig, teacher: StageResult, method: str, seed: int) -> dict[str, Any]:
     """What one student depends on: the teacher's stage, the data, its method and seed, budgets."""
-    return {**_data_args(cfg), "teacher_key": teacher.key, "method": method, "seed": seed, "size_mb": cfg.size_mb,
-            "max_length": cfg.student_max_length, "batch_size": cfg.student_batch_size, "steps": cfg.student_steps,
-            "options": cfg.method_options.get(method, {})}
+    return {
+        **_data_args(cfg),
+        "teacher_key": teacher.key,
+        "method": method,
+        "seed": seed,
+        "size_mb": cfg.size_mb,
+        "max_length": cfg.student_max_length,
+        "batch_size": cfg.student_batch_size,
+        "steps": cfg.student_steps,
+        "options": cfg.method_options.get(method, {}),
+    }
 
 
 def student_stage(cfg: StudyConfig, data: Any, teacher: StageResult, method: str, seed: int) -> StageResult:
@@ -169,22 +215,51 @@ def student_stage(cfg: StudyConfig, data: Any, teacher: StageResult, method: str
 
         epochs = max(1, math.ceil(cfg.student_steps * cfg.student_batch_size / max(1, len(data.distill))))
         result = distill_student(
-            data.frames(data.distill), teacher.outputs["model_uri"], data.codexglue_task, method=method,
-            size_mb=cfg.size_mb, max_length=cfg.student_max_length, epochs=epochs, batch_size=cfg.student_batch_size,
-            max_steps=cfg.student_steps, seed=seed, registered_name=f"metacompress-reproduce-{data.codexglue_task}-{method}",
-            progress=False, dataset=data.codexglue_task, unlabeled=data.distill, **cfg.method_options.get(method, {}))
-        return {"model_uri": result.model_uri, "student_run_id": result.run_id,
-                "size_mb": result.metrics.get("size_mb", float("nan"))}
+            data.frames(data.distill),
+            teacher.outputs["model_uri"],
+            data.codexglue_task,
+            method=method,
+            size_mb=cfg.size_mb,
+            max_length=cfg.student_max_length,
+            epochs=epochs,
+            batch_size=cfg.student_batch_size,
+            max_steps=cfg.student_steps,
+            seed=seed,
+            registered_name=f"metacompress-reproduce-{data.codexglue_task}-{method}",
+            progress=False,
+            dataset=data.codexglue_task,
+            unlabeled=data.distill,
+            **cfg.method_options.get(method, {}),
+        )
+        return {
+            "model_uri": result.model_uri,
+            "student_run_id": result.run_id,
+            "size_mb": result.metrics.get("size_mb", float("nan")),
+        }
 
-    return run_stage(f"student-{method}-seed{seed}", student_args(cfg, teacher, method, seed), body, study=cfg.task,
-                     tags={"metacompress.reproduce.method": method, "metacompress.reproduce.seed": str(seed)})
+    return run_stage(
+        f"student-{method}-seed{seed}",
+        student_args(cfg, teacher, method, seed),
+        body,
+        study=cfg.task,
+        tags={"metacompress.reproduce.method": method, "metacompress.reproduce.seed": str(seed)},
+    )
 
 
 def eval_args(cfg: StudyConfig, student: StageResult, method: str, seed: int) -> dict[str, Any]:
     """What one evaluation depends on: the student's stage and every evaluation budget."""
-    return {**_data_args(cfg), "student_key": student.key, "method": method, "seed": seed, "eval_rows": cfg.eval_rows,
-            "transforms": cfg.transforms, "attacks": list(cfg.attacks), "attack_budget": cfg.attack_budget,
-            "attack_max_samples": cfg.attack_max_samples, "bootstrap": cfg.bootstrap}
+    return {
+        **_data_args(cfg),
+        "student_key": student.key,
+        "method": method,
+        "seed": seed,
+        "eval_rows": cfg.eval_rows,
+        "transforms": cfg.transforms,
+        "attacks": list(cfg.attacks),
+        "attack_budget": cfg.attack_budget,
+        "attack_max_samples": cfg.attack_max_samples,
+        "bootstrap": cfg.bootstrap,
+    }
 
 
 def eval_rows(cfg: StudyConfig, data: Any) -> Any:
@@ -195,8 +270,9 @@ def eval_rows(cfg: StudyConfig, data: Any) -> Any:
     return cap_rows(data.test, cfg.eval_rows, data.label_column, cfg.data_seed)
 
 
-def evaluation_stage(cfg: StudyConfig, data: Any, teacher: StageResult, student: StageResult, method: str,
-                     seed: int) -> StageResult:
+def evaluation_stage(
+    cfg: StudyConfig, data: Any, teacher: StageResult, student: StageResult, method: str, seed: int
+) -> StageResult:
     """The MetaCompress evaluation of one student (every transformation, each attack,
     bootstrap intervals) and its teacher-as-oracle comparison with CodeBERT's labels."""
 
@@ -206,23 +282,49 @@ def evaluation_stage(cfg: StudyConfig, data: Any, teacher: StageResult, student:
         from .oracle import codebert_agreement
 
         rows = eval_rows(cfg, data)
-        config = {"teacher": teacher.outputs["model_uri"], "code_columns": list(data.code_columns),
-                  "transforms": cfg.transforms, "attacks": list(cfg.attacks), "attack_budget": cfg.attack_budget,
-                  "attack_max_samples": cfg.attack_max_samples, "seed": seed, "progress": False,
-                  "bootstrap_samples": cfg.bootstrap}
-        mlflow.set_tags({"metacompress.model": student.outputs["model_uri"],
-                         "metacompress.teacher": teacher.outputs["model_uri"]})
-        mlflow.models.evaluate(model=student.outputs["model_uri"], data=rows, targets=data.label_column,
-                               model_type="metacompress", evaluators="metacompress", evaluator_config=config)
+        config = {
+            "teacher": teacher.outputs["model_uri"],
+            "code_columns": list(data.code_columns),
+            "transforms": cfg.transforms,
+            "attacks": list(cfg.attacks),
+            "attack_budget": cfg.attack_budget,
+            "attack_max_samples": cfg.attack_max_samples,
+            "seed": seed,
+            "progress": False,
+            "bootstrap_samples": cfg.bootstrap,
+        }
+        mlflow.set_tags(
+            {"metacompress.model": student.outputs["model_uri"], "metacompress.teacher": teacher.outputs["model_uri"]}
+        )
+        mlflow.models.evaluate(
+            model=student.outputs["model_uri"],
+            data=rows,
+            targets=data.label_column,
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config=config,
+        )
         if data.oracle is not None:
-            mlflow.log_metrics(codebert_agreement(student.outputs["model_uri"], teacher.outputs["model_uri"],
-                                                  data.oracle, data.code_columns, data.label_column,
-                                                  cfg.bootstrap, seed))
+            mlflow.log_metrics(
+                codebert_agreement(
+                    student.outputs["model_uri"],
+                    teacher.outputs["model_uri"],
+                    data.oracle,
+                    data.code_columns,
+                    data.label_column,
+                    cfg.bootstrap,
+                    seed,
+                )
+            )
         return {"model_uri": student.outputs["model_uri"]}
 
-    return run_stage(f"evaluate-{method}-seed{seed}", eval_args(cfg, student, method, seed), body, study=cfg.task,
-                     tags={"metacompress.reproduce.method": method, "metacompress.reproduce.seed": str(seed)})
-
+    return run_stage(
+        f"evaluate-{method}-seed{seed}",
+        eval_args(cfg, student, method, seed),
+        body,
+        study=cfg.task,
+        tags={"metacompress.reproduce.method": method, "metacompress.reproduce.seed": str(seed)},
+    )
 
 
 def run_study(cfg: StudyConfig, *, only: str = "all", output: str | Path = "reproduction") -> dict[str, Any]:

@@ -54,15 +54,18 @@ def find_finished(key: str, experiment_ids: list[str] | None = None) -> Any | No
 
     if experiment_ids is None:
         experiment_ids = [_experiment_id()]
-    runs = mlflow.search_runs(experiment_ids=experiment_ids,
-                              filter_string=f"tags.`{KEY_TAG}` = '{key}' and attributes.status = 'FINISHED'",
-                              order_by=["attributes.start_time DESC"], max_results=1, output_format="list")
+    runs = mlflow.search_runs(
+        experiment_ids=experiment_ids,
+        filter_string=f"tags.`{KEY_TAG}` = '{key}' and attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+        output_format="list",
+    )
     return runs[0] if runs else None
 
 
 def _experiment_id() -> str:
     import mlflow
-
     from mlflow.tracking.fluent import _get_experiment_id
 
     return str(_get_experiment_id() or mlflow.get_experiment_by_name("Default").experiment_id)
@@ -70,7 +73,7 @@ def _experiment_id() -> str:
 
 def outputs_of(run: Any) -> dict[str, str]:
     """The ``metacompress.reproduce.out.*`` tags of ``run`` without their prefix."""
-    return {k[len(OUT_PREFIX):]: v for k, v in run.data.tags.items() if k.startswith(OUT_PREFIX)}
+    return {k[len(OUT_PREFIX) :]: v for k, v in run.data.tags.items() if k.startswith(OUT_PREFIX)}
 
 
 def lookup(name: str, args: Mapping[str, Any]) -> StageResult | None:
@@ -85,8 +88,14 @@ def planned(name: str, args: Mapping[str, Any]) -> StageResult:
     return StageResult(name, stage_key(name, args), "")
 
 
-def run_stage(name: str, args: Mapping[str, Any], body: Callable[[], Mapping[str, Any]], *,
-              study: str = "", tags: Mapping[str, str] | None = None) -> StageResult:
+def run_stage(
+    name: str,
+    args: Mapping[str, Any],
+    body: Callable[[], Mapping[str, Any]],
+    *,
+    study: str = "",
+    tags: Mapping[str, str] | None = None,
+) -> StageResult:
     """Run ``body`` inside a new top-level run tagged with ``name`` and :func:`stage_key`,
     unless a ``FINISHED`` run with that key exists; then return its outputs, untouched.
 

@@ -111,25 +111,25 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     started ends KILLED or FAILED and the temporary folders are removed (:mod:`.interrupts`)."""
     import mlflow
 
+    from ..distill.devices import TrainerSettings
     from ..gates.policy import load_policy
     from ..heartbeat import on_terminal
     from ..quiet import quiet_libraries
+    from .budget import pipeline_work, transform_count
     from .data import load_task_data
     from .interrupts import CleanExit, failed_runs
-    from .budget import pipeline_work, transform_count
+    from .profiles import get_profile, resolve_policy
     from .progress import StageClock
     from .report import comparison_table, log_comparison
     from .stages import gate_stage, resolve_methods, student_stage, teacher_stage
-    from .profiles import get_profile, resolve_policy
-
-    from ..distill.devices import TrainerSettings
 
     profile = get_profile(config.profile)
     methods = resolve_methods(config.methods)  # fail before any training
     from ..threads import describe, parse_threads, using
 
-    trainer = TrainerSettings(devices=config.devices, strategy=config.strategy, precision=config.precision or None,
-                              threads=config.threads)
+    trainer = TrainerSettings(
+        devices=config.devices, strategy=config.strategy, precision=config.precision or None, threads=config.threads
+    )
     trainer.check()
     threads = trainer.thread_count()
     policy = load_policy(resolve_policy(config.policy, profile))
@@ -138,37 +138,85 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     bars = config.progress and on_terminal()
     budget = pipeline_work(profile, methods, data.sizes(), transform_count(profile, data.language))
     clock = StageClock([(w.kind, w.label, w.work) for w in budget])
-    logger.info("torch threads: %s (threads=%s, %s)", describe(threads), config.threads or "auto",
-                "the default" if parse_threads(config.threads) is None else "given")
+    logger.info(
+        "torch threads: %s (threads=%s, %s)",
+        describe(threads),
+        config.threads or "auto",
+        "the default" if parse_threads(config.threads) is None else "given",
+    )
     outcomes: list[GateOutcome] = []
     errors: dict[str, str] = {}
-    with quiet_libraries(bars), CleanExit() as cleanup, \
-            tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache, \
-            using(threads), mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run:
+    with (
+        quiet_libraries(bars),
+        CleanExit() as cleanup,
+        tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache,
+        using(threads),
+        mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run,
+    ):
         cleanup.root = run.info.run_id
-        mlflow.set_tags({"metacompress.pipeline": "main", "metacompress.data": data.source,
-                         "metacompress.task": data.dataset, "metacompress.profile": profile.name,
-                         "metacompress.policy": policy.name})
-        resolved = {"task": data.task, "data_source": data.source, "profile": profile.name,
-                    "methods": ",".join(methods),
-                    "policy": policy.name, "size_mb_target": size_mb, "seed": config.seed, "threads": threads,
-                    **{f"rows_{k}": v for k, v in data.sizes().items()}}
+        mlflow.set_tags(
+            {
+                "metacompress.pipeline": "main",
+                "metacompress.data": data.source,
+                "metacompress.task": data.dataset,
+                "metacompress.profile": profile.name,
+                "metacompress.policy": policy.name,
+            }
+        )
+        resolved = {
+            "task": data.task,
+            "data_source": data.source,
+            "profile": profile.name,
+            "methods": ",".join(methods),
+            "policy": policy.name,
+            "size_mb_target": size_mb,
+            "seed": config.seed,
+            "threads": threads,
+            **{f"rows_{k}": v for k, v in data.sizes().items()},
+        }
         # "pipeline." keeps these apart from the raw MLproject parameters mlflow run logs
         mlflow.log_params({f"pipeline.{k}": v for k, v in resolved.items()})
-        mlflow.log_dict({"profile": profile.to_dict(), "config": asdict(config) | {"methods": methods},
-                         "policy": policy.describe(), "stage_work": [asdict(w) for w in budget]},
-                        "pipeline/config.json")
+        mlflow.log_dict(
+            {
+                "profile": profile.to_dict(),
+                "config": asdict(config) | {"methods": methods},
+                "policy": policy.describe(),
+                "stage_work": [asdict(w) for w in budget],
+            },
+            "pipeline/config.json",
+        )
         with clock.stage("teacher"):
             teacher = teacher_stage(data, profile, config.seed, bars, trainer=trainer)
         for method in methods:
             try:
                 with clock.stage(f"distill {method}"):
-                    student = student_stage(data, profile, teacher.model_uri, method, size_mb, config.seed,
-                                            Path(cache) / "soft_labels", bars, trainer=trainer)
+                    student = student_stage(
+                        data,
+                        profile,
+                        teacher.model_uri,
+                        method,
+                        size_mb,
+                        config.seed,
+                        Path(cache) / "soft_labels",
+                        bars,
+                        trainer=trainer,
+                    )
                 with clock.stage(f"gate {method}"):
-                    outcomes.append(gate_stage(method, data.model_name(method), str(student.version), data,
-                                               profile, policy, config.alias, config.seed,
-                                               Path(cache) / "predictions", bars, threads=threads))
+                    outcomes.append(
+                        gate_stage(
+                            method,
+                            data.model_name(method),
+                            str(student.version),
+                            data,
+                            profile,
+                            policy,
+                            config.alias,
+                            config.seed,
+                            Path(cache) / "predictions",
+                            bars,
+                            threads=threads,
+                        )
+                    )
             except Exception as exc:  # keep the other methods going; the table says what broke
                 logger.exception("method %s failed", method)
                 errors[method] = f"{type(exc).__name__}: {exc}"
@@ -176,8 +224,11 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
                 if clock.pending(f"gate {method}"):
                     clock.skip(f"gate {method}", "its distillation failed")
                 cleanup.keep |= failed_runs(run.info.run_id, cleanup.since_ms)  # stays FAILED after a Ctrl-C
-        table = comparison_table(outcomes, {"model": teacher.model_uri[len("models:/"):],
-                                            "size_mb": teacher.metrics.get("size_mb")}, profile.attacks)
+        table = comparison_table(
+            outcomes,
+            {"model": teacher.model_uri[len("models:/") :], "size_mb": teacher.metrics.get("size_mb")},
+            profile.attacks,
+        )
         title = f"{data.task} on {data.source} · profile {profile.name} · policy {policy.name}"
         markdown = log_comparison(table, title)
         from ..report.compare import log_comparison_html

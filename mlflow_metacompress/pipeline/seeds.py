@@ -39,8 +39,11 @@ def paired_test(a: Sequence[float | None], b: Sequence[float | None]) -> dict[st
     value are dropped): the mean difference a − b with its t-interval and the p-value."""
     from scipy import stats
 
-    pairs = [(float(x), float(y)) for x, y in zip(a, b)
-             if x is not None and y is not None and not (math.isnan(float(x)) or math.isnan(float(y)))]
+    pairs = [
+        (float(x), float(y))
+        for x, y in zip(a, b)
+        if x is not None and y is not None and not (math.isnan(float(x)) or math.isnan(float(y)))
+    ]
     diff = [x - y for x, y in pairs]
     mean, low, high = t_interval(diff)
     p = math.nan

@@ -90,8 +90,7 @@ def version_tags(data: TaskData, profile: Profile) -> dict[str, str]:
     return {"data": data.source, "profile": profile.name, "task": data.dataset}
 
 
-def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: bool = True,
-                  trainer: Any = None) -> Any:
+def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: bool = True, trainer: Any = None) -> Any:
     """Train and register the teacher (``metacompress-<dataset>-teacher``) in a run
     named ``teacher-<dataset>``; returns the :class:`~.distill.results.TrainingResult`.
     ``trainer``: Lightning's devices/strategy/precision (:class:`~.distill.devices.TrainerSettings`)."""
@@ -99,45 +98,88 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
     from ..distill.teacher import train_teacher
 
     arch = ArchSpec(**profile.teacher_arch, max_length=profile.max_length)
-    result = train_teacher(data.frames, data.codexglue_task, arch=arch, epochs=profile.teacher_epochs,
-                           lr=profile.teacher_lr, patience=profile.teacher_patience, batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
-                           registered_name=data.model_name("teacher"), progress=progress, dataset=data.dataset,
-                           trainer=trainer, pair_mode=profile.pair_mode)
+    result = train_teacher(
+        data.frames,
+        data.codexglue_task,
+        arch=arch,
+        epochs=profile.teacher_epochs,
+        lr=profile.teacher_lr,
+        patience=profile.teacher_patience,
+        batch_size=profile.batch_size,
+        max_steps=profile.max_steps,
+        seed=seed,
+        registered_name=data.model_name("teacher"),
+        progress=progress,
+        dataset=data.dataset,
+        trainer=trainer,
+        pair_mode=profile.pair_mode,
+    )
     tag_version(data.model_name("teacher"), result.version, version_tags(data, profile))
     return result
 
 
-def student_stage(data: TaskData, profile: Profile, teacher_uri: str, method: str, size_mb: float | None = None,
-                  seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True,
-                  trainer: Any = None) -> Any:
+def student_stage(
+    data: TaskData,
+    profile: Profile,
+    teacher_uri: str,
+    method: str,
+    size_mb: float | None = None,
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+    trainer: Any = None,
+) -> Any:
     """Distil and register one student with ``method`` (``metacompress-<dataset>-<method>``)
     in a run named ``<method>-<dataset>``."""
     from ..distill.runner import distill_student
 
     target = float(size_mb) if size_mb else profile.size_mb
     result = distill_student(
-        data.frames, teacher_uri, data.codexglue_task, method=method, size_mb=target, max_length=profile.max_length,
-        epochs=profile.epochs_for(method), batch_size=profile.batch_size, max_steps=profile.max_steps, seed=seed,
-        registered_name=data.model_name(method), cache_dir=cache_dir, progress=progress, dataset=data.dataset,
-        trainer=trainer, pair_mode=profile.pair_mode,
+        data.frames,
+        teacher_uri,
+        data.codexglue_task,
+        method=method,
+        size_mb=target,
+        max_length=profile.max_length,
+        epochs=profile.epochs_for(method),
+        batch_size=profile.batch_size,
+        max_steps=profile.max_steps,
+        seed=seed,
+        registered_name=data.model_name(method),
+        cache_dir=cache_dir,
+        progress=progress,
+        dataset=data.dataset,
+        trainer=trainer,
+        pair_mode=profile.pair_mode,
         **profile.options_for(method),
     )
     tag_version(data.model_name(method), result.version, version_tags(data, profile))
     return result
 
 
-def evaluator_config(data: TaskData, profile: Profile, seed: int = 0, cache_dir: str | Path | None = None,
-                     progress: bool = True, threads: int | str | None = None) -> dict[str, Any]:
+def evaluator_config(
+    data: TaskData,
+    profile: Profile,
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+    threads: int | str | None = None,
+) -> dict[str, Any]:
     """The metacompress ``evaluator_config`` of the profile (transformations + attacks),
     with the data's ``language`` set (:attr:`.data.TaskData.language`); ``threads``
     (torch threads of inference) only when set."""
     if not profile.attacks:
         raise ValueError(f"profile {profile.name!r} names no attack; the pipeline evaluates with at least one")
     cfg: dict[str, Any] = {
-        "code_columns": list(data.code_columns), "language": data.language, "transforms": profile.transforms,
+        "code_columns": list(data.code_columns),
+        "language": data.language,
+        "transforms": profile.transforms,
         "attacks": list(profile.attacks),
-        "attack_budget": profile.attack_budget, "attack_max_samples": profile.attack_max_samples,
-        "batch_size": profile.eval_batch_size, "seed": seed, "progress": progress,
+        "attack_budget": profile.attack_budget,
+        "attack_max_samples": profile.attack_max_samples,
+        "batch_size": profile.eval_batch_size,
+        "seed": seed,
+        "progress": progress,
     }
     if cache_dir is not None:
         cfg["cache_dir"] = str(cache_dir)
@@ -156,7 +198,7 @@ def teacher_of(model_uri: str) -> str:
     pinned = resolve_model_uri(model_uri)
     if not pinned.startswith("models:/"):
         raise ValueError(f"cannot read the teacher of {model_uri!r}: pass teacher=<model URI> explicitly")
-    name, _, version = pinned[len("models:/"):].rpartition("/")
+    name, _, version = pinned[len("models:/") :].rpartition("/")
     teacher = (MlflowClient().get_model_version(name, version).tags or {}).get(TAG_TEACHER)
     if not teacher:
         raise ValueError(f"{pinned} has no {TAG_TEACHER!r} tag: pass teacher=<model URI> explicitly")
@@ -167,14 +209,22 @@ def evaluation_run_name(model_uri: str) -> str:
     """``evaluate-<name>-v<version>`` for ``models:/<name>/<version>`` (the gate's
     ``gate-<name>-v<version>``), else ``evaluate-`` and the URI's last part."""
     if model_uri.startswith("models:/"):
-        name, _, version = model_uri[len("models:/"):].rpartition("/")
+        name, _, version = model_uri[len("models:/") :].rpartition("/")
         if name and version.isdigit():
             return f"evaluate-{name}-v{version}"
     return f"evaluate-{model_uri.rstrip('/').rsplit('/', 1)[-1]}"
 
 
-def evaluate_stage(model_uri: str, data: TaskData, profile: Profile, teacher: str | None = None, seed: int = 0,
-                   cache_dir: str | Path | None = None, progress: bool = True, threads: int | str | None = None) -> Any:
+def evaluate_stage(
+    model_uri: str,
+    data: TaskData,
+    profile: Profile,
+    teacher: str | None = None,
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+    threads: int | str | None = None,
+) -> Any:
     """Run the metacompress evaluator on the test split in its own (nested) run."""
     import mlflow
 
@@ -182,14 +232,29 @@ def evaluate_stage(model_uri: str, data: TaskData, profile: Profile, teacher: st
     cfg = evaluator_config(data, profile, seed, cache_dir, progress, threads)
     with mlflow.start_run(run_name=evaluation_run_name(model_uri), nested=mlflow.active_run() is not None):
         mlflow.set_tags({"metacompress.model": model_uri, "metacompress.teacher": teacher})
-        return mlflow.models.evaluate(model=model_uri, data=data.frames["test"], targets=data.label_column,
-                                      model_type="metacompress", evaluators="metacompress",
-                                      evaluator_config={"teacher": teacher, **cfg})
+        return mlflow.models.evaluate(
+            model=model_uri,
+            data=data.frames["test"],
+            targets=data.label_column,
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={"teacher": teacher, **cfg},
+        )
 
 
-def gate_stage(method: str, model_name: str, version: str, data: TaskData, profile: Profile, policy: Any,
-               alias: str = "champion", seed: int = 0, cache_dir: str | Path | None = None,
-               progress: bool = True, threads: int | str | None = None) -> GateOutcome:
+def gate_stage(
+    method: str,
+    model_name: str,
+    version: str,
+    data: TaskData,
+    profile: Profile,
+    policy: Any,
+    alias: str = "champion",
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+    threads: int | str | None = None,
+) -> GateOutcome:
     """Evaluate a registered student against its tagged teacher and promote it if it passes.
 
     A refusal (the alias holder passed on a fresher evaluation) is reported as verdict
@@ -202,8 +267,15 @@ def gate_stage(method: str, model_name: str, version: str, data: TaskData, profi
 
     cfg = evaluator_config(data, profile, seed, cache_dir, progress, threads)
     try:
-        decision = gate_version(model_name, version, data.frames["test"], policy, targets=data.label_column,
-                                alias=alias, evaluator_config=cfg)
+        decision = gate_version(
+            model_name,
+            version,
+            data.frames["test"],
+            policy,
+            targets=data.label_column,
+            alias=alias,
+            evaluator_config=cfg,
+        )
         verdict = "passed" if decision.passed else "failed"
     except PromotionRefusedError as exc:
         decision, verdict = exc.decision, "refused"
@@ -211,5 +283,14 @@ def gate_stage(method: str, model_name: str, version: str, data: TaskData, profi
     metrics = dict(client.get_run(decision.evaluation_run_id).data.metrics) if decision.evaluation_run_id else {}
     tags = dict(client.get_model_version(model_name, version).tags or {})
     logger.info("%s", decision.summary())
-    return GateOutcome(method, model_name, version, verdict, decision.alias_moved,
-                       [c.message for c in decision.failed_checks], metrics, decision.evaluation_run_id, tags)
+    return GateOutcome(
+        method,
+        model_name,
+        version,
+        verdict,
+        decision.alias_moved,
+        [c.message for c in decision.failed_checks],
+        metrics,
+        decision.evaluation_run_id,
+        tags,
+    )

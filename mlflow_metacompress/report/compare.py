@@ -8,9 +8,9 @@ named: their numbers are not comparable.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import Any, Sequence
 
 from . import fmt
 from .data import ReportData, from_run
@@ -19,13 +19,19 @@ from .provenance import short_label, teacher_identity
 
 logger = logging.getLogger(__name__)
 
-ROWS = (("teacher_accuracy", "original", "teacher accuracy"), ("student_accuracy", "original", "student accuracy"),
-        ("accuracy_drop", "original", "accuracy drop"), ("any_violation_rate", "original", "any violation"),
-        ("mr1_violation_rate", "original", "MR1 violation"), ("mr2_violation_rate", "original", "MR2 violation"),
-        ("mr3_violation_rate", "original", "MR3 violation"), ("mr4_violation_rate", "original", "MR4 violation"),
-        ("any_violation_rate", "metamorphic", "any violation · transformed"),
-        ("mr1_violation_rate", "metamorphic", "MR1 violation · transformed"),
-        ("student_flip_rate", "metamorphic", "student flips · transformed"))
+ROWS = (
+    ("teacher_accuracy", "original", "teacher accuracy"),
+    ("student_accuracy", "original", "student accuracy"),
+    ("accuracy_drop", "original", "accuracy drop"),
+    ("any_violation_rate", "original", "any violation"),
+    ("mr1_violation_rate", "original", "MR1 violation"),
+    ("mr2_violation_rate", "original", "MR2 violation"),
+    ("mr3_violation_rate", "original", "MR3 violation"),
+    ("mr4_violation_rate", "original", "MR4 violation"),
+    ("any_violation_rate", "metamorphic", "any violation · transformed"),
+    ("mr1_violation_rate", "metamorphic", "MR1 violation · transformed"),
+    ("student_flip_rate", "metamorphic", "student flips · transformed"),
+)
 LABEL_CHARS = 56  # a forest-plot label longer than this is cut at its start
 FOREST = (("student_accuracy", "original"), ("any_violation_rate", "original"), ("any_violation_rate", "metamorphic"))
 
@@ -38,13 +44,19 @@ def check_comparable(runs: Sequence[ReportData]) -> None:
             value, run_id = key(data.provenance), data.provenance.get("run_id")
             if value in (None, "None") or (what == "teachers" and data.provenance.get("mode") == "static"):
                 if what == "data" or data.provenance.get("mode") != "static":  # static mode: the teacher is in the data
-                    logger.warning("run %s records no %s: cannot check it", run_id, "teacher" if what == "teachers" else "data digest")
+                    logger.warning(
+                        "run %s records no %s: cannot check it",
+                        run_id,
+                        "teacher" if what == "teachers" else "data digest",
+                    )
                 continue
             first = next(iter(seen.items()), None)
             if first is not None and str(value) != first[0]:
                 label = "teachers" if what == "teachers" else "data (digests)"
-                raise ValueError(f"cannot compare runs evaluated on different {label}: run {first[1]} has {first[0]!r}, "
-                                 f"run {run_id} has {str(value)!r}; compare students of one teacher on one data set")
+                raise ValueError(
+                    f"cannot compare runs evaluated on different {label}: run {first[1]} has {first[0]!r}, "
+                    f"run {run_id} has {str(value)!r}; compare students of one teacher on one data set"
+                )
             seen.setdefault(str(value), str(run_id))
 
 
@@ -72,9 +84,15 @@ def _cell(data: ReportData, name: str, variant: str, best: bool, overlaps: bool)
     extra = f'<span class="ci">{fmt.interval(low, high)}</span>' if fmt.interval(low, high) else ""
     if name == "accuracy_drop" and data.metric("accuracy_drop_pvalue") is not None:
         extra += f'<span class="p">{fmt.pvalue(data.metric("accuracy_drop_pvalue"))}</span>'
-    mark = ' <span class="hint" title="the intervals overlap another student\'s: not a clear difference">≈</span>' if best and overlaps else ""
+    mark = (
+        ' <span class="hint" title="the intervals overlap another student\'s: not a clear difference">≈</span>'
+        if best and overlaps
+        else ""
+    )
     cls = ' class="best"' if best else ""
-    return (f'<td{cls}><span class="num" data-metric="{escape(key)}" data-value="{value!r}">{text}</span>{mark}{extra}</td>')
+    return (
+        f'<td{cls}><span class="num" data-metric="{escape(key)}" data-value="{value!r}">{text}</span>{mark}{extra}</td>'
+    )
 
 
 def _best(runs: Sequence[ReportData], name: str, variant: str) -> tuple[int | None, bool]:
@@ -126,56 +144,76 @@ def forest(runs: Sequence[ReportData], name: str, variant: str) -> str:
     left, right, row = max(120, int(16 + 6.2 * longest)), 20, 26  # room for the longest label at 11px
     w = left + 310
     h = 30 + row * len(points) + 24
+
     def x(v: float) -> float:
         return left + (v - lo) / max(hi - lo, 1e-9) * (w - left - right)
+
     parts = []
     for k in range(5):
         v = lo + (hi - lo) * k / 4
-        parts.append(f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="22" y2="{h - 22}" stroke="#e2e8f0"/>'
-                     f'<text x="{x(v):.1f}" y="{h - 8}" text-anchor="middle">{v:.2f}</text>')
+        parts.append(
+            f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="22" y2="{h - 22}" stroke="#e2e8f0"/>'
+            f'<text x="{x(v):.1f}" y="{h - 8}" text-anchor="middle">{v:.2f}</text>'
+        )
     for i, (d, v, a, b) in enumerate(points):
         y = 34 + row * i
         color = PALETTE[i % len(PALETTE)]
         label = labels[i]
-        parts.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">'
-                     f'{escape(label if len(label) <= LABEL_CHARS else "…" + label[-(LABEL_CHARS - 1):])}</text>')
+        parts.append(
+            f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">'
+            f"{escape(label if len(label) <= LABEL_CHARS else '…' + label[-(LABEL_CHARS - 1) :])}</text>"
+        )
         if a is not None and b is not None:
             parts.append(f'<line x1="{x(a):.1f}" x2="{x(b):.1f}" y1="{y}" y2="{y}" stroke="{color}" stroke-width="3"/>')
-        parts.append(f'<circle cx="{x(v):.1f}" cy="{y}" r="5" fill="{color}"><title>{escape(_uri(d))}: {fmt.rate(v)} '
-                     f'{fmt.interval(a, b)}</title></circle>')
+        parts.append(
+            f'<circle cx="{x(v):.1f}" cy="{y}" r="5" fill="{color}"><title>{escape(_uri(d))}: {fmt.rate(v)} '
+            f"{fmt.interval(a, b)}</title></circle>"
+        )
     title = name if variant == "original" else f"{name}/{variant}"
     parts.append(f'<text x="8" y="14" class="svg-title">{escape(title)}</text>')
-    return (f'<figure class="fig"><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" class="plot interval-plot" role="img" '
-            f'aria-label="{escape(title)} by student">{"".join(parts)}</svg></figure>')
+    return (
+        f'<figure class="fig"><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" class="plot interval-plot" role="img" '
+        f'aria-label="{escape(title)} by student">{"".join(parts)}</svg></figure>'
+    )
 
 
 def render_comparison(runs: Sequence[ReportData], title: str | None = None) -> str:
     """The comparison page of already loaded runs (checked comparable first); ``title``
     is added to the heading (the pipeline passes its task, data and profile)."""
     check_comparable(runs)
-    heads = "".join(f'<th title="{escape(_uri(d))}">{escape(_label(d))}'
-                    f'<div class="sub">run {escape(str(d.provenance.get("run_id"))[:8])}</div></th>' for d in runs)
+    heads = "".join(
+        f'<th title="{escape(_uri(d))}">{escape(_label(d))}'
+        f'<div class="sub">run {escape(str(d.provenance.get("run_id"))[:8])}</div></th>'
+        for d in runs
+    )
     body = []
     for name, variant, label in _rows(runs):
         best, overlaps = _best(runs, name, variant)
         cells = "".join(_cell(d, name, variant, i == best, overlaps) for i, d in enumerate(runs))
         body.append(f'<tr><th scope="row">{escape(label)}</th>{cells}</tr>')
-    table = (f'<section id="table"><h2>Side by side</h2><p class="note">Best student per row in bold; ≈ marks a best whose 95% '
-             f'interval overlaps another student\'s (not a clear difference). Intervals appear when the evaluations logged them.</p>'
-             f'<div class="scroll"><table class="compare"><thead><tr><th>metric</th>{heads}</tr></thead><tbody>{"".join(body)}</tbody>'
-             f'</table></div></section>')
+    table = (
+        f'<section id="table"><h2>Side by side</h2><p class="note">Best student per row in bold; ≈ marks a best whose 95% '
+        f"interval overlaps another student's (not a clear difference). Intervals appear when the evaluations logged them.</p>"
+        f'<div class="scroll"><table class="compare"><thead><tr><th>metric</th>{heads}</tr></thead><tbody>{"".join(body)}</tbody>'
+        f"</table></div></section>"
+    )
     plots = "".join(forest(runs, n, v) for n, v in FOREST)
-    plots = f'<section id="intervals"><h2>Intervals</h2><div class="plots wide">{plots}</div></section>' if plots else ""
+    plots = (
+        f'<section id="intervals"><h2>Intervals</h2><div class="plots wide">{plots}</div></section>' if plots else ""
+    )
     first = runs[0].provenance
     prov_rows = "".join(
         f'<tr><th scope="row">{escape(_label(d))}</th><td><code>{escape(_uri(d))}</code></td>'
-        f'<td><code>{escape(str(d.provenance.get("run_id")))}</code></td>'
-        f'<td>{escape(str(d.provenance.get("student_version") or "–"))}</td><td>{escape(str(d.provenance.get("evaluated_at") or "–"))}</td></tr>'
-        for d in runs)
-    prov = (f'<section id="provenance"><h2>Provenance</h2><p>Teacher <code>{escape(teacher_identity(first))}</code> · data '
-            f'{escape(str(first.get("data_name") or "–"))}, digest <code>{escape(str(first.get("data_digest") or "–"))}</code></p>'
-            f'<div class="scroll"><table class="runs"><thead><tr><th>student</th><th>model URI</th><th>run</th><th>version</th><th>evaluated</th>'
-            f'</tr></thead><tbody>{prov_rows}</tbody></table></div></section>')
+        f"<td><code>{escape(str(d.provenance.get('run_id')))}</code></td>"
+        f"<td>{escape(str(d.provenance.get('student_version') or '–'))}</td><td>{escape(str(d.provenance.get('evaluated_at') or '–'))}</td></tr>"
+        for d in runs
+    )
+    prov = (
+        f'<section id="provenance"><h2>Provenance</h2><p>Teacher <code>{escape(teacher_identity(first))}</code> · data '
+        f"{escape(str(first.get('data_name') or '–'))}, digest <code>{escape(str(first.get('data_digest') or '–'))}</code></p>"
+        f'<div class="scroll"><table class="runs"><thead><tr><th>student</th><th>model URI</th><th>run</th><th>version</th><th>evaluated</th>'
+        f"</tr></thead><tbody>{prov_rows}</tbody></table></div></section>"
+    )
     subtitle = f"{len(runs)} students against teacher <code>{escape(teacher_identity(first))}</code>"
     if title:
         subtitle = f"{escape(title)} · {subtitle}"
@@ -196,7 +234,9 @@ def write_comparison_html(run_ids: Sequence[str], out_path: str | Path, title: s
     return path
 
 
-def log_comparison_html(run_ids: Sequence[str | None], title: str | None = None, artifact_path: str = "comparison") -> str | None:
+def log_comparison_html(
+    run_ids: Sequence[str | None], title: str | None = None, artifact_path: str = "comparison"
+) -> str | None:
     """Log ``<artifact_path>/report.html`` comparing the evaluation runs ``run_ids`` (None
     entries, e.g. methods that failed before evaluation, are skipped) to the active run;
     return its artifact path. Runs that are not comparable are reported by a warning and

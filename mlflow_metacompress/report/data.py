@@ -93,31 +93,51 @@ class ReportData:
         out: dict[str, list[dict[str, Any]]] = {}
         for column, note in notes.items():
             token = str(note.get("token", column))
-            out[str(column)] = [{"value": str(v.get("value")), "token": str(v.get("token")), "samples": v.get("samples"),
-                                 "suffix": f"{SLICE_PREFIX}{token}:{v.get('token')}"} for v in note.get("sliced") or ()]
+            out[str(column)] = [
+                {
+                    "value": str(v.get("value")),
+                    "token": str(v.get("token")),
+                    "samples": v.get("samples"),
+                    "suffix": f"{SLICE_PREFIX}{token}:{v.get('token')}",
+                }
+                for v in note.get("sliced") or ()
+            ]
         known = {v["suffix"] for values in out.values() for v in values}
         by_token = {str(n.get("token", c)): str(c) for c, n in notes.items()}
         for key in sorted(self.metrics):
             suffix = key.split("/", 1)[1] if "/" in key else ""
             if suffix.startswith(SLICE_PREFIX) and suffix not in known:
-                column, _, value = suffix[len(SLICE_PREFIX):].partition(":")
-                out.setdefault(by_token.get(column, column), []).append({"value": value, "token": value, "samples": None,
-                                                                         "suffix": suffix})
+                column, _, value = suffix[len(SLICE_PREFIX) :].partition(":")
+                out.setdefault(by_token.get(column, column), []).append(
+                    {"value": value, "token": value, "samples": None, "suffix": suffix}
+                )
                 known.add(suffix)
         return out
 
     def attack_names(self) -> list[str]:
         """Attacks with metrics (``attack_<a>/student_asr``) or a table."""
-        names = {k.split("/", 1)[0][len("attack_"):] for k in self.metrics
-                 if k.startswith("attack_") and "/" in k and k.split("/", 1)[1].startswith(("student_", "teacher_", "excess"))}
+        names = {
+            k.split("/", 1)[0][len("attack_") :]
+            for k in self.metrics
+            if k.startswith("attack_")
+            and "/" in k
+            and k.split("/", 1)[1].startswith(("student_", "teacher_", "excess"))
+        }
         return sorted(names | set(self.attacks))
 
 
 def from_outcome(outcome: Outcome, cfg: EvaluatorConfig, provenance: dict[str, Any] | None = None) -> ReportData:
     """The report's data from an evaluation that is being logged."""
-    summary = {"config": cfg.as_loggable(), "config_sources": cfg.config_sources(), "detected": cfg.detected_values(),
-               "classes": outcome.classes, **outcome.notes}
-    attacks = {name.split("/", 1)[1]: table for name, table in outcome.extra_tables.items() if name.startswith("attacks/")}
+    summary = {
+        "config": cfg.as_loggable(),
+        "config_sources": cfg.config_sources(),
+        "detected": cfg.detected_values(),
+        "classes": outcome.classes,
+        **outcome.notes,
+    }
+    attacks = {
+        name.split("/", 1)[1]: table for name, table in outcome.extra_tables.items() if name.startswith("attacks/")
+    }
     metrics = {k: float(v) for k, v in outcome.metrics.items()}
     return ReportData(metrics, outcome.per_sample, list(outcome.classes), summary, attacks, dict(provenance or {}))
 

@@ -40,10 +40,12 @@ def side_by_side(original: str, rewritten: str, left: str = "original", right: s
         out_a.append(f"<del>{escape(old)}</del>" if old.strip() else escape(old))
         out_b.append(f"<ins>{escape(new)}</ins>" if new.strip() else escape(new))
     more = '<span class="clip">… (cut)</span>'
-    return (f'<div class="diff" data-changes="{changed}">'
-            f'<div><div class="pane-title">{escape(left)}</div><pre class="code">{"".join(out_a)}{more if cut_a else ""}</pre></div>'
-            f'<div><div class="pane-title">{escape(right)}</div><pre class="code">{"".join(out_b)}{more if cut_b else ""}</pre></div>'
-            f"</div>")
+    return (
+        f'<div class="diff" data-changes="{changed}">'
+        f'<div><div class="pane-title">{escape(left)}</div><pre class="code">{"".join(out_a)}{more if cut_a else ""}</pre></div>'
+        f'<div><div class="pane-title">{escape(right)}</div><pre class="code">{"".join(out_b)}{more if cut_b else ""}</pre></div>'
+        f"</div>"
+    )
 
 
 def code_block(code: str) -> str:

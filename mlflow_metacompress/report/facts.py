@@ -58,14 +58,22 @@ def statistics(section: Any) -> str:
         return ""
     level = section.get("level")
     pct = f"{100 * float(level):.0f}%" if fmt.is_number(level) else "95%"
-    facts = [("method", escape(str(section.get("method") or fmt.DASH))),
-             ("bootstrap samples", nested(section.get("bootstrap_samples"))), ("seed", nested(section.get("seed"))),
-             ("level", pct)]
+    facts = [
+        ("method", escape(str(section.get("method") or fmt.DASH))),
+        ("bootstrap samples", nested(section.get("bootstrap_samples"))),
+        ("seed", nested(section.get("seed"))),
+        ("level", pct),
+    ]
     test = section.get("accuracy_drop_pvalue")
     if isinstance(test, dict):
-        facts.append(("accuracy drop", f'{escape(fmt.pvalue(test.get("pvalue")))} · {escape(str(test.get("test") or ""))} · '
-                                       f'teacher right, student wrong: {nested(test.get("teacher_right_student_wrong"))}; '
-                                       f'teacher wrong, student right: {nested(test.get("teacher_wrong_student_right"))}'))
+        facts.append(
+            (
+                "accuracy drop",
+                f"{escape(fmt.pvalue(test.get('pvalue')))} · {escape(str(test.get('test') or ''))} · "
+                f"teacher right, student wrong: {nested(test.get('teacher_right_student_wrong'))}; "
+                f"teacher wrong, student right: {nested(test.get('teacher_wrong_student_right'))}",
+            )
+        )
     head = "".join(f'<tr><th scope="row">{k}</th><td>{v}</td></tr>' for k, v in facts)
     cells: dict[str, dict[str, str]] = {}  # metric → variant → "estimate [low, high]"
     for key, iv in (section.get("intervals") or {}).items():
@@ -74,15 +82,26 @@ def statistics(section: Any) -> str:
         name, _, variant = str(key).partition("/")
         style = fmt.signed if name == "accuracy_drop" else fmt.rate
         ci = fmt.interval(iv.get("low"), iv.get("high"))
-        cells.setdefault(name, {})[variant or "original"] = (f'<span class="num">{style(iv.get("estimate"))}</span>'
-                                                            + (f' <span class="ci">{ci}</span>' if ci else ""))
+        cells.setdefault(name, {})[variant or "original"] = f'<span class="num">{style(iv.get("estimate"))}</span>' + (
+            f' <span class="ci">{ci}</span>' if ci else ""
+        )
     variants = list(dict.fromkeys(v for by in cells.values() for v in by))
     labels = {"original": "original", "metamorphic": "transformed (pooled)"}
-    rows = "".join(f'<tr><th scope="row"><code>{escape(name)}</code></th>'
-                   + "".join(f"<td>{by.get(v, fmt.DASH)}</td>" for v in variants) + "</tr>" for name, by in cells.items())
-    table = (f'<div class="scroll"><table class="stats"><thead><tr><th>metric: estimate and {pct} interval</th>'
-             + "".join(f"<th>{escape(labels.get(v, v))}</th>" for v in variants)
-             + f'</tr></thead><tbody>{rows}</tbody></table></div>') if cells else ""
+    rows = "".join(
+        f'<tr><th scope="row"><code>{escape(name)}</code></th>'
+        + "".join(f"<td>{by.get(v, fmt.DASH)}</td>" for v in variants)
+        + "</tr>"
+        for name, by in cells.items()
+    )
+    table = (
+        (
+            f'<div class="scroll"><table class="stats"><thead><tr><th>metric: estimate and {pct} interval</th>'
+            + "".join(f"<th>{escape(labels.get(v, v))}</th>" for v in variants)
+            + f"</tr></thead><tbody>{rows}</tbody></table></div>"
+        )
+        if cells
+        else ""
+    )
     return f'<h3 class="stats-title">Statistics</h3><table class="facts-table">{head}</table>{table}'
 
 
@@ -98,12 +117,22 @@ def provenance(data: ReportData) -> str:
     def version(v: Any) -> str:
         return f' <span class="sub">version {escape(str(v))}</span>' if v else ""
 
-    rows = [("Run", f'<code>{escape(str(p.get("run_id") or fmt.DASH))}</code>' + (f' ({escape(str(p["run_name"]))})' if p.get("run_name") else "")),
-            ("Teacher", f'<code>{escape(_value(p.get("teacher_uri")))}</code>{version(p.get("teacher_version"))}'),
-            ("Student", f'<code>{escape(_value(p.get("student_uri")))}</code>{version(p.get("student_version"))}'),
-            ("Data", f'{escape(_value(p.get("data_name")))} · digest <code>{escape(_value(p.get("data_digest")))}</code>'
-                     + (f' · {fmt.count(p["data_rows"])} rows' if p.get("data_rows") is not None else "")),
-            ("Mode", escape(_value(p.get("mode")))), ("Evaluated", escape(_value(p.get("evaluated_at"))))]
+    rows = [
+        (
+            "Run",
+            f"<code>{escape(str(p.get('run_id') or fmt.DASH))}</code>"
+            + (f" ({escape(str(p['run_name']))})" if p.get("run_name") else ""),
+        ),
+        ("Teacher", f"<code>{escape(_value(p.get('teacher_uri')))}</code>{version(p.get('teacher_version'))}"),
+        ("Student", f"<code>{escape(_value(p.get('student_uri')))}</code>{version(p.get('student_version'))}"),
+        (
+            "Data",
+            f"{escape(_value(p.get('data_name')))} · digest <code>{escape(_value(p.get('data_digest')))}</code>"
+            + (f" · {fmt.count(p['data_rows'])} rows" if p.get("data_rows") is not None else ""),
+        ),
+        ("Mode", escape(_value(p.get("mode")))),
+        ("Evaluated", escape(_value(p.get("evaluated_at")))),
+    ]
     packages = p.get("packages") or {}
     if packages:
         rows.append(("Packages", " · ".join(f"{escape(k)} {escape(str(v))}" for k, v in packages.items())))
@@ -113,12 +142,18 @@ def provenance(data: ReportData) -> str:
     for key in sorted(set(cfg) | set(detected)):
         source = sources.get(key, "")
         shown = detected.get(key, cfg.get(key)) if source in ("inferred", "detected") else cfg.get(key)
-        cfg_rows.append(f'<tr class="src-{escape(source)}"><th scope="row">{escape(key)}</th><td><code>{escape(_value(shown))}</code></td>'
-                        f'<td>{escape(source)}</td></tr>')
+        cfg_rows.append(
+            f'<tr class="src-{escape(source)}"><th scope="row">{escape(key)}</th><td><code>{escape(_value(shown))}</code></td>'
+            f"<td>{escape(source)}</td></tr>"
+        )
     notes = {k: v for k, v in data.summary.items() if k not in SKIPPED_NOTES}
-    note_rows = "".join(f"<tr><th scope='row'>{escape(k)}</th><td>{nested(v)}</td></tr>" for k, v in sorted(notes.items()))
-    return (f'<section id="provenance"><h2>Provenance</h2><table class="facts-table">{facts}{note_rows}</table>'
-            f'{statistics(data.summary.get("statistics"))}'
-            f'<details><summary>Configuration ({sum(1 for k in sources.values() if k == "given")} keys given)</summary>'
-            f'<div class="scroll"><table class="config"><thead><tr><th>key</th><th>value</th><th>source</th></tr></thead>'
-            f'<tbody>{"".join(cfg_rows)}</tbody></table></div></details></section>')
+    note_rows = "".join(
+        f"<tr><th scope='row'>{escape(k)}</th><td>{nested(v)}</td></tr>" for k, v in sorted(notes.items())
+    )
+    return (
+        f'<section id="provenance"><h2>Provenance</h2><table class="facts-table">{facts}{note_rows}</table>'
+        f"{statistics(data.summary.get('statistics'))}"
+        f"<details><summary>Configuration ({sum(1 for k in sources.values() if k == 'given')} keys given)</summary>"
+        f'<div class="scroll"><table class="config"><thead><tr><th>key</th><th>value</th><th>source</th></tr></thead>'
+        f"<tbody>{''.join(cfg_rows)}</tbody></table></div></details></section>"
+    )

@@ -78,9 +78,11 @@ def csp() -> str:
 def page(title: str, subtitle: str, nav: list[tuple[str, str]], body: str) -> str:
     """A complete, self-contained HTML document."""
     links = "".join(f'<a href="#{escape(anchor)}">{escape(label)}</a>' for anchor, label in nav)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{csp()}">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<meta name="referrer" content="no-referrer"><title>{escape(title)}</title><style>{CSS}</style></head>'
-            f'<body><header><h1>{escape(title)}</h1><div class="who">{subtitle}</div></header>'
-            f'<nav>{links}</nav><main>{body}</main><script>{SCRIPT}</script></body></html>\n')
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp()}">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="referrer" content="no-referrer"><title>{escape(title)}</title><style>{CSS}</style></head>'
+        f'<body><header><h1>{escape(title)}</h1><div class="who">{subtitle}</div></header>'
+        f"<nav>{links}</nav><main>{body}</main><script>{SCRIPT}</script></body></html>\n"
+    )

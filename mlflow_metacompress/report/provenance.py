@@ -120,13 +120,21 @@ def at_evaluation(cfg: Any, model: Any, dataset: Any, model_id: str | None, run_
     if student is None and model_id:
         student = f"models:/{model_id}"
     student = student or _describe(model)
-    teacher = cfg.teacher if isinstance(cfg.teacher, str) else (f"<{type(cfg.teacher).__name__}>" if cfg.teacher is not None else None)
+    teacher = (
+        cfg.teacher
+        if isinstance(cfg.teacher, str)
+        else (f"<{type(cfg.teacher).__name__}>" if cfg.teacher is not None else None)
+    )
     features = getattr(dataset, "features_data", None)
     return {
         "run_id": run_id,
-        "teacher_uri": teacher, "teacher_version": registered_version(teacher),
-        "student_uri": student, "student_version": registered_version(student), "student_model_id": model_id,
-        "data_name": getattr(dataset, "name", None), "mlflow_dataset_digest": getattr(dataset, "digest", None),
+        "teacher_uri": teacher,
+        "teacher_version": registered_version(teacher),
+        "student_uri": student,
+        "student_version": registered_version(student),
+        "student_model_id": model_id,
+        "data_name": getattr(dataset, "name", None),
+        "mlflow_dataset_digest": getattr(dataset, "digest", None),
         "data_digest": data_digest(features, getattr(dataset, "labels_data", None), digest_columns(cfg)),
         "data_rows": None if features is None else int(len(features)),
         "mode": "static" if cfg.static else "model",
@@ -183,7 +191,7 @@ def short_label(uri: Any, version: Any = None, fallback: str = "student") -> str
     found = _RUNS_URI.match(uri)
     if found is not None:
         return f"run {found['run'][:8]} · {found['path']}"
-    return uri if len(uri) <= LABEL_LIMIT else "…" + uri[-(LABEL_LIMIT - 1):]
+    return uri if len(uri) <= LABEL_LIMIT else "…" + uri[-(LABEL_LIMIT - 1) :]
 
 
 def teacher_identity(provenance: dict[str, Any]) -> str:

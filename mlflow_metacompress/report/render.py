@@ -23,15 +23,28 @@ logger = logging.getLogger(__name__)
 
 REPORT_NAME = "report.html"
 PROVENANCE_NAME = "provenance.json"
-NAV = (("headline", "Headline"), ("transformations", "Transformations"), ("slices", "Slices"), ("plots", "Plots"),
-       ("worst", "Worst discrepancies"), ("attacks", "Attacks"), ("provenance", "Provenance"))
+NAV = (
+    ("headline", "Headline"),
+    ("transformations", "Transformations"),
+    ("slices", "Slices"),
+    ("plots", "Plots"),
+    ("worst", "Worst discrepancies"),
+    ("attacks", "Attacks"),
+    ("provenance", "Provenance"),
+)
 
 
 def render_report(data: ReportData) -> str:
     """The whole page; sections that do not apply (static mode: no transformations, no attacks) are left out."""
-    parts = {"headline": sections.headline(data), "transformations": sections.transformations(data),
-             "slices": sections.slices(data), "plots": sections.plots(data), "worst": sections.worst(data), "attacks": sections.attacks(data),
-             "provenance": facts.provenance(data)}
+    parts = {
+        "headline": sections.headline(data),
+        "transformations": sections.transformations(data),
+        "slices": sections.slices(data),
+        "plots": sections.plots(data),
+        "worst": sections.worst(data),
+        "attacks": sections.attacks(data),
+        "provenance": facts.provenance(data),
+    }
     p = data.provenance
     rows = len(data.per_sample[data.per_sample["variant"] == "original"]) if "variant" in data.per_sample else 0
     subtitle = f"{who(data)} · {rows:,} samples · run <code>{escape(str(p.get('run_id') or '–'))}</code>"
@@ -40,12 +53,14 @@ def render_report(data: ReportData) -> str:
 
 
 def who(data: ReportData) -> str:
-    """"student X against teacher Y", or the probability columns in static mode (HTML)."""
+    """ "student X against teacher Y", or the probability columns in static mode (HTML)."""
     cfg, p = data.config, data.provenance
     if cfg.get("teacher_prob_columns"):
         cols = lambda key: escape(", ".join(map(str, cfg.get(key) or ())))  # noqa: E731
-        return (f"static mode: student probabilities <code>{cols('student_prob_columns')}</code> against teacher "
-                f"probabilities <code>{cols('teacher_prob_columns')}</code>")
+        return (
+            f"static mode: student probabilities <code>{cols('student_prob_columns')}</code> against teacher "
+            f"probabilities <code>{cols('teacher_prob_columns')}</code>"
+        )
     student = escape(str(p.get("student_uri") or "student"))
     teacher = escape(str(p.get("teacher_uri") or cfg.get("teacher") or "teacher"))
     return f"student <code>{student}</code> against teacher <code>{teacher}</code>"

@@ -19,9 +19,13 @@ from . import fmt
 from .data import ReportData
 from .diff import code_block, side_by_side
 
-MRS = (("mr1_violation_rate", "MR1 prediction agreement"), ("mr2_violation_rate", "MR2 distribution similarity (KL)"),
-       ("mr3_violation_rate", "MR3 high-confidence preservation"), ("mr4_violation_rate", "MR4 calibration alignment"),
-       ("any_violation_rate", "Any relation"))
+MRS = (
+    ("mr1_violation_rate", "MR1 prediction agreement"),
+    ("mr2_violation_rate", "MR2 distribution similarity (KL)"),
+    ("mr3_violation_rate", "MR3 high-confidence preservation"),
+    ("mr4_violation_rate", "MR4 calibration alignment"),
+    ("any_violation_rate", "Any relation"),
+)
 EXAMPLES_PER_ATTACK = 5
 OPEN_EXAMPLES = 5  # worst discrepancies shown open; the rest (up to max_examples) folded
 
@@ -73,10 +77,14 @@ def _pct(value: float | None) -> str:
 
 def _verdict(data: ReportData) -> str:
     """The headline in words, from the logged numbers only (no threshold is invented here)."""
-    parts = [f"The student predicts another class than the teacher on <b>{_pct(data.metric('mr1_violation_rate'))}</b> of the "
-             f"original inputs"]
+    parts = [
+        f"The student predicts another class than the teacher on <b>{_pct(data.metric('mr1_violation_rate'))}</b> of the "
+        f"original inputs"
+    ]
     if data.metric("mr1_violation_rate", "metamorphic") is not None:
-        parts.append(f" and on <b>{_pct(data.metric('mr1_violation_rate', 'metamorphic'))}</b> of the semantically equivalent rewrites")
+        parts.append(
+            f" and on <b>{_pct(data.metric('mr1_violation_rate', 'metamorphic'))}</b> of the semantically equivalent rewrites"
+        )
     sentence = "".join(parts) + "."
     drop = data.metric("accuracy_drop")
     if drop is not None:
@@ -84,43 +92,68 @@ def _verdict(data: ReportData) -> str:
         sig = ""
         if p is not None:
             sig = " (significant at 5%)" if p < 0.05 else " (not significant at 5%)"
-        sentence += (f" It is <b>{abs(drop) * 100:.1f} points {'less' if drop >= 0 else 'more'} accurate</b> than the teacher"
-                     f"{sig}.")
-    worst = max(((v, data.metric("any_violation_rate", v)) for v in data.transformations()), key=lambda t: t[1] or -1.0, default=None)
+        sentence += (
+            f" It is <b>{abs(drop) * 100:.1f} points {'less' if drop >= 0 else 'more'} accurate</b> than the teacher"
+            f"{sig}."
+        )
+    worst = max(
+        ((v, data.metric("any_violation_rate", v)) for v in data.transformations()),
+        key=lambda t: t[1] or -1.0,
+        default=None,
+    )
     if worst is not None and worst[1] is not None:
         sentence += f" The rewrite that breaks it most is <b>{escape(worst[0])}</b> ({_pct(worst[1])} of changed samples violate a relation)."
     asr = [(a, data.metric(f"attack_{a}/student_asr")) for a in data.attack_names()]
     asr = [(a, v) for a, v in asr if v is not None]
     if asr:
-        sentence += " Attack success on the student: " + ", ".join(f"{escape(a)} <b>{_pct(v)}</b>" for a, v in asr) + "."
+        sentence += (
+            " Attack success on the student: " + ", ".join(f"{escape(a)} <b>{_pct(v)}</b>" for a, v in asr) + "."
+        )
     return sentence
 
 
 def headline(data: ReportData) -> str:
     cards = []
     if data.metric("teacher_accuracy") is not None or data.metric("student_accuracy") is not None:
-        cards.append(f'<div class="card"><div class="label">Teacher accuracy</div>{num(data, "teacher_accuracy", css="big num")}</div>')
-        cards.append(f'<div class="card"><div class="label">Student accuracy</div>{num(data, "student_accuracy", css="big num")}'
-                     f'{ci(data, "student_accuracy")}</div>')
+        cards.append(
+            f'<div class="card"><div class="label">Teacher accuracy</div>{num(data, "teacher_accuracy", css="big num")}</div>'
+        )
+        cards.append(
+            f'<div class="card"><div class="label">Student accuracy</div>{num(data, "student_accuracy", css="big num")}'
+            f"{ci(data, 'student_accuracy')}</div>"
+        )
         p = data.metric("accuracy_drop_pvalue")
-        ptext = (f'<span class="p" data-metric="accuracy_drop_pvalue" data-value="{p!r}">{fmt.pvalue(p)} (McNemar, exact)</span>'
-                 if p is not None else "")
-        cards.append(f'<div class="card"><div class="label">Accuracy drop</div>{num(data, "accuracy_drop", style="signed", css="big num")}'
-                     f'{ci(data, "accuracy_drop")}{ptext}</div>')
-    cards.append(f'<div class="card key"><div class="label">Any violation rate</div>{num(data, "any_violation_rate", css="big num")}'
-                 f'{ci(data, "any_violation_rate")}<div class="hint">share of samples breaking at least one relation</div></div>')
+        ptext = (
+            f'<span class="p" data-metric="accuracy_drop_pvalue" data-value="{p!r}">{fmt.pvalue(p)} (McNemar, exact)</span>'
+            if p is not None
+            else ""
+        )
+        cards.append(
+            f'<div class="card"><div class="label">Accuracy drop</div>{num(data, "accuracy_drop", style="signed", css="big num")}'
+            f"{ci(data, 'accuracy_drop')}{ptext}</div>"
+        )
+    cards.append(
+        f'<div class="card key"><div class="label">Any violation rate</div>{num(data, "any_violation_rate", css="big num")}'
+        f'{ci(data, "any_violation_rate")}<div class="hint">share of samples breaking at least one relation</div></div>'
+    )
     variants = [v for v in data.variants() if v in ("original", "metamorphic") or v.startswith("attack_")]
     verdict = f'<p class="verdict">{_verdict(data)}</p>'
     head = "".join(f"<th>{escape(_variant_label(v))}</th>" for v in variants)
     rows = []
     for name, label in MRS:
-        cells = "".join(f"<td>{num(data, name, v)}{_bar(data.metric(name, v))}{ci(data, name, v)}</td>" for v in variants)
+        cells = "".join(
+            f"<td>{num(data, name, v)}{_bar(data.metric(name, v))}{ci(data, name, v)}</td>" for v in variants
+        )
         cls = ' class="total"' if name == "any_violation_rate" else ""
         rows.append(f'<tr{cls}><th scope="row">{escape(label)}<div class="sub">{escape(name)}</div></th>{cells}</tr>')
-    table = (f'<div class="scroll"><table class="mr"><thead><tr><th>violation rate (lower is better)</th>{head}</tr></thead>'
-             f'<tbody>{"".join(rows)}</tbody></table></div>')
-    return (f'<section id="headline"><h2>Headline</h2>{verdict}<div class="cards">{"".join(cards)}</div>{table}'
-            f'<p class="note">Intervals are 95% percentile-bootstrap intervals over samples, shown when the evaluation logged them.</p></section>')
+    table = (
+        f'<div class="scroll"><table class="mr"><thead><tr><th>violation rate (lower is better)</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    return (
+        f'<section id="headline"><h2>Headline</h2>{verdict}<div class="cards">{"".join(cards)}</div>{table}'
+        f'<p class="note">Intervals are 95% percentile-bootstrap intervals over samples, shown when the evaluation logged them.</p></section>'
+    )
 
 
 def transformations(data: ReportData) -> str:
@@ -128,25 +161,36 @@ def transformations(data: ReportData) -> str:
     if not names:
         return ""
     counts = data.per_sample["variant"].value_counts() if "variant" in data.per_sample else pd.Series(dtype=int)
-    cols = [("transform_applicable_rate", "applicable"), ("teacher_flip_rate", "teacher flips"),
-            ("student_flip_rate", "student flips"), *((n, n.split("_")[0].upper()) for n, _ in MRS[:4]),
-            ("any_violation_rate", "any")]
+    cols = [
+        ("transform_applicable_rate", "applicable"),
+        ("teacher_flip_rate", "teacher flips"),
+        ("student_flip_rate", "student flips"),
+        *((n, n.split("_")[0].upper()) for n, _ in MRS[:4]),
+        ("any_violation_rate", "any"),
+    ]
     order = sorted(names, key=lambda v: -(data.metric("any_violation_rate", v) or -1.0))
     rows = []
     for v in [*order, "metamorphic"]:
         if v == "metamorphic" and data.metric("any_violation_rate", "metamorphic") is None:
             continue
         n = int(counts.get(v, 0)) if v != "metamorphic" else int(sum(counts.get(t, 0) for t in names))
-        cells = "".join(f"<td{_heat(data.metric(key, v)) if key != 'transform_applicable_rate' else ''}>{num(data, key, v)}"
-                        f"{ci(data, key, v) if v == 'metamorphic' else ''}</td>" for key, _ in cols)
+        cells = "".join(
+            f"<td{_heat(data.metric(key, v)) if key != 'transform_applicable_rate' else ''}>{num(data, key, v)}"
+            f"{ci(data, key, v) if v == 'metamorphic' else ''}</td>"
+            for key, _ in cols
+        )
         cls = ' class="total"' if v == "metamorphic" else ""
-        rows.append(f'<tr{cls}><th scope="row">{escape(_variant_label(v))}</th><td class="n" data-sort="{n}">{fmt.count(n)}</td>{cells}</tr>')
+        rows.append(
+            f'<tr{cls}><th scope="row">{escape(_variant_label(v))}</th><td class="n" data-sort="{n}">{fmt.count(n)}</td>{cells}</tr>'
+        )
     head = "".join(f"<th>{escape(label)}</th>" for _, label in cols)
-    return (f'<section id="transformations"><h2>Per transformation</h2>'
-            f'<p class="note">Rates over the samples each transformation changed (n); flips: the model\'s own prediction changed '
-            f'from the original. Worst first; click a header to sort.</p>'
-            f'<div class="scroll"><table class="sortable"><thead><tr><th>transformation</th><th>n</th>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div></section>')
+    return (
+        f'<section id="transformations"><h2>Per transformation</h2>'
+        f'<p class="note">Rates over the samples each transformation changed (n); flips: the model\'s own prediction changed '
+        f"from the original. Worst first; click a header to sort.</p>"
+        f'<div class="scroll"><table class="sortable"><thead><tr><th>transformation</th><th>n</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div></section>"
+    )
 
 
 def slices(data: ReportData) -> str:
@@ -162,15 +206,23 @@ def slices(data: ReportData) -> str:
         rows = []
         for v in order:
             n = v["samples"]
-            cells = "".join(f"<td{_heat(data.metric(key, v['suffix']))}>{num(data, key, v['suffix'])}</td>" for key, _ in cols)
-            rows.append(f'<tr><th scope="row">{escape(v["value"])}</th>'
-                        f'<td class="n" data-sort="{n if n is not None else -1}">{fmt.count(n)}</td>{cells}</tr>')
-        tables.append(f'<h3>{escape(column)}</h3><div class="scroll"><table class="sortable slice"><thead><tr><th>value</th><th>n</th>'
-                      f'{head}</tr></thead>'
-                      f'<tbody>{"".join(rows)}</tbody></table></div>')
-    return (f'<section id="slices"><h2>Slices</h2><p class="note">Rates on the original inputs of each value of a '
-            f'<code>slice_columns</code> column (n samples; MR3 over the value\'s high-confidence samples). Worst first; '
-            f'click a header to sort.</p>{"".join(tables)}</section>')
+            cells = "".join(
+                f"<td{_heat(data.metric(key, v['suffix']))}>{num(data, key, v['suffix'])}</td>" for key, _ in cols
+            )
+            rows.append(
+                f'<tr><th scope="row">{escape(v["value"])}</th>'
+                f'<td class="n" data-sort="{n if n is not None else -1}">{fmt.count(n)}</td>{cells}</tr>'
+            )
+        tables.append(
+            f'<h3>{escape(column)}</h3><div class="scroll"><table class="sortable slice"><thead><tr><th>value</th><th>n</th>'
+            f"{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>"
+        )
+    return (
+        f'<section id="slices"><h2>Slices</h2><p class="note">Rates on the original inputs of each value of a '
+        f"<code>slice_columns</code> column (n samples; MR3 over the value's high-confidence samples). Worst first; "
+        f"click a header to sort.</p>{''.join(tables)}</section>"
+    )
 
 
 def plots(data: ReportData) -> str:
@@ -180,9 +232,13 @@ def plots(data: ReportData) -> str:
     if per.empty or not data.classes or f"teacher_prob_{data.classes[0]}" not in per:
         return ""
     cfg = data.config
-    figures = [svg.reliability(per, data.classes, int(cfg.get("calibration_bins") or 10)),
-               svg.kl_histogram(per, float(cfg.get("kl_threshold") or 0.1)),
-               svg.confidence_scatter(per, data.classes, float(cfg.get("confidence_threshold") or 0.8), int(cfg.get("seed") or 0))]
+    figures = [
+        svg.reliability(per, data.classes, int(cfg.get("calibration_bins") or 10)),
+        svg.kl_histogram(per, float(cfg.get("kl_threshold") or 0.1)),
+        svg.confidence_scatter(
+            per, data.classes, float(cfg.get("confidence_threshold") or 0.8), int(cfg.get("seed") or 0)
+        ),
+    ]
     return f'<section id="plots"><h2>Plots</h2><div class="plots">{"".join(figures)}</div></section>'
 
 
@@ -195,8 +251,10 @@ def _probabilities(row: Any, classes: list[str]) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in classes)
     t = "".join(f"<td>{fmt.prob(row.get(f'teacher_prob_{c}'))}</td>" for c in classes)
     s = "".join(f"<td>{fmt.prob(row.get(f'student_prob_{c}'))}</td>" for c in classes)
-    return (f'<div class="scroll"><table class="probs"><thead><tr><th>P(class)</th>{head}</tr></thead>'
-            f'<tbody><tr><th>teacher</th>{t}</tr><tr><th>student</th>{s}</tr></tbody></table></div>')
+    return (
+        f'<div class="scroll"><table class="probs"><thead><tr><th>P(class)</th>{head}</tr></thead>'
+        f"<tbody><tr><th>teacher</th>{t}</tr><tr><th>student</th>{s}</tr></tbody></table></div>"
+    )
 
 
 def worst(data: ReportData) -> str:
@@ -216,7 +274,7 @@ def worst(data: ReportData) -> str:
     for rank, (_, row) in enumerate(failing.iterrows(), start=1):
         r = row.to_dict()
         variant = str(r["variant"])
-        label = f' · label {escape(data.classes[int(r["label"])])}' if pd.notna(r.get("label")) and data.classes else ""
+        label = f" · label {escape(data.classes[int(r['label'])])}" if pd.notna(r.get("label")) and data.classes else ""
         code = ""
         if isinstance(r.get("code"), str):
             base = originals.get(int(r["row"]))
@@ -227,15 +285,21 @@ def worst(data: ReportData) -> str:
         items.append(
             f'<article class="example"><h3>#{rank} · {escape(_variant_label(variant))} · row {int(r["row"])}{label}</h3>'
             f'<div class="facts"><span>KL <b>{fmt.prob(r.get("kl"))}</b></span><span>violated: <b>{_violated(r)}</b></span>'
-            f'<span>teacher → {escape(data.classes[int(r["teacher_pred"])])}, student → {escape(data.classes[int(r["student_pred"])])}</span></div>'
-            f'{_probabilities(r, data.classes)}{code}</article>')
+            f"<span>teacher → {escape(data.classes[int(r['teacher_pred'])])}, student → {escape(data.classes[int(r['student_pred'])])}</span></div>"
+            f"{_probabilities(r, data.classes)}{code}</article>"
+        )
     if len(items) > OPEN_EXAMPLES:
-        items = [*items[:OPEN_EXAMPLES], f'<details><summary>{len(items) - OPEN_EXAMPLES} more</summary>{"".join(items[OPEN_EXAMPLES:])}</details>']
+        items = [
+            *items[:OPEN_EXAMPLES],
+            f"<details><summary>{len(items) - OPEN_EXAMPLES} more</summary>{''.join(items[OPEN_EXAMPLES:])}</details>",
+        ]
     total = int(per["any_violation"].astype(bool).sum())
-    return (f'<section id="worst"><h2>Worst discrepancies</h2><p class="note">{len(failing)} of the {total:,} violating rows (all '
-            f'variants; <code>max_examples</code> = {data.max_examples}), by KL(P_T‖P_S): each sample\'s worst variant first, then '
-            f'further variants of the same samples. Rewritten code is shown beside its original, changed tokens highlighted.</p>'
-            f'{"".join(items)}</section>')
+    return (
+        f'<section id="worst"><h2>Worst discrepancies</h2><p class="note">{len(failing)} of the {total:,} violating rows (all '
+        f"variants; <code>max_examples</code> = {data.max_examples}), by KL(P_T‖P_S): each sample's worst variant first, then "
+        f"further variants of the same samples. Rewritten code is shown beside its original, changed tokens highlighted.</p>"
+        f"{''.join(items)}</section>"
+    )
 
 
 def _renaming(text: Any) -> str:
@@ -245,7 +309,9 @@ def _renaming(text: Any) -> str:
         return ""
     if not mapping:
         return ""
-    pairs = "".join(f"<li><code>{escape(str(a))}</code> → <code>{escape(str(b))}</code></li>" for a, b in mapping.items())
+    pairs = "".join(
+        f"<li><code>{escape(str(a))}</code> → <code>{escape(str(b))}</code></li>" for a, b in mapping.items()
+    )
     return f'<ul class="renaming">{pairs}</ul>'
 
 
@@ -272,11 +338,14 @@ def attacks(data: ReportData) -> str:
         k = f"attack_{a}"
         rows = "".join(
             f'<tr><th scope="row">{role}</th><td>{num(data, f"{k}/{role}_asr")}</td>'
-            f'<td>{num(data, f"{k}/{role}_mean_queries", style="count")}</td>'
-            f'<td>{num(data, f"{k}/{role}_accuracy_under_attack")}</td><td>{num(data, f"{k}/{role}_accuracy_drop")}</td></tr>'
-            for role in ("teacher", "student"))
-        summary = (f'<p>Excess drop (student − teacher): {num(data, f"{k}/excess_drop", style="signed")} '
-                   f'({num(data, f"{k}/excess_drop_pct", style="percent")} of the teacher\'s drop).</p>')
+            f"<td>{num(data, f'{k}/{role}_mean_queries', style='count')}</td>"
+            f"<td>{num(data, f'{k}/{role}_accuracy_under_attack')}</td><td>{num(data, f'{k}/{role}_accuracy_drop')}</td></tr>"
+            for role in ("teacher", "student")
+        )
+        summary = (
+            f"<p>Excess drop (student − teacher): {num(data, f'{k}/excess_drop', style='signed')} "
+            f"({num(data, f'{k}/excess_drop_pct', style='percent')} of the teacher's drop).</p>"
+        )
         table = data.attacks.get(a)
         examples = ""
         if table is not None and "status" in table:
@@ -284,15 +353,27 @@ def attacks(data: ReportData) -> str:
             parts = []
             for _, row in won.iterrows():
                 r = row.to_dict()
-                probs = (f'<span>P(classes) before {_plist(r.get("original_probs"))}, '
-                         f'after {_plist(r.get("adversarial_probs"))}</span>') if "original_probs" in r else ""
-                parts.append(f'<article class="example"><h3>row {int(r["index"])} · {fmt.count(r.get("queries"))} queries · '
-                             f'prediction {_cls(data, r.get("original_prediction"))} → {_cls(data, r.get("adversarial_prediction"))}</h3>'
-                             f'<div class="facts">{probs}</div>{_renaming(r.get("renaming"))}'
-                             f'{side_by_side(r.get("original_code", ""), r.get("adversarial_code", ""), "original", "adversarial")}</article>')
+                probs = (
+                    (
+                        f"<span>P(classes) before {_plist(r.get('original_probs'))}, "
+                        f"after {_plist(r.get('adversarial_probs'))}</span>"
+                    )
+                    if "original_probs" in r
+                    else ""
+                )
+                parts.append(
+                    f'<article class="example"><h3>row {int(r["index"])} · {fmt.count(r.get("queries"))} queries · '
+                    f"prediction {_cls(data, r.get('original_prediction'))} → {_cls(data, r.get('adversarial_prediction'))}</h3>"
+                    f'<div class="facts">{probs}</div>{_renaming(r.get("renaming"))}'
+                    f"{side_by_side(r.get('original_code', ''), r.get('adversarial_code', ''), 'original', 'adversarial')}</article>"
+                )
             if parts:
-                examples = f'<h4>Successful adversarial examples against the student ({len(parts)} shown)</h4>{"".join(parts)}'
-        blocks.append(f'<div class="attack"><h3>{escape(a)}</h3><div class="scroll"><table><thead><tr><th></th><th>success rate</th>'
-                      f'<th>mean queries</th><th>accuracy under attack</th><th>accuracy drop</th></tr></thead><tbody>{rows}</tbody></table></div>'
-                      f'{summary}{examples}</div>')
+                examples = (
+                    f"<h4>Successful adversarial examples against the student ({len(parts)} shown)</h4>{''.join(parts)}"
+                )
+        blocks.append(
+            f'<div class="attack"><h3>{escape(a)}</h3><div class="scroll"><table><thead><tr><th></th><th>success rate</th>'
+            f"<th>mean queries</th><th>accuracy under attack</th><th>accuracy drop</th></tr></thead><tbody>{rows}</tbody></table></div>"
+            f"{summary}{examples}</div>"
+        )
     return f'<section id="attacks"><h2>Attacks</h2>{"".join(blocks)}</section>'

@@ -8,22 +8,85 @@ import random
 from mlflow_metacompress.transforms._tree import Node, Source
 from mlflow_metacompress.transforms.identifiers import _all_identifiers, is_valid_identifier
 
-_POOL = ("value", "item", "result", "temp", "data", "count", "index", "buffer", "entry", "flag",
-         "size", "offset", "cursor", "acc", "current", "elem", "key", "total", "state", "token",
-         "limit", "step", "node", "pos", "len", "res", "tmp", "val", "var", "num")
+_POOL = (
+    "value",
+    "item",
+    "result",
+    "temp",
+    "data",
+    "count",
+    "index",
+    "buffer",
+    "entry",
+    "flag",
+    "size",
+    "offset",
+    "cursor",
+    "acc",
+    "current",
+    "elem",
+    "key",
+    "total",
+    "state",
+    "token",
+    "limit",
+    "step",
+    "node",
+    "pos",
+    "len",
+    "res",
+    "tmp",
+    "val",
+    "var",
+    "num",
+)
 
 _IMPURE = {
     "c": {"call_expression", "assignment_expression", "update_expression", "gnu_asm_expression"},
-    "java": {"method_invocation", "object_creation_expression", "assignment_expression",
-             "update_expression", "array_creation_expression"},
+    "java": {
+        "method_invocation",
+        "object_creation_expression",
+        "assignment_expression",
+        "update_expression",
+        "array_creation_expression",
+    },
     "python": {"call", "await", "yield", "named_expression"},
 }
-_PRIMARY = {"identifier", "number_literal", "char_literal", "string_literal", "concatenated_string",
-            "parenthesized_expression", "call_expression", "field_expression", "subscript_expression",
-            "decimal_integer_literal", "hex_integer_literal", "octal_integer_literal", "binary_integer_literal",
-            "decimal_floating_point_literal", "hex_floating_point_literal", "character_literal",
-            "true", "false", "null_literal", "this", "field_access", "method_invocation", "array_access",
-            "integer", "float", "string", "attribute", "subscript", "call", "none", "True", "False", "NULL"}
+_PRIMARY = {
+    "identifier",
+    "number_literal",
+    "char_literal",
+    "string_literal",
+    "concatenated_string",
+    "parenthesized_expression",
+    "call_expression",
+    "field_expression",
+    "subscript_expression",
+    "decimal_integer_literal",
+    "hex_integer_literal",
+    "octal_integer_literal",
+    "binary_integer_literal",
+    "decimal_floating_point_literal",
+    "hex_floating_point_literal",
+    "character_literal",
+    "true",
+    "false",
+    "null_literal",
+    "this",
+    "field_access",
+    "method_invocation",
+    "array_access",
+    "integer",
+    "float",
+    "string",
+    "attribute",
+    "subscript",
+    "call",
+    "none",
+    "True",
+    "False",
+    "NULL",
+}
 
 
 class NameFactory:
@@ -56,8 +119,7 @@ class NameFactory:
             if self._take(name):
                 return name
         self._tries = 3
-        base = hint if hint and is_valid_identifier(f"{self.prefix}{hint}_1", self.language) \
-            else self.rng.choice(_POOL)
+        base = hint if hint and is_valid_identifier(f"{self.prefix}{hint}_1", self.language) else self.rng.choice(_POOL)
         while True:  # terminates: finitely many names are taken
             name = f"{self.prefix}{base}_{self._counter}"
             self._counter += 1
@@ -118,6 +180,7 @@ def java_may_not_complete(src: Source, stmt: Node | None) -> bool:
 
 # ---- Python blocks ---------------------------------------------------------------------
 
+
 def py_block_on_own_lines(src: Source, header: Node, block: Node | None) -> bool:
     """True if ``block`` starts on a line after ``header``'s first line (not ``if x: y``)."""
     return block is not None and bool(block.named_children) and src.row(block) > src.row(header)
@@ -127,16 +190,16 @@ def py_block_lines(src: Source, block: Node, rendered: str | None = None) -> str
     """The block's text from the start of its first line (indentation included)."""
     start = src.line_start(block.start)
     text = rendered if rendered is not None else src.text(block)
-    return src.data[start:block.start].decode("utf-8") + text
+    return src.data[start : block.start].decode("utf-8") + text
 
 
 def py_indent(src: Source, node: Node) -> str:
     start = src.line_start(node.start)
-    return src.data[start:node.start].decode("utf-8")
+    return src.data[start : node.start].decode("utf-8")
 
 
 def py_has_multiline_string(src: Source, node: Node) -> bool:
-    return any(n.type == "string" and b"\n" in src.data[n.start:n.end] for n in node.walk())
+    return any(n.type == "string" and b"\n" in src.data[n.start : n.end] for n in node.walk())
 
 
 def reindent(text: str, extra: str) -> str:

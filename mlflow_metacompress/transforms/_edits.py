@@ -90,8 +90,8 @@ class Edits:
             inside = self._inside(start, end)
             if inside:
                 if inside[-1] - inside[0] + 1 == len(inside):
-                    del self.items[inside[0]:inside[-1] + 1]
-                    del self._starts[inside[0]:inside[-1] + 1]
+                    del self.items[inside[0] : inside[-1] + 1]
+                    del self._starts[inside[0] : inside[-1] + 1]
                 else:
                     drop = set(inside)
                     self.items = [it for k, it in enumerate(self.items) if k not in drop]

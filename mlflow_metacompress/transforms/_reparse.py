@@ -21,7 +21,8 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mlflow_metacompress.transforms._tree import Source, _parser, encode_code
 
@@ -68,8 +69,14 @@ def _edited_copy(src: Source, edits: Sequence[Edit]) -> Any:
             new_end_point = (start_point[0] + lines, len(new) - new.rfind(b"\n") - 1)
         else:
             new_end_point = (start_point[0], start_point[1] + len(new))
-        tree.edit(start_byte=start, old_end_byte=end, new_end_byte=start + len(new), start_point=start_point,
-                  old_end_point=_point(newlines, end), new_end_point=new_end_point)  # type: ignore[arg-type]
+        tree.edit(
+            start_byte=start,
+            old_end_byte=end,
+            new_end_byte=start + len(new),
+            start_point=start_point,
+            old_end_point=_point(newlines, end),
+            new_end_point=new_end_point,
+        )  # type: ignore[arg-type]
     return tree
 
 

@@ -22,32 +22,76 @@ _WORD = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*")
 
 _SCOPES = {
     "c": frozenset({"compound_statement", "for_statement", "function_definition"}),
-    "java": frozenset({"block", "for_statement", "enhanced_for_statement", "catch_clause", "switch_block",
-                       "try_with_resources_statement", "lambda_expression", "method_declaration",
-                       "constructor_declaration", "compact_constructor_declaration"}),
-    "python": frozenset({"function_definition", "lambda", "list_comprehension", "set_comprehension",
-                         "dictionary_comprehension", "generator_expression", "class_definition"}),
+    "java": frozenset(
+        {
+            "block",
+            "for_statement",
+            "enhanced_for_statement",
+            "catch_clause",
+            "switch_block",
+            "try_with_resources_statement",
+            "lambda_expression",
+            "method_declaration",
+            "constructor_declaration",
+            "compact_constructor_declaration",
+        }
+    ),
+    "python": frozenset(
+        {
+            "function_definition",
+            "lambda",
+            "list_comprehension",
+            "set_comprehension",
+            "dictionary_comprehension",
+            "generator_expression",
+            "class_definition",
+        }
+    ),
 }
 _FUNCTION = frozenset({"function_definition"})
 _FUNCTION_DECLARATOR = frozenset({"function_declarator"})
 _LAMBDA = frozenset({"lambda_expression"})
 _JAVA_IMPORTS = frozenset({"import_declaration", "package_declaration"})
 _PY_WALRUS_SCOPES = frozenset({"function_definition", "lambda", "class_definition"})
-_C_DECLARATOR_WRAPPERS = {"init_declarator", "pointer_declarator", "array_declarator",
-                          "parenthesized_declarator", "attributed_declarator"}
+_C_DECLARATOR_WRAPPERS = {
+    "init_declarator",
+    "pointer_declarator",
+    "array_declarator",
+    "parenthesized_declarator",
+    "attributed_declarator",
+}
 _JAVA_SKIP_FIELDS = {
-    ("method_invocation", "name"), ("field_access", "field"), ("method_declaration", "name"),
-    ("constructor_declaration", "name"), ("class_declaration", "name"),
-    ("interface_declaration", "name"), ("enum_declaration", "name"), ("record_declaration", "name"),
-    ("annotation_type_declaration", "name"), ("annotation", "name"), ("marker_annotation", "name"),
-    ("enum_constant", "name"), ("element_value_pair", "key"),
+    ("method_invocation", "name"),
+    ("field_access", "field"),
+    ("method_declaration", "name"),
+    ("constructor_declaration", "name"),
+    ("class_declaration", "name"),
+    ("interface_declaration", "name"),
+    ("enum_declaration", "name"),
+    ("record_declaration", "name"),
+    ("annotation_type_declaration", "name"),
+    ("annotation", "name"),
+    ("marker_annotation", "name"),
+    ("enum_constant", "name"),
+    ("element_value_pair", "key"),
     ("compact_constructor_declaration", "name"),
 }
-_JAVA_SKIP_PARENTS = {"labeled_statement", "break_statement", "continue_statement",
-                      "scoped_identifier", "package_declaration", "import_declaration",
-                      "type_parameter", "annotation_type_element_declaration"}
-_PY_SKIP_FIELDS = {("attribute", "attribute"), ("keyword_argument", "name"),
-                   ("function_definition", "name"), ("class_definition", "name")}
+_JAVA_SKIP_PARENTS = {
+    "labeled_statement",
+    "break_statement",
+    "continue_statement",
+    "scoped_identifier",
+    "package_declaration",
+    "import_declaration",
+    "type_parameter",
+    "annotation_type_element_declaration",
+}
+_PY_SKIP_FIELDS = {
+    ("attribute", "attribute"),
+    ("keyword_argument", "name"),
+    ("function_definition", "name"),
+    ("class_definition", "name"),
+}
 _PY_DYNAMIC = {b"locals", b"vars", b"eval", b"exec", b"dir", b"globals"}
 
 
@@ -85,8 +129,10 @@ class _Ranges:
 def _is_c_function_name(node: Node) -> bool:
     """True for the declared name of a function (definition or prototype)."""
     child, parent = node, node.parent
-    while parent is not None and parent.type in _C_DECLARATOR_WRAPPERS - {"pointer_declarator",
-                                                                         "parenthesized_declarator"}:
+    while parent is not None and parent.type in _C_DECLARATOR_WRAPPERS - {
+        "pointer_declarator",
+        "parenthesized_declarator",
+    }:
         child, parent = parent, parent.parent
     return parent is not None and parent.type == "function_declarator" and child.field == "declarator"
 
@@ -129,9 +175,16 @@ def macro_names(src: Source) -> set[str]:
     if names is None:
         names = set()
         if src.language == "c":
-            for node in src.nodes("preproc_def", "preproc_function_def", "preproc_call", "preproc_if",
-                                  "preproc_ifdef", "preproc_elif", "preproc_include"):
-                for tok in _WORD.findall(src.data[node.start:node.end]):
+            for node in src.nodes(
+                "preproc_def",
+                "preproc_function_def",
+                "preproc_call",
+                "preproc_if",
+                "preproc_ifdef",
+                "preproc_elif",
+                "preproc_include",
+            ):
+                for tok in _WORD.findall(src.data[node.start : node.end]):
                     names.add(tok.decode())
         src.cache["macros"] = names
     return names  # type: ignore[return-value]
@@ -167,13 +220,14 @@ def _java_declaration(src: Source, node: Node) -> Node | None:
         if holder is not None and holder.type in ("local_variable_declaration", "spread_parameter"):
             return src.enclosing(node, _SCOPES["java"])
         return None
-    if (ptype in ("formal_parameter", "catch_formal_parameter", "enhanced_for_statement", "resource")
-            and node.field == "name"):
+    if (
+        ptype in ("formal_parameter", "catch_formal_parameter", "enhanced_for_statement", "resource")
+        and node.field == "name"
+    ):
         return src.enclosing(node, _SCOPES["java"])
     if ptype == "inferred_parameters" or (ptype == "lambda_expression" and node.field == "parameters"):
         return src.enclosing(node, _LAMBDA)
-    if ptype in ("instanceof_expression", "type_pattern", "record_pattern_component") and node.field in (
-            "name", None):
+    if ptype in ("instanceof_expression", "type_pattern", "record_pattern_component") and node.field in ("name", None):
         return src.enclosing(node, UNITS["java"])
     return None
 
@@ -182,8 +236,11 @@ def _java_analyse(src: Source, out: Analysis) -> None:
     for node in src.nodes("variable_declarator"):
         holder = node.parent
         name_node = node.child("name")
-        if name_node is not None and holder is not None and holder.type in ("field_declaration",
-                                                                            "constant_declaration"):
+        if (
+            name_node is not None
+            and holder is not None
+            and holder.type in ("field_declaration", "constant_declaration")
+        ):
             out.blocked.add(src.text(name_node))
     decls: dict[str, dict[int, Node]] = {}
     for node in src.nodes("identifier"):
@@ -205,9 +262,19 @@ def _java_analyse(src: Source, out: Analysis) -> None:
     _resolve(src, out, decls, _SCOPES["java"])
 
 
-_PY_TARGET_GROUPS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list",
-                               "parenthesized_expression", "list_splat_pattern", "as_pattern_target",
-                               "expression_list"})
+_PY_TARGET_GROUPS = frozenset(
+    {
+        "pattern_list",
+        "tuple_pattern",
+        "list_pattern",
+        "tuple",
+        "list",
+        "parenthesized_expression",
+        "list_splat_pattern",
+        "as_pattern_target",
+        "expression_list",
+    }
+)
 
 
 def _py_targets(node: Node | None) -> list[Node]:
@@ -234,9 +301,13 @@ def _py_param_names(params: Node) -> list[Node]:
             out.extend(n for n in [ch.child("name")] if n is not None and n.type == "identifier")
         elif ch.type in ("typed_parameter", "list_splat_pattern", "dictionary_splat_pattern"):
             out.extend(n for n in ch.named_children[:1] if n.type == "identifier")
-            out.extend(n for n in ch.named_children[:1] if n.type in ("list_splat_pattern",
-                                                                      "dictionary_splat_pattern")
-                       for n in n.named_children if n.type == "identifier")
+            out.extend(
+                n
+                for n in ch.named_children[:1]
+                if n.type in ("list_splat_pattern", "dictionary_splat_pattern")
+                for n in n.named_children
+                if n.type == "identifier"
+            )
     return out
 
 
@@ -270,11 +341,21 @@ def _py_analyse(src: Source, out: Analysis) -> None:
         name = node.child("name")
         if name is not None:
             declare(name, src.enclosing(node, _PY_WALRUS_SCOPES))
-    for node in src.nodes("global_statement", "nonlocal_statement", "import_statement",
-                          "import_from_statement", "future_import_statement", "case_pattern",
-                          "function_definition", "class_definition"):
-        idents = ([node.child("name")] if node.type in ("function_definition", "class_definition")
-                  else [n for n in node.walk() if n.type == "identifier"])
+    for node in src.nodes(
+        "global_statement",
+        "nonlocal_statement",
+        "import_statement",
+        "import_from_statement",
+        "future_import_statement",
+        "case_pattern",
+        "function_definition",
+        "class_definition",
+    ):
+        idents = (
+            [node.child("name")]
+            if node.type in ("function_definition", "class_definition")
+            else [n for n in node.walk() if n.type == "identifier"]
+        )
         for ident in idents:
             if ident is not None:
                 out.blocked.add(src.text(ident))
@@ -284,7 +365,7 @@ def _py_analyse(src: Source, out: Analysis) -> None:
     dynamic_units: set[int] = set()
     for call in src.nodes("call"):
         fn = call.child("function")
-        if fn is not None and fn.type == "identifier" and src.data[fn.start:fn.end] in _PY_DYNAMIC:
+        if fn is not None and fn.type == "identifier" and src.data[fn.start : fn.end] in _PY_DYNAMIC:
             unit = src.enclosing(call, _FUNCTION) or src.root
             if id(unit) not in dynamic_units:  # walk each unit once, however many calls it has
                 dynamic_units.add(id(unit))

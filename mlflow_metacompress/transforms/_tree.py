@@ -13,7 +13,8 @@ spaces (the defect of space-joined token rewriting noted for ALERT/MHM in the st
 from __future__ import annotations
 
 import functools
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 LANGUAGES: tuple[str, ...] = ("c", "java", "python")
 
@@ -32,7 +33,7 @@ class TransformError(ValueError):
     or when a requested edit would be invalid (e.g. a colliding new identifier)."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parser(language: str):  # -> tree_sitter.Parser
     from .._optional import require
 
@@ -44,7 +45,7 @@ def _parser(language: str):  # -> tree_sitter.Parser
     return ts.Parser(ts.Language(grammar.language()))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _symbols(language: str) -> tuple[dict[int, tuple[str, bool]], list[str | None]]:
     """Per grammar: node kind id -> (type name, is named), and field id -> field name.
 
@@ -54,8 +55,7 @@ def _symbols(language: str) -> tuple[dict[int, tuple[str, bool]], list[str | Non
     ``transform_many``. Kinds outside the table (``ERROR`` is 65535) are added on first sight.
     """
     lang = _parser(language).language
-    kinds = {i: (lang.node_kind_for_id(i), bool(lang.node_kind_is_named(i)))
-             for i in range(lang.node_kind_count)}
+    kinds = {i: (lang.node_kind_for_id(i), bool(lang.node_kind_is_named(i))) for i in range(lang.node_kind_count)}
     fields: list[str | None] = [None] + [lang.field_name_for_id(i) for i in range(1, lang.field_count + 1)]
     return kinds, fields
 
@@ -65,8 +65,7 @@ class Node:
 
     __slots__ = ("type", "start", "end", "named", "field", "parent", "children")
 
-    def __init__(self, type: str, start: int, end: int, named: bool, field: str | None,
-                 parent: "Node | None") -> None:
+    def __init__(self, type: str, start: int, end: int, named: bool, field: str | None, parent: Node | None) -> None:
         self.type = type
         self.start = start
         self.end = end
@@ -78,26 +77,26 @@ class Node:
     def __repr__(self) -> str:
         return f"Node({self.type}, {self.start}:{self.end})"
 
-    def child(self, field_name: str) -> "Node | None":
+    def child(self, field_name: str) -> Node | None:
         for ch in self.children:
             if ch.field == field_name:
                 return ch
         return None
 
-    def children_by_field(self, field_name: str) -> list["Node"]:
+    def children_by_field(self, field_name: str) -> list[Node]:
         return [ch for ch in self.children if ch.field == field_name]
 
     @property
-    def named_children(self) -> list["Node"]:
+    def named_children(self) -> list[Node]:
         return [ch for ch in self.children if ch.named]
 
-    def ancestors(self) -> Iterator["Node"]:
+    def ancestors(self) -> Iterator[Node]:
         node = self.parent
         while node is not None:
             yield node
             node = node.parent
 
-    def walk(self) -> Iterator["Node"]:
+    def walk(self) -> Iterator[Node]:
         """Pre-order traversal of this subtree (self included)."""
         stack = [self]
         while stack:
@@ -105,7 +104,7 @@ class Node:
             yield node
             stack.extend(reversed(node.children))
 
-    def contains(self, other: "Node") -> bool:
+    def contains(self, other: Node) -> bool:
         return self.start <= other.start and other.end <= self.end
 
 
@@ -116,8 +115,9 @@ def encode_code(code: object) -> bytes:
     try:
         return code.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise TransformError(f"code is not valid UTF-8 text: {exc.reason} at character {exc.start} "
-                             f"({code[exc.start:exc.end]!r})") from None
+        raise TransformError(
+            f"code is not valid UTF-8 text: {exc.reason} at character {exc.start} ({code[exc.start : exc.end]!r})"
+        ) from None
 
 
 class Source:
@@ -237,7 +237,7 @@ class Source:
         return out
 
     def text(self, node: Node) -> str:
-        return self.data[node.start:node.end].decode("utf-8")
+        return self.data[node.start : node.end].decode("utf-8")
 
     def row(self, node: Node) -> int:
         """The 0-based line of ``node``'s start, counted as tree-sitter counts rows (``\\n``)."""
@@ -250,7 +250,7 @@ class Source:
     def indent_of(self, node: Node) -> str:
         """The whitespace that precedes ``node`` on its line ('' if code precedes it)."""
         start = self.line_start(node.start)
-        prefix = self.data[start:node.start].decode("utf-8")
+        prefix = self.data[start : node.start].decode("utf-8")
         return prefix if prefix.strip() == "" else ""
 
     def release(self) -> None:
@@ -271,5 +271,6 @@ class Source:
 
     def require_clean(self) -> None:
         if self.has_error:
-            raise TransformError(f"{self.language} code does not parse cleanly "
-                                 "(tree-sitter reports ERROR or MISSING nodes)")
+            raise TransformError(
+                f"{self.language} code does not parse cleanly (tree-sitter reports ERROR or MISSING nodes)"
+            )

@@ -10,7 +10,7 @@ import contextlib
 import gc
 import logging
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from mlflow_metacompress.transforms._checks import DEFAULT_LIMITS, TransformLimits
 from mlflow_metacompress.transforms._tree import LANGUAGES, Source, TransformError, _parser, encode_code
@@ -46,8 +46,9 @@ def _over_limit(code: str, language: str, limits: TransformLimits) -> tuple[Sour
     return src, None
 
 
-def transform(code: str, name: str, language: str, seed: int = 0,
-              limits: TransformLimits | None = None) -> TransformResult:
+def transform(
+    code: str, name: str, language: str, seed: int = 0, limits: TransformLimits | None = None
+) -> TransformResult:
     """Apply transformation ``name`` to one sample.
 
     Raises :class:`TransformError` when ``code`` is not a string, not valid UTF-8 (e.g.
@@ -64,8 +65,7 @@ def transform(code: str, name: str, language: str, seed: int = 0,
     return run(src, name, seed)  # type: ignore[arg-type]
 
 
-def apply_transform(code: str, name: str, language: str, seed: int = 0,
-                    limits: TransformLimits | None = None) -> str:
+def apply_transform(code: str, name: str, language: str, seed: int = 0, limits: TransformLimits | None = None) -> str:
     """The transformed code, or ``code`` unchanged when the transformation does not apply."""
     return transform(code, name, language, seed, limits).code
 
@@ -96,9 +96,14 @@ def _collector_paused() -> Iterator[bool]:
         gc.enable()
 
 
-def transform_many(codes: list[str], names: list[str], language: str, seed: int = 0,
-                   progress: bool = False, limits: TransformLimits | None = None,
-                   ) -> dict[str, list[TransformResult]]:
+def transform_many(
+    codes: list[str],
+    names: list[str],
+    language: str,
+    seed: int = 0,
+    progress: bool = False,
+    limits: TransformLimits | None = None,
+) -> dict[str, list[TransformResult]]:
     """Apply each transformation in ``names`` to every sample, parsing each sample once.
 
     Never raises on a sample (unknown names or languages still raise ``ValueError``):
@@ -124,8 +129,14 @@ def transform_many(codes: list[str], names: list[str], language: str, seed: int 
     return out
 
 
-def _transform_sample(code: str, names: list[str], language: str, seed: int, limits: TransformLimits,
-                      out: dict[str, list[TransformResult]]) -> None:
+def _transform_sample(
+    code: str,
+    names: list[str],
+    language: str,
+    seed: int,
+    limits: TransformLimits,
+    out: dict[str, list[TransformResult]],
+) -> None:
     """Parse one sample once, apply every transformation in ``names``, append to ``out``."""
     src: Source | None = None
     status, reason = TransformStatus.NOT_APPLICABLE, None
@@ -149,12 +160,32 @@ def _transform_sample(code: str, names: list[str], language: str, seed: int, lim
 
 
 _HINTS = {
-    "python": [r"^\s*def \w+\(.*\)\s*(->[^:]+)?:\s*$", r"^\s*(import|from) [\w.]+", r"\bself\b",
-               r"^\s*(elif|except|with)\b", r":\s*$", r"\bNone\b|\bTrue\b|\bFalse\b"],
-    "java": [r"\b(public|private|protected)\b", r"\bnew [A-Z]\w*\s*[(<\[]", r"\bString\b", r"\bthrows\b",
-             r"@Override|\bextends\b|\bimplements\b", r"\bSystem\.out\b", r"\bboolean\b|\bnull\b"],
-    "c": [r"^\s*#\s*(include|define|if)", r"->", r"\bstruct\b", r"\bNULL\b", r"\b(unsigned|uint\d+_t|size_t)\b",
-          r"\*\s*\w+\s*[=;,)]", r"\bsizeof\b|\bgoto\b|\bprintf\b"],
+    "python": [
+        r"^\s*def \w+\(.*\)\s*(->[^:]+)?:\s*$",
+        r"^\s*(import|from) [\w.]+",
+        r"\bself\b",
+        r"^\s*(elif|except|with)\b",
+        r":\s*$",
+        r"\bNone\b|\bTrue\b|\bFalse\b",
+    ],
+    "java": [
+        r"\b(public|private|protected)\b",
+        r"\bnew [A-Z]\w*\s*[(<\[]",
+        r"\bString\b",
+        r"\bthrows\b",
+        r"@Override|\bextends\b|\bimplements\b",
+        r"\bSystem\.out\b",
+        r"\bboolean\b|\bnull\b",
+    ],
+    "c": [
+        r"^\s*#\s*(include|define|if)",
+        r"->",
+        r"\bstruct\b",
+        r"\bNULL\b",
+        r"\b(unsigned|uint\d+_t|size_t)\b",
+        r"\*\s*\w+\s*[=;,)]",
+        r"\bsizeof\b|\bgoto\b|\bprintf\b",
+    ],
 }
 
 

@@ -16,8 +16,8 @@ import logging
 import pkgutil
 import random
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from mlflow_metacompress.transforms._checks import compiles, parses_cleanly
 from mlflow_metacompress.transforms._reparse import parses_cleanly_from
@@ -29,9 +29,21 @@ TransformFn = Callable[[Source, random.Random], "str | None"]
 
 _PACKAGE = "mlflow_metacompress.transforms"
 
-__all__ = ["TransformStatus", "TransformReason", "TransformResult", "Transformation", "REGISTRY",
-           "register", "load_all", "get", "run", "parses_cleanly", "parses_cleanly_memo", "count_reasons",
-           "LIMIT_REASONS"]
+__all__ = [
+    "TransformStatus",
+    "TransformReason",
+    "TransformResult",
+    "Transformation",
+    "REGISTRY",
+    "register",
+    "load_all",
+    "get",
+    "run",
+    "parses_cleanly",
+    "parses_cleanly_memo",
+    "count_reasons",
+    "LIMIT_REASONS",
+]
 
 
 class TransformStatus(enum.Enum):
@@ -45,13 +57,13 @@ class TransformStatus(enum.Enum):
 class TransformReason(str, enum.Enum):
     """Why a sample was not changed (``None`` on a CHANGED result)."""
 
-    NO_SITE = "no_site"                # NOT_APPLICABLE: nothing in the code to rewrite
-    TOO_LARGE = "too_large"            # NOT_APPLICABLE: over TransformLimits.max_bytes
-    TOO_DEEP = "too_deep"              # NOT_APPLICABLE: over TransformLimits.max_depth
+    NO_SITE = "no_site"  # NOT_APPLICABLE: nothing in the code to rewrite
+    TOO_LARGE = "too_large"  # NOT_APPLICABLE: over TransformLimits.max_bytes
+    TOO_DEEP = "too_deep"  # NOT_APPLICABLE: over TransformLimits.max_depth
     INVALID_OUTPUT = "invalid_output"  # NOT_APPLICABLE: output failed to re-parse/compile (a bug, logged)
-    FAILED = "failed"                  # NOT_APPLICABLE: the transformation raised (a bug, logged)
-    UNPARSABLE = "unparsable"          # PARSE_ERROR: tree-sitter ERROR or MISSING nodes
-    NOT_TEXT = "not_text"              # PARSE_ERROR: not a str, or not valid UTF-8 (lone surrogates)
+    FAILED = "failed"  # NOT_APPLICABLE: the transformation raised (a bug, logged)
+    UNPARSABLE = "unparsable"  # PARSE_ERROR: tree-sitter ERROR or MISSING nodes
+    NOT_TEXT = "not_text"  # PARSE_ERROR: not a str, or not valid UTF-8 (lone surrogates)
 
 
 LIMIT_REASONS = frozenset({TransformReason.TOO_LARGE, TransformReason.TOO_DEEP})
@@ -160,8 +172,7 @@ def get(name: str, language: str) -> Transformation:
         raise ValueError(f"unknown transformation {name!r}; known: {sorted(registry)}")
     spec = registry[name]
     if language not in spec.languages:
-        raise ValueError(f"transformation {name!r} does not support {language!r} "
-                         f"(supports {spec.languages})")
+        raise ValueError(f"transformation {name!r} does not support {language!r} (supports {spec.languages})")
     return spec
 
 
@@ -196,8 +207,9 @@ def run(src: Source, name: str, seed: int = 0, verify: bool = True) -> Transform
     try:
         out = spec.fn(src, rng)
     except Exception:  # noqa: BLE001 - one sample must never abort an evaluation
-        logger.warning("transformation %s failed on a %s sample; reported as not applicable",
-                       name, src.language, exc_info=True)
+        logger.warning(
+            "transformation %s failed on a %s sample; reported as not applicable", name, src.language, exc_info=True
+        )
         return TransformResult(src.code, TransformStatus.NOT_APPLICABLE, name, TransformReason.FAILED)
     if out is None or out == src.code:
         return TransformResult(src.code, TransformStatus.NOT_APPLICABLE, name, TransformReason.NO_SITE)
@@ -208,8 +220,8 @@ def run(src: Source, name: str, seed: int = 0, verify: bool = True) -> Transform
         elif src.language == "python" and _input_compiles(src) and not compiles(out):
             problem = "non-compiling"
         if problem is not None:
-            logger.warning("transformation %s produced %s %s code; reported as not applicable",
-                           name, problem, src.language)
-            return TransformResult(src.code, TransformStatus.NOT_APPLICABLE, name,
-                                   TransformReason.INVALID_OUTPUT)
+            logger.warning(
+                "transformation %s produced %s %s code; reported as not applicable", name, problem, src.language
+            )
+            return TransformResult(src.code, TransformStatus.NOT_APPLICABLE, name, TransformReason.INVALID_OUTPUT)
     return TransformResult(out, TransformStatus.CHANGED, name)

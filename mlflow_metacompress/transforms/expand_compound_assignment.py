@@ -20,8 +20,13 @@ from mlflow_metacompress.transforms.base import register
 _OPS = {"+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|=", ">>>=", "//=", "**=", "@="}
 _JAVA_CAST = {"byte", "short", "char", "int", "long", "float"}
 _JAVA_NOCAST = {"double", "Double", "Long", "Integer", "String", "boolean", "Boolean"}
-_C_LVALUES = {"identifier", "field_expression", "subscript_expression", "pointer_expression",
-              "parenthesized_expression"}
+_C_LVALUES = {
+    "identifier",
+    "field_expression",
+    "subscript_expression",
+    "pointer_expression",
+    "parenthesized_expression",
+}
 _JAVA_LVALUES = {"identifier", "field_access", "array_access"}
 _PY_SCALAR_CALLS = {b"int", b"float", b"str", b"len", b"ord", b"abs", b"round", b"chr", b"hex", b"bin"}
 _ASSIGNMENTS = frozenset({"assignment_expression", "update_expression"})
@@ -78,7 +83,7 @@ def _py_scalar(src: Source, target: Node) -> bool:
     summary = summaries.get(id(scope))  # type: ignore[union-attr]
     if summary is None:
         summary = summaries[id(scope)] = _py_scalar_summary(src, scope)  # type: ignore[index]
-    return summary.get(src.data[target.start:target.end], False)
+    return summary.get(src.data[target.start : target.end], False)
 
 
 def _py_scalar_summary(src: Source, scope: Node) -> dict[bytes, bool]:
@@ -94,21 +99,21 @@ def _py_scalar_summary(src: Source, scope: Node) -> dict[bytes, bool]:
             left, right = node.child("left"), node.child("right")
             if left is not None:
                 fn = right.child("function") if right is not None and right.type == "call" else None
-                ok = fn is not None and src.data[fn.start:fn.end] == b"range" and left.type == "identifier"
+                ok = fn is not None and src.data[fn.start : fn.end] == b"range" and left.type == "identifier"
                 for n in left.walk():
                     if n.type == "identifier":
-                        mark(src.data[n.start:n.end], ok)
+                        mark(src.data[n.start : n.end], ok)
         if node.type != "assignment" and node.type != "named_expression":
             continue
         left = node.child("left") or node.child("name")
         if left is None:
             continue
-        whole = src.data[left.start:left.end]
+        whole = src.data[left.start : left.end]
         value = node.child("right") or node.child("value")
         mark(whole, value is not None and _py_scalar_expr(src, value))
         for n in left.walk():
-            if n.type == "identifier" and src.data[n.start:n.end] != whole:
-                mark(src.data[n.start:n.end], False)  # bound by unpacking: type unknown
+            if n.type == "identifier" and src.data[n.start : n.end] != whole:
+                mark(src.data[n.start : n.end], False)  # bound by unpacking: type unknown
     return out
 
 
@@ -121,15 +126,14 @@ def _py_scalar_expr(src: Source, node: Node) -> bool:
         return True
     if node.type == "call":
         fn = node.child("function")
-        return fn is not None and src.data[fn.start:fn.end] in _PY_SCALAR_CALLS
+        return fn is not None and src.data[fn.start : fn.end] in _PY_SCALAR_CALLS
     return False
 
 
 def _expand(src: Source, edits: Edits, node: Node) -> bool:
     lang = src.language
     if node.type == "update_expression":
-        if node.parent is None or not (node.parent.type == "expression_statement"
-                                       or node.field == "update"):
+        if node.parent is None or not (node.parent.type == "expression_statement" or node.field == "update"):
             return False
         target = node.named_children[0] if node.named_children else None
         op_text = src.text(node).replace(src.text(target), "", 1).strip() if target is not None else ""
@@ -167,13 +171,11 @@ def _expand(src: Source, edits: Edits, node: Node) -> bool:
 @register("expand_compound_assignment", ("c", "java", "python"))
 def expand_compound_assignment(src: Source, rng: random.Random) -> str | None:
     """Expand every eligible compound assignment and statement-level increment."""
-    kinds = ("augmented_assignment",) if src.language == "python" else (
-        "assignment_expression", "update_expression")
+    kinds = ("augmented_assignment",) if src.language == "python" else ("assignment_expression", "update_expression")
     edits = Edits(src.data)
     changed = False
     for node in sorted(src.nodes(*kinds), key=lambda n: n.end - n.start):
-        if src.language != "python" and node.type == "assignment_expression" and \
-                has_ancestor(src, node, _ASSIGNMENTS):
+        if src.language != "python" and node.type == "assignment_expression" and has_ancestor(src, node, _ASSIGNMENTS):
             continue
         if edits.overlaps(node.start, node.end):
             continue

@@ -30,8 +30,7 @@ from mlflow_metacompress.transforms._tree import Node, Source
 from mlflow_metacompress.transforms.base import register
 from mlflow_metacompress.transforms.identifiers import get_analysis
 
-_LOOPS = frozenset({"for_statement", "while_statement", "do_statement", "enhanced_for_statement",
-                    "for_range_loop"})
+_LOOPS = frozenset({"for_statement", "while_statement", "do_statement", "enhanced_for_statement", "for_range_loop"})
 
 
 def _continue_targets(src: Source, loop: Node, body: Node) -> bool:
@@ -62,8 +61,8 @@ def _braced_rewrite(src: Source, edits: Edits, node: Node) -> bool:
     if src.language == "java" and updates and java_may_not_complete(src, body):
         return False
     init_text = "".join(
-        edits.render_node(i) + ("" if i.type in ("declaration", "local_variable_declaration") else "; ")
-        for i in inits)
+        edits.render_node(i) + ("" if i.type in ("declaration", "local_variable_declaration") else "; ") for i in inits
+    )
     cond_text = edits.render_node(cond) if cond is not None else ("1" if src.language == "c" else "true")
     upd_text = "".join(" " + edits.render_node(u) + ";" for u in updates)
     body_text = edits.render_node(body)
@@ -81,8 +80,9 @@ def _python_rewrite(src: Source, edits: Edits, node: Node, fresh: NameFactory) -
     fn, args = right.child("function"), right.child("arguments")
     if fn is None or src.text(fn) != "range" or args is None:
         return False
-    if not 1 <= len(args.named_children) <= 3 or any(a.type in ("keyword_argument", "list_splat",
-                                                            "dictionary_splat") for a in args.named_children):
+    if not 1 <= len(args.named_children) <= 3 or any(
+        a.type in ("keyword_argument", "list_splat", "dictionary_splat") for a in args.named_children
+    ):
         return False
     if not py_block_on_own_lines(src, node, body):
         return False
@@ -90,9 +90,14 @@ def _python_rewrite(src: Source, edits: Edits, node: Node, fresh: NameFactory) -
     body_indent = py_indent(src, body)
     rng_name, idx = fresh(), fresh("index")
     var = src.text(left)
-    lines = [f"{rng_name} = {edits.render_node(right)}", f"{indent}{idx} = 0",
-             f"{indent}while {idx} < len({rng_name}):", f"{body_indent}{var} = {rng_name}[{idx}]",
-             f"{body_indent}{idx} += 1", py_block_lines(src, body, edits.render_node(body)).rstrip()]
+    lines = [
+        f"{rng_name} = {edits.render_node(right)}",
+        f"{indent}{idx} = 0",
+        f"{indent}while {idx} < len({rng_name}):",
+        f"{body_indent}{var} = {rng_name}[{idx}]",
+        f"{body_indent}{idx} += 1",
+        py_block_lines(src, body, edits.render_node(body)).rstrip(),
+    ]
     alt = node.child("alternative")
     if alt is not None:
         lines.append(indent + edits.render_node(alt).rstrip())

@@ -15,47 +15,60 @@ import builtins
 import keyword
 import re
 
-from mlflow_metacompress.transforms._scopes import Analysis, analyse, macro_names
 from mlflow_metacompress.transforms._edits import Edits
+from mlflow_metacompress.transforms._scopes import Analysis, analyse, macro_names
 from mlflow_metacompress.transforms._tree import Node, Source, TransformError
 
-_C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
+_C_KEYWORDS = frozenset(
+    """auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct switch
 typedef union unsigned void volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic
 _Imaginary _Noreturn _Static_assert _Thread_local asm typeof __asm__ __attribute__ __typeof__
 __inline __inline__ __restrict __volatile__ __extension__ alignas alignof bool true false nullptr
-static_assert thread_local constexpr typeof_unqual""".split())
-_JAVA_KEYWORDS = frozenset("""abstract assert boolean break byte case catch char class const continue
+static_assert thread_local constexpr typeof_unqual""".split()
+)
+_JAVA_KEYWORDS = frozenset(
+    """abstract assert boolean break byte case catch char class const continue
 default do double else enum extends final finally float for goto if implements import instanceof int
 interface long native new package private protected public return short static strictfp super switch
 synchronized this throw throws transient try void volatile while true false null var yield record
-sealed permits non-sealed when module open exports requires _""".split())
+sealed permits non-sealed when module open exports requires _""".split()
+)
 _PY_KEYWORDS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
 
 KEYWORDS: dict[str, frozenset[str]] = {"c": _C_KEYWORDS, "java": _JAVA_KEYWORDS, "python": _PY_KEYWORDS}
 """Reserved words per language; never valid as new names."""
 
 RESERVED: dict[str, frozenset[str]] = {
-    "c": frozenset("""NULL EOF errno stdin stdout stderr assert main size_t ssize_t ptrdiff_t
+    "c": frozenset(
+        """NULL EOF errno stdin stdout stderr assert main size_t ssize_t ptrdiff_t
     offsetof va_list va_start va_end va_arg va_copy FILE exit abort malloc free printf
     uint8_t uint16_t uint32_t uint64_t int8_t int16_t int32_t int64_t uintptr_t intptr_t
-    INT_MAX INT_MIN UINT_MAX LONG_MAX LONG_MIN CHAR_BIT SIZE_MAX""".split()),
-    "java": frozenset("""String Object System Math Integer Long Double Float Boolean Character Byte
+    INT_MAX INT_MIN UINT_MAX LONG_MAX LONG_MIN CHAR_BIT SIZE_MAX""".split()
+    ),
+    "java": frozenset(
+        """String Object System Math Integer Long Double Float Boolean Character Byte
     Short Number Exception RuntimeException Error Throwable Thread Runnable Class Override
     Deprecated SuppressWarnings StringBuilder StringBuffer Iterable Comparable Void Enum Record
     CharSequence Cloneable AutoCloseable Process Runtime IllegalArgumentException
-    IllegalStateException NullPointerException main length""".split()),
+    IllegalStateException NullPointerException main length""".split()
+    ),
     "python": frozenset(dir(builtins)) | {"self", "cls", "main", "__class__"},
 }
 """Library names that a new identifier must not shadow, per language."""
 
-_IDENT = {"c": re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z"), "java": re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z"),
-          "python": re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")}
+_IDENT = {
+    "c": re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z"),
+    "java": re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z"),
+    "python": re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z"),
+}
 
-JDK_METHODS = frozenset("""toString equals hashCode compareTo compare run call get apply accept test
+JDK_METHODS = frozenset(
+    """toString equals hashCode compareTo compare run call get apply accept test
 iterator hasNext next remove close clone finalize main length charAt subSequence size isEmpty
 contains add put read write flush handle execute actionPerformed paint init start stop destroy
-getName getValue setValue valueOf values ordinal""".split())
+getName getValue setValue valueOf values ordinal""".split()
+)
 """Method names that may implement JDK interfaces or override Object; never renamed."""
 
 
@@ -102,8 +115,11 @@ def all_identifiers(code: str, language: str) -> set[str]:
 
 def _renamable(src: Source) -> list[str]:
     a = get_analysis(src)
-    return [n for n in a.order if a.valid.get(n) and n not in a.blocked and n not in a.params
-            and is_valid_identifier(n, src.language)]
+    return [
+        n
+        for n in a.order
+        if a.valid.get(n) and n not in a.blocked and n not in a.params and is_valid_identifier(n, src.language)
+    ]
 
 
 def renamable_identifiers(code: str, language: str) -> list[str]:
@@ -144,9 +160,11 @@ def _c_function_sites(src: Source, macros: set[str]) -> dict[str, list[Node]]:
 
 
 def _java_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
-    classes = {src.text(c.child("name")) for c in src.nodes("class_declaration", "interface_declaration",
-                                                          "enum_declaration", "record_declaration")
-               if c.child("name") is not None}
+    classes = {
+        src.text(c.child("name"))
+        for c in src.nodes("class_declaration", "interface_declaration", "enum_declaration", "record_declaration")
+        if c.child("name") is not None
+    }
     sites: dict[str, list[Node]] = {}
     banned: set[str] = set(JDK_METHODS)
     for m in src.nodes("method_declaration"):
@@ -157,14 +175,25 @@ def _java_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
         mods = [c for c in m.children if c.type == "modifiers"]
         if mods and "@Override" in src.text(mods[0]):
             banned.add(text)
-        owner = next((x for x in m.ancestors() if x.type in ("class_declaration", "object_creation_expression",
-                                                             "enum_declaration", "interface_declaration",
-                                                             "record_declaration")), None)
+        owner = next(
+            (
+                x
+                for x in m.ancestors()
+                if x.type
+                in (
+                    "class_declaration",
+                    "object_creation_expression",
+                    "enum_declaration",
+                    "interface_declaration",
+                    "record_declaration",
+                )
+            ),
+            None,
+        )
         if owner is not None and owner.type == "object_creation_expression":
             banned.add(text)
         elif owner is not None:
-            supers = [c for c in owner.children if c.type in ("superclass", "super_interfaces",
-                                                              "extends_interfaces")]
+            supers = [c for c in owner.children if c.type in ("superclass", "super_interfaces", "extends_interfaces")]
             types = {src.text(t) for s in supers for t in s.walk() if t.type == "type_identifier"}
             if types - classes:
                 banned.add(text)
@@ -173,8 +202,11 @@ def _java_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
         name, obj = call.child("name"), call.child("object")
         if name is None or src.text(name) not in sites:
             continue
-        if obj is None or obj.type == "this" or (obj.type == "identifier" and src.text(obj) in classes
-                                                 and src.text(obj) not in a.occurrences):
+        if (
+            obj is None
+            or obj.type == "this"
+            or (obj.type == "identifier" and src.text(obj) in classes and src.text(obj) not in a.occurrences)
+        ):
             sites[src.text(name)].append(name)
         else:
             banned.add(src.text(name))
@@ -189,21 +221,28 @@ def _java_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
 
 
 def _py_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
-    strings = b" ".join(src.data[s.start:s.end] for s in src.nodes("string_content"))
+    strings = b" ".join(src.data[s.start : s.end] for s in src.nodes("string_content"))
     sites: dict[str, list[Node]] = {}
     for fn in src.nodes("function_definition"):
         name = fn.child("name")
-        holder = fn.parent.parent if fn.parent is not None and fn.parent.type == "decorated_definition" \
-            else fn.parent
-        if name is None or (holder is not None and holder.type == "block" and holder.parent is not None
-                            and holder.parent.type == "class_definition"):
+        holder = fn.parent.parent if fn.parent is not None and fn.parent.type == "decorated_definition" else fn.parent
+        if name is None or (
+            holder is not None
+            and holder.type == "block"
+            and holder.parent is not None
+            and holder.parent.type == "class_definition"
+        ):
             continue
         sites.setdefault(src.text(name), []).append(name)
     for cls in src.nodes("class_definition"):
         if cls.child("name") is not None:
             sites.pop(src.text(cls.child("name")), None)
-    imported = {src.text(n) for s in src.nodes("import_statement", "import_from_statement")
-                for n in s.walk() if n.type == "identifier"}
+    imported = {
+        src.text(n)
+        for s in src.nodes("import_statement", "import_from_statement")
+        for n in s.walk()
+        if n.type == "identifier"
+    }
     words = set(re.findall(rb"\w+", strings))  # whole words, as a word-boundary search
     out = {}
     for name, defs in sites.items():

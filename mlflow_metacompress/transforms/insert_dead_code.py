@@ -52,8 +52,12 @@ def _insert_braced(src: Source, edits: Edits, block: Node, lines: list[str]) -> 
     if stmts and stmts[0].type == "explicit_constructor_invocation":
         after = stmts[0].end
         stmts = stmts[1:]
-    if stmts and src.row(stmts[0]) > src.row(src.root) and src.indent_of(stmts[0]) and \
-            src.data.count(b"\n", after, stmts[0].start):
+    if (
+        stmts
+        and src.row(stmts[0]) > src.row(src.root)
+        and src.indent_of(stmts[0])
+        and src.data.count(b"\n", after, stmts[0].start)
+    ):
         edits.insert(after, "\n" + src.indent_of(stmts[0]) + dead)
     else:
         edits.insert(after, " " + dead + " ")
@@ -76,11 +80,15 @@ def _insert_python(src: Source, block: Node, edits: Edits, lines: list[str], hea
     if not stmts:
         raise ValueError("no statement")
     indent = py_indent(src, stmts[0])
-    unit = indent[len(py_indent(src, header)):] or "    "
+    unit = indent[len(py_indent(src, header)) :] or "    "
     text = "if False:\n" + "".join(f"{indent}{unit}{line}\n" for line in lines)
     first = stmts[0]
-    docstring = header.type == "function_definition" and first.type == "expression_statement" and \
-        len(first.named_children) == 1 and first.named_children[0].type == "string"
+    docstring = (
+        header.type == "function_definition"
+        and first.type == "expression_statement"
+        and len(first.named_children) == 1
+        and first.named_children[0].type == "string"
+    )
     if docstring and len(stmts) > 1:
         first = stmts[1]
     if docstring and len(stmts) == 1:

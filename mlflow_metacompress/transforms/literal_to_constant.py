@@ -25,18 +25,49 @@ from mlflow_metacompress.transforms.base import register
 _POOL = ("LIMIT", "FACTOR", "OFFSET", "BASE", "THRESHOLD", "COUNT", "SIZE", "STEP", "MAGIC", "VALUE", "K")
 _KINDS = {
     "c": ("number_literal", "char_literal"),
-    "java": ("decimal_integer_literal", "hex_integer_literal", "octal_integer_literal",
-             "binary_integer_literal", "decimal_floating_point_literal", "character_literal", "string_literal"),
+    "java": (
+        "decimal_integer_literal",
+        "hex_integer_literal",
+        "octal_integer_literal",
+        "binary_integer_literal",
+        "decimal_floating_point_literal",
+        "character_literal",
+        "string_literal",
+    ),
     "python": ("integer", "float", "string"),
 }
 _BLOCKED = {
-    "c": {"case_statement", "array_declarator", "abstract_array_declarator", "initializer_list", "enumerator",
-          "bitfield_clause", "attribute_specifier", "attribute_declaration", "gnu_asm_expression",
-          "static_assert_declaration", "preproc_arg"},
-    "java": {"switch_label", "annotation", "marker_annotation", "element_value_pair",
-             "explicit_constructor_invocation", "class_body", "annotation_argument_list"},
-    "python": {"case_pattern", "parameters", "lambda_parameters", "type", "decorator",
-               "concatenated_string", "global_statement"},
+    "c": {
+        "case_statement",
+        "array_declarator",
+        "abstract_array_declarator",
+        "initializer_list",
+        "enumerator",
+        "bitfield_clause",
+        "attribute_specifier",
+        "attribute_declaration",
+        "gnu_asm_expression",
+        "static_assert_declaration",
+        "preproc_arg",
+    },
+    "java": {
+        "switch_label",
+        "annotation",
+        "marker_annotation",
+        "element_value_pair",
+        "explicit_constructor_invocation",
+        "class_body",
+        "annotation_argument_list",
+    },
+    "python": {
+        "case_pattern",
+        "parameters",
+        "lambda_parameters",
+        "type",
+        "decorator",
+        "concatenated_string",
+        "global_statement",
+    },
 }
 
 
@@ -51,8 +82,10 @@ def _c_type(text: str) -> str | None:
     if match is None:
         return None
     digits, suffix = match.groups()
-    value = int(digits, 16 if is_hex else 2 if digits.startswith("0b") else 8 if digits.startswith("0") and
-                len(digits) > 1 else 10)
+    value = int(
+        digits,
+        16 if is_hex else 2 if digits.startswith("0b") else 8 if digits.startswith("0") and len(digits) > 1 else 10,
+    )
     if value == 0:
         return None  # may be a null pointer constant
     unsigned, longs = "u" in suffix, suffix.count("l")
@@ -146,8 +179,11 @@ def _insert_point(src: Source, unit: Node) -> tuple[int, str] | None:
         if not stmts or not py_block_on_own_lines(src, unit, body):
             return None
         first = stmts[0]
-        if first.type == "expression_statement" and len(first.named_children) == 1 and \
-                first.named_children[0].type == "string":
+        if (
+            first.type == "expression_statement"
+            and len(first.named_children) == 1
+            and first.named_children[0].type == "string"
+        ):
             if len(stmts) == 1:
                 return None
             first = stmts[1]
@@ -183,8 +219,9 @@ def literal_to_constant(src: Source, rng: random.Random) -> str | None:
             if lang == "python" and not _python_ok(src, lit):
                 continue
             groups.setdefault(src.text(lit), []).append(lit)
-        typed = {t: (_c_type(t) if lang == "c" else _java_type(n[0], t) if lang == "java" else "")
-                 for t, n in groups.items()}
+        typed = {
+            t: (_c_type(t) if lang == "c" else _java_type(n[0], t) if lang == "java" else "") for t, n in groups.items()
+        }
         choices = sorted(t for t, typ in typed.items() if typ is not None)
         if not choices:
             continue
@@ -194,8 +231,8 @@ def literal_to_constant(src: Source, rng: random.Random) -> str | None:
         pos, sep = point
         edits.insert(pos, decl + sep if lang == "python" else sep + decl)
         for lit in groups[text]:
-            before = src.data[lit.start - 1:lit.start]
-            after = src.data[lit.end:lit.end + 1]
+            before = src.data[lit.start - 1 : lit.start]
+            after = src.data[lit.end : lit.end + 1]
             pad_l = " " if re.match(rb"[A-Za-z0-9_$]", before) else ""
             pad_r = " " if re.match(rb"[A-Za-z0-9_$]", after) else ""
             edits.replace_node(lit, pad_l + name + pad_r)

@@ -15,8 +15,20 @@ from mlflow_metacompress.transforms._tree import Source
 from mlflow_metacompress.transforms.base import register
 from mlflow_metacompress.transforms.identifiers import _function_sites, rename_in_source
 
-_FN_POOL = ("process", "compute", "handle", "run_step", "do_work", "helper", "impl", "routine", "worker",
-            "apply_op", "execute_task", "perform")
+_FN_POOL = (
+    "process",
+    "compute",
+    "handle",
+    "run_step",
+    "do_work",
+    "helper",
+    "impl",
+    "routine",
+    "worker",
+    "apply_op",
+    "execute_task",
+    "perform",
+)
 
 
 @register("rename_function", ("c", "java", "python"))

@@ -61,14 +61,14 @@ def _swap_python(src: Source, edits: Edits, node: Node) -> bool:
         body_b = py_block_lines(src, else_block, edits.render_node(else_block))
     else:
         if py_has_multiline_string(src, node) or not all(
-                py_block_on_own_lines(src, a, a.child("consequence") or a.child("body")) for a in alts):
+            py_block_on_own_lines(src, a, a.child("consequence") or a.child("body")) for a in alts
+        ):
             return False
-        unit = py_indent(src, cons)[len(indent):] or "    "
+        unit = py_indent(src, cons)[len(indent) :] or "    "
         chain = "if" + edits.render(first.start + len("elif"), alts[-1].end)
         body_b = reindent(indent + chain, unit)
     cond_text = edits.render_node(cond)
-    edits.replace(node.start, node.end,
-                  f"if not ({cond_text}):\n{body_b.rstrip()}\n{indent}else:\n{body_a.rstrip()}")
+    edits.replace(node.start, node.end, f"if not ({cond_text}):\n{body_b.rstrip()}\n{indent}else:\n{body_a.rstrip()}")
     return True
 
 

@@ -49,9 +49,9 @@ def swap_operands(src: Source, rng: random.Random) -> str | None:
             continue
         new_left = paren(edits.render_node(right), right)
         new_right = paren(edits.render_node(left), left)
-        before = src.data[left.end:right.start].decode("utf-8")
+        before = src.data[left.end : right.start].decode("utf-8")
         spacing_l = before[: len(before) - len(before.lstrip())]
-        spacing_r = before[len(before.rstrip()):]
+        spacing_r = before[len(before.rstrip()) :]
         edits.replace_node(node, f"{new_left}{spacing_l}{_MIRROR[op]}{spacing_r}{new_right}")
         changed = True
     return edits.apply() if changed else None

@@ -31,9 +31,10 @@ def _python(src: Source, edits: Edits, node: Node, fresh: NameFactory) -> bool:
     if cond is None or node.child("alternative") is not None or not py_block_on_own_lines(src, node, body):
         return False
     indent, body_indent = py_indent(src, node), py_indent(src, body)
-    unit = body_indent[len(indent):] or "    "
-    head = f"for {fresh()} in iter(int, 1):\n{body_indent}if not ({edits.render_node(cond)}):\n" \
-           f"{body_indent}{unit}break\n"
+    unit = body_indent[len(indent) :] or "    "
+    head = (
+        f"for {fresh()} in iter(int, 1):\n{body_indent}if not ({edits.render_node(cond)}):\n{body_indent}{unit}break\n"
+    )
     edits.replace_node(node, head + py_block_lines(src, body, edits.render_node(body)).rstrip())
     return True
 

@@ -25,7 +25,8 @@ import json
 import logging
 import sqlite3
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
@@ -81,8 +82,13 @@ def _error(status: int, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers or None)
 
 
-def create_app(config: WebhookConfig, queue: JobQueue, secret: str, wake: threading.Event,
-               workers: Callable[[], dict[str, bool]] = dict) -> FastAPI:
+def create_app(
+    config: WebhookConfig,
+    queue: JobQueue,
+    secret: str,
+    wake: threading.Event,
+    workers: Callable[[], dict[str, bool]] = dict,
+) -> FastAPI:
     """The FastAPI application; ``workers`` reports each worker's liveness for ``/health``.
 
     (No ``from __future__ import annotations`` here: FastAPI reads the handlers' annotations.)
@@ -107,8 +113,9 @@ def create_app(config: WebhookConfig, queue: JobQueue, secret: str, wake: thread
         try:
             delivery = verify(secret, request.headers, body)
         except SignatureError as exc:
-            logger.warning("rejected a webhook delivery from %s: %s",
-                           request.client.host if request.client else "?", exc)
+            logger.warning(
+                "rejected a webhook delivery from %s: %s", request.client.host if request.client else "?", exc
+            )
             return _error(401, f"unauthorized: {exc}")
         try:
             event = parse_event(decode_json(body))
@@ -136,8 +143,9 @@ def create_app(config: WebhookConfig, queue: JobQueue, secret: str, wake: thread
         try:
             state["counts"] = queue.counts(timeout_s=HEALTH_WAIT_S)
         except sqlite3.Error as exc:
-            return JSONResponse({"status": "degraded", "queue": state["counts"], "queue_error": str(exc),
-                                 "workers": workers()})
+            return JSONResponse(
+                {"status": "degraded", "queue": state["counts"], "queue_error": str(exc), "workers": workers()}
+            )
         return JSONResponse({"status": "ok", "queue": state["counts"], "workers": workers()})
 
     return app

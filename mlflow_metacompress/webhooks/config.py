@@ -26,9 +26,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..gates.policy import GatePolicy, PolicyError, load_policy, read_yaml_file
 
@@ -85,8 +86,10 @@ class WebhookConfig:
         """The HMAC secret from ``$<secret_env>``; :class:`WebhookConfigError` when unset or empty."""
         value = os.environ.get(self.secret_env, "")
         if not value:
-            raise WebhookConfigError(f"{self.path}: secret_env: the environment variable {self.secret_env} "
-                                     "is unset or empty; export the webhook secret there")
+            raise WebhookConfigError(
+                f"{self.path}: secret_env: the environment variable {self.secret_env} "
+                "is unset or empty; export the webhook secret there"
+            )
         return value
 
 
@@ -111,15 +114,19 @@ def _evaluator_config(value: Any, where: str) -> dict[str, Any]:
         if key == "teacher":
             raise WebhookConfigError(f"{where}evaluator_config.teacher: give the teacher as {where}teacher")
         if key not in known:
-            raise WebhookConfigError(f"{where}evaluator_config.{key}: unknown evaluator_config key; "
-                                     f"known keys: {sorted(known - {'teacher'})}")
+            raise WebhookConfigError(
+                f"{where}evaluator_config.{key}: unknown evaluator_config key; "
+                f"known keys: {sorted(known - {'teacher'})}"
+            )
     return dict(value)
 
 
 def _model_rule(pattern: Any, raw: Any, base: Path, source: Path) -> ModelRule:
     where = f"{source}: models.{pattern}."
     if not isinstance(pattern, str) or not pattern.strip():
-        raise WebhookConfigError(f"{source}: models: every key must be a registered model name or glob, got {pattern!r}")
+        raise WebhookConfigError(
+            f"{source}: models: every key must be a registered model name or glob, got {pattern!r}"
+        )
     if not isinstance(raw, Mapping):
         raise WebhookConfigError(f"{source}: models.{pattern}: must be a mapping with data, targets, policy, ...")
     unknown = sorted(set(map(str, raw)) - _MODEL_KEYS)
@@ -135,15 +142,24 @@ def _model_rule(pattern: Any, raw: Any, base: Path, source: Path) -> ModelRule:
     if not data.is_file():
         raise WebhookConfigError(f"{where}data: {data} does not exist or is not a file")
     policy_raw = raw.get("policy", "standard")
-    if isinstance(policy_raw, str) and Path(policy_raw).suffix in {".yaml", ".yml"} and not Path(policy_raw).is_absolute():
+    if (
+        isinstance(policy_raw, str)
+        and Path(policy_raw).suffix in {".yaml", ".yml"}
+        and not Path(policy_raw).is_absolute()
+    ):
         policy_raw = str(base / policy_raw)
     try:
         policy = load_policy(policy_raw)
     except (PolicyError, TypeError) as exc:
         raise WebhookConfigError(f"{where}policy: {exc}") from None
-    return ModelRule(pattern=pattern, data=data, targets=_text(raw, "targets", where, "target") or "target",
-                     policy=policy, evaluator_config=_evaluator_config(raw.get("evaluator_config"), where),
-                     teacher=_text(raw, "teacher", where))
+    return ModelRule(
+        pattern=pattern,
+        data=data,
+        targets=_text(raw, "targets", where, "target") or "target",
+        policy=policy,
+        evaluator_config=_evaluator_config(raw.get("evaluator_config"), where),
+        teacher=_text(raw, "teacher", where),
+    )
 
 
 def parse_config(data: Any, source: Path) -> WebhookConfig:
@@ -152,16 +168,20 @@ def parse_config(data: Any, source: Path) -> WebhookConfig:
     if not isinstance(data, Mapping):
         raise WebhookConfigError(f"{source}: must be a YAML mapping with a 'models' key")
     if "secret" in data:
-        raise WebhookConfigError(f"{source}: secret: the webhook secret is never read from this file; export it "
-                                 f"in the environment variable named by secret_env (default {DEFAULT_SECRET_ENV})")
+        raise WebhookConfigError(
+            f"{source}: secret: the webhook secret is never read from this file; export it "
+            f"in the environment variable named by secret_env (default {DEFAULT_SECRET_ENV})"
+        )
     unknown = sorted(set(map(str, data)) - _TOP_KEYS)
     if unknown:
         raise WebhookConfigError(f"{source}: {unknown[0]}: unknown key; allowed: {sorted(_TOP_KEYS)}")
     where = f"{source}: "
     secret_env = _text(data, "secret_env", where, DEFAULT_SECRET_ENV) or DEFAULT_SECRET_ENV
     if not _ENV_NAME.fullmatch(secret_env):
-        raise WebhookConfigError(f"{where}secret_env: {secret_env!r} is not an environment variable name "
-                                 "(put the secret in the environment, never in this file)")
+        raise WebhookConfigError(
+            f"{where}secret_env: {secret_env!r} is not an environment variable name "
+            "(put the secret in the environment, never in this file)"
+        )
     alias = _text(data, "alias", where, DEFAULT_ALIAS) or DEFAULT_ALIAS
     if not _ALIAS.fullmatch(alias) or alias.lower() == "latest" or re.fullmatch(r"v\d+", alias):
         raise WebhookConfigError(f"{where}alias: {alias!r} is not a valid registry alias")
@@ -171,10 +191,16 @@ def parse_config(data: Any, source: Path) -> WebhookConfig:
     rules = tuple(_model_rule(pattern, raw, base, source) for pattern, raw in models.items())
     queue_text = _text(data, "queue", where)
     queue = Path(queue_text).expanduser() if queue_text else source.with_name(f"{source.stem}.webhooks.sqlite")
-    return WebhookConfig(path=source, secret_env=secret_env, alias=alias, models=rules,
-                         queue_path=queue if queue.is_absolute() else base / queue,
-                         webhook_name=_text(data, "webhook_name", where, DEFAULT_WEBHOOK_NAME) or DEFAULT_WEBHOOK_NAME,
-                         tracking_uri=_text(data, "tracking_uri", where), experiment=_text(data, "experiment", where))
+    return WebhookConfig(
+        path=source,
+        secret_env=secret_env,
+        alias=alias,
+        models=rules,
+        queue_path=queue if queue.is_absolute() else base / queue,
+        webhook_name=_text(data, "webhook_name", where, DEFAULT_WEBHOOK_NAME) or DEFAULT_WEBHOOK_NAME,
+        tracking_uri=_text(data, "tracking_uri", where),
+        experiment=_text(data, "experiment", where),
+    )
 
 
 def load_config(path: str | Path) -> WebhookConfig:

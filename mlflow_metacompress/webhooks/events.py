@@ -13,8 +13,9 @@ Every other event, and events of models the config does not name, create no job.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..gates.registry import TAG_TEACHER
 from .config import WebhookConfig

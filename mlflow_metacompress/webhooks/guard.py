@@ -49,7 +49,7 @@ def _quoted(name: str) -> str | None:
     return None  # no filter literal can hold both quote kinds: filter client-side
 
 
-def newest_passing(client: "MlflowClient", name: str, exclude: str) -> Any | None:
+def newest_passing(client: MlflowClient, name: str, exclude: str) -> Any | None:
     """The highest-numbered version of ``name`` (other than ``exclude``) whose verdict is ``passed``."""
     query, found, token = _quoted(name), [], None
     while True:
@@ -61,7 +61,7 @@ def newest_passing(client: "MlflowClient", name: str, exclude: str) -> Any | Non
     return max(found, key=lambda mv: int(mv.version), default=None)
 
 
-def guard_alias(client: "MlflowClient", name: str, alias: str, version: str) -> GuardOutcome:
+def guard_alias(client: MlflowClient, name: str, alias: str, version: str) -> GuardOutcome:
     """Undo ``alias`` → ``name``/``version`` unless that version passed the gate."""
     with promotion_lock(registry_uri(client), name):
         current = holder(client, name, alias)
@@ -79,7 +79,9 @@ def guard_alias(client: "MlflowClient", name: str, alias: str, version: str) -> 
             client.set_registered_model_alias(name, alias, str(successor.version))
             where = f"restored to v{successor.version}"
         client.set_model_version_tag(name, version, TAG_ALIAS_REVERTED, str(int(time.time() * 1000)))
-    message = (f"{name} v{version} was given alias {alias!r} without passing the gate "
-               f"(metacompress.verdict={verdict}): alias {where}")
+    message = (
+        f"{name} v{version} was given alias {alias!r} without passing the gate "
+        f"(metacompress.verdict={verdict}): alias {where}"
+    )
     logger.warning("%s", message)
     return GuardOutcome(True, message, None if successor is None else str(successor.version))

@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 DESCRIPTION = "metacompress gates: judge new student versions and guard the gated alias"
 
 
-def _client(config: WebhookConfig, client: "MlflowClient | None") -> "MlflowClient":
+def _client(config: WebhookConfig, client: MlflowClient | None) -> MlflowClient:
     if client is not None:
         return client
     import mlflow
@@ -38,7 +38,7 @@ def _client(config: WebhookConfig, client: "MlflowClient | None") -> "MlflowClie
     return MlflowClient(tracking_uri=uri, registry_uri=uri)
 
 
-def find_webhooks(client: "MlflowClient", name: str) -> list[Any]:
+def find_webhooks(client: MlflowClient, name: str) -> list[Any]:
     """Every webhook on the server whose name is ``name``."""
     found, token = [], None
     while True:
@@ -49,7 +49,7 @@ def find_webhooks(client: "MlflowClient", name: str) -> list[Any]:
             return found
 
 
-def install(config: WebhookConfig, url: str, client: "MlflowClient | None" = None) -> Any:
+def install(config: WebhookConfig, url: str, client: MlflowClient | None = None) -> Any:
     """Create or update (by name) the service's webhook; returns the ``Webhook``."""
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"--url must be an http(s) URL of the service's /webhook endpoint, got {url!r}")
@@ -59,8 +59,14 @@ def install(config: WebhookConfig, url: str, client: "MlflowClient | None" = Non
     for extra in existing[1:]:  # one webhook per name: a duplicate would deliver every event twice
         client.delete_webhook(extra.webhook_id)
     if existing:
-        hook = client.update_webhook(existing[0].webhook_id, url=url, events=list(EVENTS), secret=secret,
-                                     status="ACTIVE", description=DESCRIPTION)
+        hook = client.update_webhook(
+            existing[0].webhook_id,
+            url=url,
+            events=list(EVENTS),
+            secret=secret,
+            status="ACTIVE",
+            description=DESCRIPTION,
+        )
         logger.info("updated webhook %s (%s) → %s", config.webhook_name, hook.webhook_id, url)
         return hook
     hook = client.create_webhook(config.webhook_name, url, list(EVENTS), description=DESCRIPTION, secret=secret)
@@ -68,7 +74,7 @@ def install(config: WebhookConfig, url: str, client: "MlflowClient | None" = Non
     return hook
 
 
-def uninstall(config: WebhookConfig, client: "MlflowClient | None" = None) -> int:
+def uninstall(config: WebhookConfig, client: MlflowClient | None = None) -> int:
     """Delete every webhook named ``config.webhook_name``; returns how many were deleted."""
     client = _client(config, client)
     hooks = find_webhooks(client, config.webhook_name)

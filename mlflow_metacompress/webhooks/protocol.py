@@ -40,8 +40,10 @@ from .limits import HttpLimits
 logger = logging.getLogger(__name__)
 
 _DEFAULTS = HttpLimits()
-_TIMEOUT_RESPONSE = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                     b"connection: close\r\ncontent-length: 16\r\n\r\nrequest timeout\n")
+_TIMEOUT_RESPONSE = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: 16\r\n\r\nrequest timeout\n"
+)
 _WARN_EVERY_S = 10.0
 
 
@@ -126,9 +128,14 @@ class DeadlineH11Protocol(H11Protocol):
 
     def _make_room(self) -> None:
         """Close the connection that has waited longest for its request (maybe this one)."""
-        waiting = [c for c in self.connections
-                   if isinstance(c, DeadlineH11Protocol) and c is not self and c._waiting_since is not None
-                   and not c.transport.is_closing()]
+        waiting = [
+            c
+            for c in self.connections
+            if isinstance(c, DeadlineH11Protocol)
+            and c is not self
+            and c._waiting_since is not None
+            and not c.transport.is_closing()
+        ]
         victim = min(waiting, key=lambda c: c._waiting_since or 0.0, default=self)
         victim._expire(f"more than {self.max_connections} connections; it waited longest for its request")
 
@@ -153,6 +160,12 @@ class DeadlineH11Protocol(H11Protocol):
 
 def limited_protocol(limits: HttpLimits) -> type[DeadlineH11Protocol]:
     """A :class:`DeadlineH11Protocol` subclass with ``limits`` (uvicorn's ``http=`` takes a class)."""
-    return type("LimitedH11Protocol", (DeadlineH11Protocol,), {
-        "request_timeout_s": float(limits.request_timeout_s), "idle_timeout_s": float(limits.idle_timeout_s),
-        "max_connections": int(limits.max_connections)})
+    return type(
+        "LimitedH11Protocol",
+        (DeadlineH11Protocol,),
+        {
+            "request_timeout_s": float(limits.request_timeout_s),
+            "idle_timeout_s": float(limits.idle_timeout_s),
+            "max_connections": int(limits.max_connections),
+        },
+    )

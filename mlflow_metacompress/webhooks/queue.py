@@ -31,9 +31,9 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 logger = logging.getLogger(__name__)
 
@@ -127,8 +127,7 @@ class JobQueue:
             self._db.executescript(_SCHEMA)
             self.recovered = self._recover(timeout_s)
             # reads have their own connection: in WAL mode they never wait for a writer
-            self._read_db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
-                                            check_same_thread=False)
+            self._read_db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
         except sqlite3.DatabaseError as exc:  # not a database, read-only, a foreign schema, locked too long
             self._db.close()
             raise QueueFileError(f"queue {self.path}: cannot use it as the job queue ({exc})") from None
@@ -138,22 +137,25 @@ class JobQueue:
             self._db.close()
             self._read_db.close()
 
-    def _tx(self, timeout_s: float | None, write: bool = True) -> "_Transaction":
+    def _tx(self, timeout_s: float | None, write: bool = True) -> _Transaction:
         db, lock = (self._db, self._lock) if write else (self._read_db, self._read_lock)
         return _Transaction(db, lock, self.timeout_s if timeout_s is None else timeout_s, write)
 
     def _recover(self, timeout_s: float | None = None) -> int:
         """Put jobs left ``running`` by a killed process back in the queue."""
         with self._tx(timeout_s) as db:
-            n = db.execute("UPDATE jobs SET state='queued', not_before=0, updated_at=?, "
-                           "message='interrupted; resumed after restart' WHERE state='running'",
-                           (time.time(),)).rowcount
+            n = db.execute(
+                "UPDATE jobs SET state='queued', not_before=0, updated_at=?, "
+                "message='interrupted; resumed after restart' WHERE state='running'",
+                (time.time(),),
+            ).rowcount
         if n:
             logger.warning("resuming %d job(s) interrupted by a restart (queue %s)", n, self.path)
         return n
 
-    def record_delivery(self, delivery_id: str, event: str, specs: Iterable[JobSpec],
-                        timeout_s: float | None = None) -> list[int] | None:
+    def record_delivery(
+        self, delivery_id: str, event: str, specs: Iterable[JobSpec], timeout_s: float | None = None
+    ) -> list[int] | None:
         """Record ``delivery_id`` and queue its jobs in one transaction.
 
         Returns the ids of the jobs newly queued (empty when every job already exists), or
@@ -162,8 +164,10 @@ class JobQueue:
         now = time.time()
         with self._tx(timeout_s) as db:
             try:
-                db.execute("INSERT INTO deliveries (delivery_id, event, received_at) VALUES (?, ?, ?)",
-                           (delivery_id, event, now))
+                db.execute(
+                    "INSERT INTO deliveries (delivery_id, event, received_at) VALUES (?, ?, ?)",
+                    (delivery_id, event, now),
+                )
             except sqlite3.IntegrityError:
                 return None
             return [job_id for spec in specs if (job_id := self._enqueue(db, spec, delivery_id, now)) is not None]
@@ -171,17 +175,24 @@ class JobQueue:
     @staticmethod
     def _enqueue(db: sqlite3.Connection, spec: JobSpec, delivery_id: str, now: float) -> int | None:
         if spec.kind == EVALUATE:
-            row = db.execute("SELECT id, state FROM jobs WHERE kind=? AND model=? AND version=?",
-                             (EVALUATE, spec.model, spec.version)).fetchone()
+            row = db.execute(
+                "SELECT id, state FROM jobs WHERE kind=? AND model=? AND version=?",
+                (EVALUATE, spec.model, spec.version),
+            ).fetchone()
             if row is not None:
                 if spec.revive and row[1] in REVIVABLE:
-                    db.execute("UPDATE jobs SET state='queued', not_before=0, updated_at=?, delivery_id=?, "
-                               "message='teacher tag set' WHERE id=?", (now, delivery_id, row[0]))
+                    db.execute(
+                        "UPDATE jobs SET state='queued', not_before=0, updated_at=?, delivery_id=?, "
+                        "message='teacher tag set' WHERE id=?",
+                        (now, delivery_id, row[0]),
+                    )
                     return int(row[0])
                 return None
-        cur = db.execute("INSERT INTO jobs (kind, model, version, alias, delivery_id, created_at, updated_at) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (spec.kind, spec.model, spec.version, spec.alias, delivery_id, now, now))
+        cur = db.execute(
+            "INSERT INTO jobs (kind, model, version, alias, delivery_id, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (spec.kind, spec.model, spec.version, spec.alias, delivery_id, now, now),
+        )
         return int(cur.lastrowid)
 
     def claim(self, kinds: Iterable[str], timeout_s: float | None = None) -> Job | None:
@@ -190,8 +201,10 @@ class JobQueue:
         marks = ",".join("?" * len(kinds))
         now = time.time()
         with self._tx(timeout_s) as db:
-            row = db.execute(f"SELECT id FROM jobs WHERE state='queued' AND kind IN ({marks}) AND not_before<=? "
-                             "ORDER BY id LIMIT 1", (*kinds, now)).fetchone()
+            row = db.execute(
+                f"SELECT id FROM jobs WHERE state='queued' AND kind IN ({marks}) AND not_before<=? ORDER BY id LIMIT 1",
+                (*kinds, now),
+            ).fetchone()
             if row is None:
                 return None
             db.execute("UPDATE jobs SET state='running', attempts=attempts+1, updated_at=? WHERE id=?", (now, row[0]))
@@ -202,15 +215,19 @@ class JobQueue:
         if state not in STATES or state in ("queued", "running"):
             raise ValueError(f"finish: state must be done, error, waiting or skipped, got {state!r}")
         with self._tx(timeout_s) as db:
-            db.execute("UPDATE jobs SET state=?, message=?, updated_at=? WHERE id=?",
-                       (state, message[:2000], time.time(), job_id))
+            db.execute(
+                "UPDATE jobs SET state=?, message=?, updated_at=? WHERE id=?",
+                (state, message[:2000], time.time(), job_id),
+            )
 
     def retry_later(self, job_id: int, delay_s: float, message: str, timeout_s: float | None = None) -> None:
         """Put a running job back in the queue, due in ``delay_s`` seconds."""
         now = time.time()
         with self._tx(timeout_s) as db:
-            db.execute("UPDATE jobs SET state='queued', not_before=?, message=?, updated_at=? WHERE id=?",
-                       (now + delay_s, message[:2000], now, job_id))
+            db.execute(
+                "UPDATE jobs SET state='queued', not_before=?, message=?, updated_at=? WHERE id=?",
+                (now + delay_s, message[:2000], now, job_id),
+            )
 
     def get(self, job_id: int, timeout_s: float | None = None) -> Job | None:
         rows = self.jobs("id=?", (job_id,), timeout_s)
@@ -218,8 +235,11 @@ class JobQueue:
 
     def jobs(self, where: str = "1=1", params: tuple = (), timeout_s: float | None = None) -> list[Job]:
         with self._tx(timeout_s, write=False) as db:
-            rows = db.execute("SELECT id, kind, model, version, alias, delivery_id, state, attempts, message "
-                              f"FROM jobs WHERE {where} ORDER BY id", params).fetchall()
+            rows = db.execute(
+                "SELECT id, kind, model, version, alias, delivery_id, state, attempts, message "
+                f"FROM jobs WHERE {where} ORDER BY id",
+                params,
+            ).fetchall()
         return [Job(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], int(r[7]), r[8]) for r in rows]
 
     def counts(self, timeout_s: float | None = None) -> dict[str, int]:
@@ -236,8 +256,9 @@ class JobQueue:
         kinds = tuple(kinds)
         marks = ",".join("?" * len(kinds))
         with self._tx(timeout_s, write=False) as db:
-            row = db.execute(f"SELECT MIN(not_before) FROM jobs WHERE state='queued' AND kind IN ({marks})",
-                             kinds).fetchone()
+            row = db.execute(
+                f"SELECT MIN(not_before) FROM jobs WHERE state='queued' AND kind IN ({marks})", kinds
+            ).fetchone()
         return None if row[0] is None else max(0.0, float(row[0]) - time.time())
 
 
@@ -259,8 +280,9 @@ class _Transaction:
         except BaseException as exc:
             self._lock.release()
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                raise QueueBusyError(f"the queue file is locked by another connection "
-                                     f"(waited {self._timeout_s:g} s)") from exc
+                raise QueueBusyError(
+                    f"the queue file is locked by another connection (waited {self._timeout_s:g} s)"
+                ) from exc
             raise
         return self._db
 

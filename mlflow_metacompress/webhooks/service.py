@@ -39,8 +39,11 @@ logger = logging.getLogger(__name__)
 
 # MLflow's REST client retries a dead server for minutes by default; the worker has its own
 # backoff and must stay responsive, so a service without explicit settings fails fast.
-_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-                  "MLFLOW_HTTP_REQUEST_TIMEOUT": "60"}
+_HTTP_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
+}
 MAX_HEAD_BYTES = 16 * 1024  # request line and headers (h11_max_incomplete_event_size); MLflow sends < 1 KiB
 # asyncio accepts up to ``backlog`` connections per wake-up of the listening socket, before any
 # protocol sees them (and can close one to make room), and a closed connection frees its
@@ -63,18 +66,23 @@ class Service:
 
     config: WebhookConfig
     queue: JobQueue
-    client: "MlflowClient"
+    client: MlflowClient
     tracking_uri: str
     queue_only: bool = False
     wake: threading.Event = field(default_factory=threading.Event)
     stop: threading.Event = field(default_factory=threading.Event)
     workers: list[Worker] = field(default_factory=list)
 
-    def app(self) -> "FastAPI":
+    def app(self) -> FastAPI:
         from .app import create_app
 
-        return create_app(self.config, self.queue, self.config.secret(), self.wake,
-                          lambda: {w.name: w.is_alive() for w in self.workers})
+        return create_app(
+            self.config,
+            self.queue,
+            self.config.secret(),
+            self.wake,
+            lambda: {w.name: w.is_alive() for w in self.workers},
+        )
 
     def start_workers(self) -> None:
         if self.queue_only:
@@ -126,9 +134,16 @@ def _preload() -> None:
     and Python's module lock, seen in the full test suite."""
     import importlib
 
-    for name in ("anyio._backends._asyncio", "sklearn", "sklearn.metrics", "mlflow.models.evaluation.evaluator_registry",
-                 "mlflow.models.evaluation.base", "mlflow.pyfunc", "mlflow_metacompress.evaluation.evaluator",
-                 "mlflow_metacompress.gates.gate"):
+    for name in (
+        "anyio._backends._asyncio",
+        "sklearn",
+        "sklearn.metrics",
+        "mlflow.models.evaluation.evaluator_registry",
+        "mlflow.models.evaluation.base",
+        "mlflow.pyfunc",
+        "mlflow_metacompress.evaluation.evaluator",
+        "mlflow_metacompress.gates.gate",
+    ):
         importlib.import_module(name)
 
 
@@ -137,10 +152,13 @@ def listen(host: str, port: int, backlog: int = LISTEN_BACKLOG) -> socket.socket
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ListenError(f"--port {port}: not a TCP port (0-65535)")
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                             flags=socket.AI_PASSIVE)[0]
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
     except (socket.gaierror, UnicodeError) as exc:
-        raise ListenError(f"--host {host!r}: not an address of this machine ({getattr(exc, 'strerror', exc)})") from None
+        raise ListenError(
+            f"--host {host!r}: not an address of this machine ({getattr(exc, 'strerror', exc)})"
+        ) from None
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -173,7 +191,7 @@ def connection_cap(requested: int, reserve: int = FD_RESERVE) -> int:
     return cap
 
 
-async def _run(server: "uvicorn.Server", sock: socket.socket) -> None:
+async def _run(server: uvicorn.Server, sock: socket.socket) -> None:
     """Serve on ``sock`` until a signal stops ``server``; once serving, widen the kernel's
     accept queue that asyncio set to its accept batch (``listen`` on a listening socket
     only changes the backlog)."""
@@ -185,8 +203,13 @@ async def _run(server: "uvicorn.Server", sock: socket.socket) -> None:
     await task
 
 
-def serve(config: WebhookConfig, host: str = "127.0.0.1", port: int = 8765, queue_only: bool = False,
-          limits: HttpLimits = HttpLimits()) -> None:
+def serve(
+    config: WebhookConfig,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    queue_only: bool = False,
+    limits: HttpLimits = HttpLimits(),
+) -> None:
     """Run the service until SIGINT/SIGTERM.
 
     Every problem found before serving (the config, the queue file, the port or host) is
@@ -209,12 +232,29 @@ def serve(config: WebhookConfig, host: str = "127.0.0.1", port: int = 8765, queu
         cap = connection_cap(limits.max_connections)
         limits = dataclasses.replace(limits, max_connections=cap)
         bound = sock.getsockname()[1]
-        logger.warning("metacompress gates listening on http://%s:%d/webhook (tracking %s, alias %r, queue %s)",
-                       host, bound, service.tracking_uri, config.alias, config.queue_path)
-        server = uvicorn.Server(uvicorn.Config(
-            service.app(), host=host, port=bound, log_level="warning", lifespan="off", loop="asyncio",
-            http=limited_protocol(limits), timeout_keep_alive=limits.idle_timeout_s, limit_concurrency=cap + 1,
-            h11_max_incomplete_event_size=MAX_HEAD_BYTES, backlog=ACCEPT_BATCH))
+        logger.warning(
+            "metacompress gates listening on http://%s:%d/webhook (tracking %s, alias %r, queue %s)",
+            host,
+            bound,
+            service.tracking_uri,
+            config.alias,
+            config.queue_path,
+        )
+        server = uvicorn.Server(
+            uvicorn.Config(
+                service.app(),
+                host=host,
+                port=bound,
+                log_level="warning",
+                lifespan="off",
+                loop="asyncio",
+                http=limited_protocol(limits),
+                timeout_keep_alive=limits.idle_timeout_s,
+                limit_concurrency=cap + 1,
+                h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+                backlog=ACCEPT_BATCH,
+            )
+        )
         asyncio.run(_run(server, sock))
     finally:
         sock.close()

@@ -18,8 +18,8 @@ import base64
 import hashlib
 import hmac
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 SIGNATURE_HEADER = "X-MLflow-Signature"
 TIMESTAMP_HEADER = "X-MLflow-Timestamp"
@@ -42,7 +42,7 @@ class Delivery:
 
 def sign(secret: str, delivery_id: str, timestamp: str | int, body: bytes) -> str:
     """The ``X-MLflow-Signature`` value MLflow sends for ``body`` (``v1,<base64>``)."""
-    content = f"{delivery_id}.{timestamp}.".encode("utf-8") + body
+    content = f"{delivery_id}.{timestamp}.".encode() + body
     digest = hmac.new(secret.encode("utf-8"), content, hashlib.sha256).digest()
     return f"{VERSION},{base64.b64encode(digest).decode('ascii')}"
 
@@ -54,8 +54,9 @@ def _header(headers: Mapping[str, str], name: str) -> str:
     raise SignatureError(f"missing header {name}")
 
 
-def verify(secret: str, headers: Mapping[str, str], body: bytes, now: float | None = None,
-           tolerance_s: int = TOLERANCE_S) -> Delivery:
+def verify(
+    secret: str, headers: Mapping[str, str], body: bytes, now: float | None = None, tolerance_s: int = TOLERANCE_S
+) -> Delivery:
     """Check the signature and timestamp of a delivery; :class:`SignatureError` says which check failed.
 
     The signature header may hold several space-separated signatures (a secret rotation);
@@ -75,6 +76,8 @@ def verify(secret: str, headers: Mapping[str, str], body: bytes, now: float | No
         raise SignatureError("signature mismatch")
     age = (time.time() if now is None else now) - int(stamp)
     if abs(age) > tolerance_s:
-        raise SignatureError(f"timestamp {stamp} is {abs(age):.0f} s {'old' if age > 0 else 'in the future'}, "
-                             f"outside the {tolerance_s} s tolerance")
+        raise SignatureError(
+            f"timestamp {stamp} is {abs(age):.0f} s {'old' if age > 0 else 'in the future'}, "
+            f"outside the {tolerance_s} s tolerance"
+        )
     return Delivery(delivery_id, int(stamp))

@@ -28,7 +28,8 @@ import logging
 import sqlite3
 import threading
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..gates.registry import TAG_TEACHER, TAG_VERDICT, has_passed, holder
 from .config import WebhookConfig
@@ -42,9 +43,19 @@ logger = logging.getLogger(__name__)
 TAG_ERROR = "metacompress.error"
 MAX_BACKOFF_S = 60.0
 _MAX_TAG = 5000
-_TRANSIENT_TEXT = ("Max retries exceeded", "Connection refused", "ConnectionError", "NewConnectionError",
-                   "RemoteDisconnected", "Read timed out", "ConnectTimeout", "error code 502",
-                   "error code 503", "error code 504", "Connection aborted")
+_TRANSIENT_TEXT = (
+    "Max retries exceeded",
+    "Connection refused",
+    "ConnectionError",
+    "NewConnectionError",
+    "RemoteDisconnected",
+    "Read timed out",
+    "ConnectTimeout",
+    "error code 502",
+    "error code 503",
+    "error code 504",
+    "Connection aborted",
+)
 
 Handler = Callable[[Job], tuple[str, str]]
 
@@ -85,7 +96,7 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_TAG else text[: _MAX_TAG - 3] + "..."
 
 
-def evaluate_job(config: WebhookConfig, client: "MlflowClient", job: Job) -> tuple[str, str]:
+def evaluate_job(config: WebhookConfig, client: MlflowClient, job: Job) -> tuple[str, str]:
     """Judge one version; returns the job's final state and a one-line message."""
     import mlflow
 
@@ -112,8 +123,16 @@ def evaluate_job(config: WebhookConfig, client: "MlflowClient", job: Job) -> tup
     if rule.teacher:
         cfg["teacher"] = rule.teacher
     try:
-        decision = gate_version(job.model, job.version, load_eval_data(rule.data), rule.policy, targets=rule.targets,
-                                alias=alias, evaluator_config=cfg, client=client)
+        decision = gate_version(
+            job.model,
+            job.version,
+            load_eval_data(rule.data),
+            rule.policy,
+            targets=rule.targets,
+            alias=alias,
+            evaluator_config=cfg,
+            client=client,
+        )
     except PromotionRefusedError as exc:  # judged and tagged; a fresher passing holder keeps the alias
         return "done", _short(f"{'passed' if exc.decision.passed else 'failed'}; {exc}")
     verdict = "passed" if decision.passed else "failed"
@@ -121,7 +140,7 @@ def evaluate_job(config: WebhookConfig, client: "MlflowClient", job: Job) -> tup
     return "done", _short(f"{verdict} policy {decision.policy!r}{moved}{note}")
 
 
-def tag_error(client: "MlflowClient", job: Job, exc: BaseException) -> str:
+def tag_error(client: MlflowClient, job: Job, exc: BaseException) -> str:
     """Record a failed evaluation on the version: the message, then ``verdict=error`` (no alias moves)."""
     message = _short(f"{type(exc).__name__}: {exc}")
     client.set_model_version_tag(job.model, job.version, TAG_ERROR, message)
@@ -132,8 +151,17 @@ def tag_error(client: "MlflowClient", job: Job, exc: BaseException) -> str:
 class Worker(threading.Thread):
     """A daemon thread running the jobs of ``kinds`` one at a time until ``stop`` is set."""
 
-    def __init__(self, queue: JobQueue, kinds: tuple[str, ...], handler: Handler, client: "MlflowClient",
-                 tracking_uri: str, wake: threading.Event, stop: threading.Event, poll_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        queue: JobQueue,
+        kinds: tuple[str, ...],
+        handler: Handler,
+        client: MlflowClient,
+        tracking_uri: str,
+        wake: threading.Event,
+        stop: threading.Event,
+        poll_s: float = 1.0,
+    ) -> None:
         super().__init__(name=f"metacompress-{'-'.join(kinds)}", daemon=True)
         self.queue, self.kinds, self.handler, self.client = queue, kinds, handler, client
         self.tracking_uri, self.wake, self.stop, self.poll_s = tracking_uri, wake, stop, poll_s
@@ -153,8 +181,9 @@ class Worker(threading.Thread):
             self.run_one(job)
 
     def _queue_unavailable(self, exc: BaseException) -> None:
-        logger.warning("%s: queue %s unavailable (%s); trying again in %g s", self.name, self.queue.path, exc,
-                       self.poll_s)
+        logger.warning(
+            "%s: queue %s unavailable (%s); trying again in %g s", self.name, self.queue.path, exc, self.poll_s
+        )
         self.stop.wait(self.poll_s)
 
     def _write(self, action: Callable[[], None]) -> None:
@@ -179,14 +208,29 @@ class Worker(threading.Thread):
             self._failed(job, exc)
             return
         self._write(lambda: self.queue.finish(job.id, state, message))
-        logger.info("job %d %s %s v%s: %s (%.1f s) %s", job.id, job.kind, job.model, job.version, state,
-                    time.monotonic() - started, message)
+        logger.info(
+            "job %d %s %s v%s: %s (%.1f s) %s",
+            job.id,
+            job.kind,
+            job.model,
+            job.version,
+            state,
+            time.monotonic() - started,
+            message,
+        )
 
     def _failed(self, job: Job, exc: Exception) -> None:
         if is_transient(exc) or not tracking_reachable(self.tracking_uri):
             delay = backoff_s(job.attempts)
-            logger.warning("job %d %s %s v%s: tracking server unavailable (%s); retrying in %.0f s",
-                           job.id, job.kind, job.model, job.version, " ".join(str(exc).split())[:200], delay)
+            logger.warning(
+                "job %d %s %s v%s: tracking server unavailable (%s); retrying in %.0f s",
+                job.id,
+                job.kind,
+                job.model,
+                job.version,
+                " ".join(str(exc).split())[:200],
+                delay,
+            )
             self._write(lambda: self.queue.retry_later(job.id, delay, f"tracking server unavailable: {exc}"))
             return
         logger.warning("job %d %s %s v%s failed: %s", job.id, job.kind, job.model, job.version, exc, exc_info=True)
@@ -196,8 +240,11 @@ class Worker(threading.Thread):
                 message = tag_error(self.client, job, exc)
             except Exception as tag_exc:  # noqa: BLE001 - the server went away while tagging: retry
                 if is_transient(tag_exc) or not tracking_reachable(self.tracking_uri):
-                    self._write(lambda: self.queue.retry_later(job.id, backoff_s(job.attempts),
-                                                               f"tracking server unavailable: {tag_exc}"))
+                    self._write(
+                        lambda: self.queue.retry_later(
+                            job.id, backoff_s(job.attempts), f"tracking server unavailable: {tag_exc}"
+                        )
+                    )
                     return
                 logger.exception("could not tag %s v%s with the error", job.model, job.version)
         self._write(lambda: self.queue.finish(job.id, "error", message))

@@ -23,9 +23,11 @@ Build = Callable[..., Any]
 
 def _recipe_modules() -> list[ModuleType]:
     importlib.invalidate_caches()  # modules saved since the last call are found too
-    return [importlib.import_module(f"{__name__}.{info.name}")
-            for info in pkgutil.iter_modules(__path__)
-            if not info.name.startswith("_") and not info.ispkg]
+    return [
+        importlib.import_module(f"{__name__}.{info.name}")
+        for info in pkgutil.iter_modules(__path__)
+        if not info.name.startswith("_") and not info.ispkg
+    ]
 
 
 def discover() -> dict[str, Build]:
@@ -36,8 +38,10 @@ def discover() -> dict[str, Build]:
     for module in _recipe_modules():
         name, build = getattr(module, "NAME", None), getattr(module, "build", None)
         if not isinstance(name, str) or not name or not callable(build):
-            raise TypeError(f"attack recipe module {module.__name__} must define NAME (a string) and "
-                            f"build(model, **budget); got NAME={name!r}, build={build!r}")
+            raise TypeError(
+                f"attack recipe module {module.__name__} must define NAME (a string) and "
+                f"build(model, **budget); got NAME={name!r}, build={build!r}"
+            )
         if name in found:
             raise ValueError(f"attack recipe name {name!r} is declared by both {origin[name]} and {module.__name__}")
         found[name], origin[name] = build, module.__name__

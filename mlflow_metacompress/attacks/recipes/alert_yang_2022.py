@@ -29,8 +29,9 @@ NAME = "alert_yang_2022"
 class ALERTYang2022(Attack):
     name = NAME
 
-    def __init__(self, model: QueryModel | PredictFn, top_k: int = 30, use_ga: bool = True,
-                 children: int = 32, **kw: Any) -> None:
+    def __init__(
+        self, model: QueryModel | PredictFn, top_k: int = 30, use_ga: bool = True, children: int = 32, **kw: Any
+    ) -> None:
         super().__init__(model, **kw)
         if isinstance(self.mlm, str):
             self.mlm = MLMSubstitutes.from_pretrained(self.mlm)
@@ -38,7 +39,8 @@ class ALERTYang2022(Attack):
         self.use_ga = use_ga
         self.children = children
         self.details = {
-            "substitutes": f"masked language model {self.mlm.description}" if self.mlm is not None
+            "substitutes": f"masked language model {self.mlm.description}"
+            if self.mlm is not None
             else "natural identifiers mined from the evaluation data, ranked by name similarity",
         }
 

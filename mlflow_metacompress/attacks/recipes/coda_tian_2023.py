@@ -51,7 +51,9 @@ def structure_features(tokens: list[str]) -> dict[str, float]:
     c = Counter(tokens)
     loops = c["for"] + c["while"]
     return {
-        "for": c["for"], "while": c["while"], "else": c["else"],
+        "for": c["for"],
+        "while": c["while"],
+        "else": c["else"],
         "else_rate": c["else"] / c["if"] if c["if"] else 0.0,
         "while_share": c["while"] / loops if loops else 0.0,
         "for_share": c["for"] / loops if loops else 0.0,
@@ -102,8 +104,15 @@ class CODATian2023(Attack):
     name = NAME
     renaming_only = False
 
-    def __init__(self, model: QueryModel | PredictFn, n_references: int = 5, top_k: int = 30,
-                 structure: bool = True, transformations: Sequence[str] = STRUCTURE, **kw: Any) -> None:
+    def __init__(
+        self,
+        model: QueryModel | PredictFn,
+        n_references: int = 5,
+        top_k: int = 30,
+        structure: bool = True,
+        transformations: Sequence[str] = STRUCTURE,
+        **kw: Any,
+    ) -> None:
         super().__init__(model, **kw)
         self.n_references = n_references
         self.top_k = top_k
@@ -144,8 +153,11 @@ class CODATian2023(Attack):
         ref_feats = [structure_features(self._tokens[i]) for i in refs]
         while not ctx.goal.exhausted and not current.succeeded:
             feats = structure_features(_TOKEN.findall(current.code))
-            todo = [t for t in eligible(feats, ref_feats)
-                    if t in self.transformations and t not in applied and t in available]
+            todo = [
+                t
+                for t in eligible(feats, ref_feats)
+                if t in self.transformations and t not in applied and t in available
+            ]
             names, codes = [], []
             for t in todo:
                 try:

@@ -25,8 +25,14 @@ NAME = "mhm_zhang_2020"
 class MHMZhang2020(Attack):
     name = NAME
 
-    def __init__(self, model: QueryModel | PredictFn, iterations: int = 100, n_candidates: int = 30,
-                 min_accept: float = 0.0, **kw: Any) -> None:
+    def __init__(
+        self,
+        model: QueryModel | PredictFn,
+        iterations: int = 100,
+        n_candidates: int = 30,
+        min_accept: float = 0.0,
+        **kw: Any,
+    ) -> None:
         super().__init__(model, **kw)
         self.iterations = iterations
         self.n_candidates = n_candidates

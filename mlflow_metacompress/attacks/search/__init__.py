@@ -8,6 +8,11 @@ from .greedy import greedy_by_importance, rank_by_importance
 from .metropolis_hastings import metropolis_hastings
 
 __all__ = [
-    "Candidate", "RenameSpace", "best", "genetic", "greedy_by_importance", "metropolis_hastings",
+    "Candidate",
+    "RenameSpace",
+    "best",
+    "genetic",
+    "greedy_by_importance",
+    "metropolis_hastings",
     "rank_by_importance",
 ]

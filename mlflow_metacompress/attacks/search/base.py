@@ -50,7 +50,11 @@ class RenameSpace:
     """
 
     def __init__(
-        self, goal: GoalFunction, apply: ApplyFn, names: Sequence[str], constraints: RenameConstraints,
+        self,
+        goal: GoalFunction,
+        apply: ApplyFn,
+        names: Sequence[str],
+        constraints: RenameConstraints,
         start: GoalResult,
     ) -> None:
         self.goal = goal

@@ -41,8 +41,12 @@ def _crossover(a: Mapping[str, str], b: Mapping[str, str], names: Sequence[str],
 
 
 def genetic(
-    space: RenameSpace, substitutes: Mapping[str, Sequence[str]], rng: random.Random,
-    children: int = 32, crossover: float = 0.7, generations: int | None = None,
+    space: RenameSpace,
+    substitutes: Mapping[str, Sequence[str]],
+    rng: random.Random,
+    children: int = 32,
+    crossover: float = 0.7,
+    generations: int | None = None,
 ) -> Candidate:
     """Run ALERT's genetic algorithm; return the first success, else the fittest."""
     names = [n for n in space.names if substitutes.get(n)]

@@ -45,7 +45,9 @@ def rank_by_importance(space: RenameSpace) -> tuple[list[str], Candidate | None]
 
 
 def greedy_by_importance(
-    space: RenameSpace, order: Sequence[str], substitutes: Mapping[str, Sequence[str]],
+    space: RenameSpace,
+    order: Sequence[str],
+    substitutes: Mapping[str, Sequence[str]],
     start: Candidate | None = None,
 ) -> Candidate:
     """Greedy substitution in ``order``; returns a success or the best candidate seen."""

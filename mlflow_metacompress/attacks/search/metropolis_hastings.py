@@ -24,8 +24,12 @@ Proposal = Callable[[str, random.Random, int], list[str]]
 
 
 def metropolis_hastings(
-    space: RenameSpace, propose: Proposal, rng: random.Random, iterations: int = 100,
-    n_candidates: int = 30, min_accept: float = 0.0,
+    space: RenameSpace,
+    propose: Proposal,
+    rng: random.Random,
+    iterations: int = 100,
+    n_candidates: int = 30,
+    min_accept: float = 0.0,
 ) -> Candidate:
     """Run the chain; return the first success, else the best state visited.
 

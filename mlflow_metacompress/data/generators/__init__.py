@@ -17,5 +17,12 @@ from .clones import BEHAVIOURS, generate_clones
 from .splits import make_splits, split_frame
 from .vulnerability import CWE_CLASSES, generate_vulnerability
 
-__all__ = ["BEHAVIOURS", "CWE_CLASSES", "C_PRELUDE", "generate_clones", "generate_vulnerability", "make_splits",
-           "split_frame"]
+__all__ = [
+    "BEHAVIOURS",
+    "CWE_CLASSES",
+    "C_PRELUDE",
+    "generate_clones",
+    "generate_vulnerability",
+    "make_splits",
+    "split_frame",
+]

@@ -15,7 +15,7 @@ Every name a generated function may call or read is declared in :data:`C_PRELUDE
 from __future__ import annotations
 
 import random
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 C_PRELUDE = """#include <ctype.h>
 #include <limits.h>
@@ -37,7 +37,8 @@ HELPERS = ("print_line", "print_int", "rand_value", "log_event", "checksum", "gl
 C_KEYWORDS = frozenset(
     "auto break case char const continue default do double else enum extern float for goto if inline int "
     "long register restrict return short signed sizeof static struct switch typedef union unsigned void "
-    "volatile while bool true false NULL main".split())
+    "volatile while bool true false NULL main".split()
+)
 
 POOLS: dict[str, tuple[str, ...]] = {
     "buf": ("buf", "data", "dest", "block", "chunk", "store", "area", "payload", "scratch", "region", "frame", "cell"),
@@ -50,10 +51,46 @@ POOLS: dict[str, tuple[str, ...]] = {
     "arr": ("arr", "a", "values", "xs", "nums", "items", "vec", "elems", "seq", "list"),
     "tmp": ("tmp", "t", "aux", "spare", "extra", "probe", "w", "hold", "scratch2", "mark"),
 }
-_VERBS = ("process", "handle", "parse", "load", "copy", "build", "update", "read", "scan", "fill", "prepare",
-          "decode", "render", "store", "compute", "check", "apply", "emit", "merge", "fetch")
-_NOUNS = ("record", "packet", "buffer", "header", "entry", "message", "config", "frame", "token", "block",
-          "request", "string", "item", "table", "state", "line")
+_VERBS = (
+    "process",
+    "handle",
+    "parse",
+    "load",
+    "copy",
+    "build",
+    "update",
+    "read",
+    "scan",
+    "fill",
+    "prepare",
+    "decode",
+    "render",
+    "store",
+    "compute",
+    "check",
+    "apply",
+    "emit",
+    "merge",
+    "fetch",
+)
+_NOUNS = (
+    "record",
+    "packet",
+    "buffer",
+    "header",
+    "entry",
+    "message",
+    "config",
+    "frame",
+    "token",
+    "block",
+    "request",
+    "string",
+    "item",
+    "table",
+    "state",
+    "line",
+)
 _WORDS = ("alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "tau", "zeta", "theta")
 
 
@@ -122,20 +159,39 @@ def wrap_flow(cr: CRandom, body: list[str]) -> list[str]:
         return [f"for (int {k} = 0; {k} < 1; {k}++) {{", *indent(body), "}"]
     if kind == 4:
         case = cr.pick((6, 7, 3))
-        return [f"switch ({case}) {{", f"case {case}: {{", *indent(body), "    break;", "}",
-                "default:", f'    print_line("{cr.word()}");', "    break;", "}"]
+        return [
+            f"switch ({case}) {{",
+            f"case {case}: {{",
+            *indent(body),
+            "    break;",
+            "}",
+            "default:",
+            f'    print_line("{cr.word()}");',
+            "    break;",
+            "}",
+        ]
     return ["do {", *indent(body), "} while (0);"]
 
 
 def _noise_alloc(cr: CRandom) -> list[str]:
     t, n = cr.name("tmp"), cr.pick((8, 16, 24, 32))
-    return [f"char *{t} = (char *)calloc({n}, 1);", f"if ({t} != NULL) {{", f"    {t}[0] = '{cr.pick('xyz')}';",
-            f"    free({t});", "}"]
+    return [
+        f"char *{t} = (char *)calloc({n}, 1);",
+        f"if ({t} != NULL) {{",
+        f"    {t}[0] = '{cr.pick('xyz')}';",
+        f"    free({t});",
+        "}",
+    ]
 
 
 def _noise_null_ptr(cr: CRandom) -> list[str]:
     t = cr.name("ptr")
-    return [f"int *{t} = NULL;", f"if ({t} == NULL) {{", f'    log_event("{cr.word()}", {cr.rng.randrange(1, 99)});', "}"]
+    return [
+        f"int *{t} = NULL;",
+        f"if ({t} == NULL) {{",
+        f'    log_event("{cr.word()}", {cr.rng.randrange(1, 99)});',
+        "}",
+    ]
 
 
 def _noise_loop(cr: CRandom) -> list[str]:
@@ -146,26 +202,44 @@ def _noise_loop(cr: CRandom) -> list[str]:
 
 def _noise_format(cr: CRandom) -> list[str]:
     t = cr.name("tmp")
-    return [f"int {t} = rand_value() % {cr.rng.randrange(2, 64)};",
-            cr.pick((f'printf("%d\\n", {t});', f'fprintf(stderr, "{cr.word()} %d\\n", {t});', f"print_int({t});"))]
+    return [
+        f"int {t} = rand_value() % {cr.rng.randrange(2, 64)};",
+        cr.pick((f'printf("%d\\n", {t});', f'fprintf(stderr, "{cr.word()} %d\\n", {t});', f"print_int({t});")),
+    ]
 
 
 def _noise_limits(cr: CRandom) -> list[str]:
     t = cr.name("num")
-    return [f"int {t} = rand_value();", f"if ({t} < INT_MAX && {t} > 0) {{", f"    {t} = {t} - 1;", "}", f"print_int({t});"]
+    return [
+        f"int {t} = rand_value();",
+        f"if ({t} < INT_MAX && {t} > 0) {{",
+        f"    {t} = {t} - 1;",
+        "}",
+        f"print_int({t});",
+    ]
 
 
 def _noise_alnum(cr: CRandom) -> list[str]:
     s, c, k = cr.name("str"), cr.name("acc"), cr.name("idx")
-    return [f'const char *{s} = "{cr.word()}";', f"int {c} = 0;",
-            f"for (int {k} = 0; {s}[{k}] != '\\0'; {k}++) {{", f"    {c} += isalnum((unsigned char){s}[{k}]) != 0;", "}",
-            f"print_int({c});"]
+    return [
+        f'const char *{s} = "{cr.word()}";',
+        f"int {c} = 0;",
+        f"for (int {k} = 0; {s}[{k}] != '\\0'; {k}++) {{",
+        f"    {c} += isalnum((unsigned char){s}[{k}]) != 0;",
+        "}",
+        f"print_int({c});",
+    ]
 
 
 def _noise_copy(cr: CRandom) -> list[str]:
     b, n = cr.name("buf"), cr.pick((32, 64))
-    copy = cr.pick((f'strcpy({b}, "{cr.word()}");', f'strncpy({b}, "{cr.word()}", sizeof({b}) - 1);',
-                    f'snprintf({b}, sizeof({b}), "%s", "{cr.word()}");'))
+    copy = cr.pick(
+        (
+            f'strcpy({b}, "{cr.word()}");',
+            f'strncpy({b}, "{cr.word()}", sizeof({b}) - 1);',
+            f'snprintf({b}, sizeof({b}), "%s", "{cr.word()}");',
+        )
+    )
     return [f"char {b}[{n}] = {{0}};", copy, f"print_line({b});"]
 
 
@@ -175,8 +249,15 @@ def _noise_checksum(cr: CRandom) -> list[str]:
 
 
 NOISE: tuple[Callable[[CRandom], list[str]], ...] = (
-    _noise_alloc, _noise_null_ptr, _noise_loop, _noise_format, _noise_limits, _noise_alnum, _noise_copy,
-    _noise_checksum)
+    _noise_alloc,
+    _noise_null_ptr,
+    _noise_loop,
+    _noise_format,
+    _noise_limits,
+    _noise_alnum,
+    _noise_copy,
+    _noise_checksum,
+)
 
 
 def sprinkle_noise(cr: CRandom, statements: list[list[str]], max_items: int = 3) -> list[str]:

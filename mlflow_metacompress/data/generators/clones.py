@@ -57,8 +57,12 @@ def _loop(cr: CRandom, b: Behaviour, names: dict[str, str]) -> tuple[list[str], 
     if kind == 2:
         return [f"int {i} = {start};"], [f"while ({i} < {end}) {{"], [f"    {inc};", "}"], 1
     if kind == 3:
-        return ([f"int {i} = {start};"], [f"if ({i} < {end}) {{", "    do {"],
-                [f"        {inc};", f"    }} while ({i} < {end});", "}"], 2)
+        return (
+            [f"int {i} = {start};"],
+            [f"if ({i} < {end}) {{", "    do {"],
+            [f"        {inc};", f"    }} while ({i} < {end});", "}"],
+            2,
+        )
     return [], [f"for (int {i} = {last}; {i} >= {start}; {i}--) {{"], ["}"], 1
 
 
@@ -68,8 +72,9 @@ def render_behaviour(rng: random.Random, behaviour: str | Behaviour) -> str:
     cr = CRandom(rng)
     params = FAMILIES[b.family]
     names = {role: cr.name(ROLE_POOLS[role]) for _, role in params}
-    names.update(i=cr.name("idx"), t=cr.name("tmp"), x=cr.name("num"), y=cr.name("num"), acc=cr.name("acc"),
-                 h=cr.func_name())
+    names.update(
+        i=cr.name("idx"), t=cr.name("tmp"), x=cr.name("num"), y=cr.name("num"), acc=cr.name("acc"), h=cr.func_name()
+    )
     for key, _ in b.accs:
         names.setdefault(key, cr.name("acc"))
     fname = cr.func_name()
@@ -86,8 +91,7 @@ def render_behaviour(rng: random.Random, behaviour: str | Behaviour) -> str:
         updates = [cr.pick(forms) for forms in b.updates]
         if b.helper is not None and cr.chance(0.5):
             updates = [cr.pick(b.helper.updates)]
-            helper = [f"static int {names['h']}(int {names['x']})", "{",
-                      *indent(_sub(b.helper.body, names)), "}", ""]
+            helper = [f"static int {names['h']}(int {names['x']})", "{", *indent(_sub(b.helper.body, names)), "}", ""]
         cr.rng.shuffle(updates)  # independent accumulator updates
         decls, before, after, depth = _loop(cr, b, names)
         inner = [line for u in updates for line in _sub(u, names)]

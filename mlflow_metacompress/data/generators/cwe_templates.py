@@ -25,7 +25,7 @@ A template is ``template(cr, bad, fail) -> (params, statements)``: ``cr`` is a
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .c_random import CRandom
 
@@ -41,19 +41,33 @@ def cwe121_stack_overflow(cr: CRandom, bad: bool, fail: str) -> tuple[list[str],
     b, s = v["buf"], v["src"]
     form = cr.rng.randrange(3)
     if form == 0:  # unbounded copy of a caller's string
-        copy = ([f"strcpy({b}, {s});"] if bad else
-                cr.pick(([f"strncpy({b}, {s}, sizeof({b}) - 1);", f"{b}[sizeof({b}) - 1] = '\\0';"],
-                         [f'snprintf({b}, sizeof({b}), "%s", {s});'])))
+        copy = (
+            [f"strcpy({b}, {s});"]
+            if bad
+            else cr.pick(
+                (
+                    [f"strncpy({b}, {s}, sizeof({b}) - 1);", f"{b}[sizeof({b}) - 1] = '\\0';"],
+                    [f'snprintf({b}, sizeof({b}), "%s", {s});'],
+                )
+            )
+        )
         return [f"const char *{s}"], [[f"char {b}[{size}];", *copy], [f"print_line({b});"]]
     if form == 1:  # off-by-one loop bound
         bound = f"<= {size}" if bad else f"< {size}"
         return [f"int {v['n']}"], [
-            [f"int {b}[{size}];", f"for (int {v['i']} = 0; {v['i']} {bound}; {v['i']}++) {{",
-             f"    {b}[{v['i']}] = {v['n']} + {v['i']};", "}"],
-            [f"print_int({b}[0]);"]]
+            [
+                f"int {b}[{size}];",
+                f"for (int {v['i']} = 0; {v['i']} {bound}; {v['i']}++) {{",
+                f"    {b}[{v['i']}] = {v['n']} + {v['i']};",
+                "}",
+            ],
+            [f"print_int({b}[0]);"],
+        ]
     check = [] if bad else _guard(f"{v['n']} > sizeof({b})", fail)  # caller's length, unchecked
     return [f"const char *{s}", f"size_t {v['n']}"], [
-        [f"char {b}[{size}];", *check, f"memcpy({b}, {s}, {v['n']});"], [f"print_int({b}[0]);"]]
+        [f"char {b}[{size}];", *check, f"memcpy({b}, {s}, {v['n']});"],
+        [f"print_int({b}[0]);"],
+    ]
 
 
 def cwe122_heap_overflow(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], list[list[str]]]:
@@ -63,14 +77,21 @@ def cwe122_heap_overflow(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], 
     if cr.chance(0.5):  # no room for the terminator
         size = f"strlen({v['src']})" if bad else cr.pick((f"strlen({v['src']}) + 1", f"1 + strlen({v['src']})"))
         return [f"const char *{v['src']}"], [
-            [f"char *{p} = (char *)malloc({size});"], null_check, [f"strcpy({p}, {v['src']});"],
-            [f"print_line({p});"], [f"free({p});"]]
+            [f"char *{p} = (char *)malloc({size});"],
+            null_check,
+            [f"strcpy({p}, {v['src']});"],
+            [f"print_line({p});"],
+            [f"free({p});"],
+        ]
     bound = f"<= {v['n']}" if bad else f"< {v['n']}"  # one element past the allocation
     return [f"int {v['n']}"], [
         _guard(f"{v['n']} <= 0 || {v['n']} > 1024", fail),
-        [f"int *{p} = (int *)malloc({v['n']} * sizeof(int));"], null_check,
+        [f"int *{p} = (int *)malloc({v['n']} * sizeof(int));"],
+        null_check,
         [f"for (int {v['i']} = 0; {v['i']} {bound}; {v['i']}++) {{", f"    {p}[{v['i']}] = {v['i']};", "}"],
-        [f"print_int({p}[0]);"], [f"free({p});"]]
+        [f"print_int({p}[0]);"],
+        [f"free({p});"],
+    ]
 
 
 def cwe476_null_deref(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], list[list[str]]]:
@@ -78,13 +99,19 @@ def cwe476_null_deref(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], lis
     p = v["p"]
     if cr.chance(0.5):  # malloc's result used unchecked
         guard = [] if bad else _guard(cr.pick((f"{p} == NULL", f"!{p}")), fail)
-        return [f"int {v['n']}"], [[f"int *{p} = (int *)malloc(4 * sizeof(int));", *guard, f"{p}[0] = {v['n']};"],
-                                   [f"print_int({p}[0]);"], [f"free({p});"]]
+        return [f"int {v['n']}"], [
+            [f"int *{p} = (int *)malloc(4 * sizeof(int));", *guard, f"{p}[0] = {v['n']};"],
+            [f"print_int({p}[0]);"],
+            [f"free({p});"],
+        ]
     use = f"print_int((int)strlen({p}));"  # a pointer that may still be NULL
-    sink = [use] if bad else cr.pick(([f"if ({p} != NULL) {{", f"    {use}", "}"], [*_guard(f"{p} == NULL", fail), use]))
+    sink = (
+        [use] if bad else cr.pick(([f"if ({p} != NULL) {{", f"    {use}", "}"], [*_guard(f"{p} == NULL", fail), use]))
+    )
     return [f"const char *{v['src']}"], [
         [f"const char *{p} = NULL;"],
-        [f"if (rand_value() > {cr.rng.randrange(5, 50)}) {{", f"    {p} = {v['src']};", "}", *sink]]
+        [f"if (rand_value() > {cr.rng.randrange(5, 50)}) {{", f"    {p} = {v['src']};", "}", *sink],
+    ]
 
 
 def cwe190_integer_overflow(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], list[list[str]]]:
@@ -97,8 +124,11 @@ def cwe190_integer_overflow(cr: CRandom, bad: bool, fail: str) -> tuple[list[str
         return [f"int {a}"], [[*guard, f"int {r} = {a} + {k};"], [f"print_int({r});"]]
     weak = cr.pick(([], _guard(f"{a} > INT_MAX / 2", fail)))  # insufficient
     guard = weak if bad else _guard(f"{a} > INT_MAX / {v['b']}", fail)
-    return [f"int {a}", f"int {v['b']}"], [_guard(f"{a} <= 0 || {v['b']} <= 0", fail),
-                                           [*guard, f"int {r} = {a} * {v['b']};"], [f"print_int({r});"]]
+    return [f"int {a}", f"int {v['b']}"], [
+        _guard(f"{a} <= 0 || {v['b']} <= 0", fail),
+        [*guard, f"int {r} = {a} * {v['b']};"],
+        [f"print_int({r});"],
+    ]
 
 
 def cwe415_double_free(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], list[list[str]]]:
@@ -109,9 +139,12 @@ def cwe415_double_free(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], li
         second = [f"if ({v['n']} > {cr.rng.randrange(1, 9)}) {{", *("    " + s for s in second), "}"]
     return [f"int {v['n']}"], [
         _guard(f"{v['n']} <= 0 || {v['n']} > 4096", fail),
-        [f"char *{p} = (char *)malloc({v['n']} + 1);"], _guard(f"{p} == NULL", fail),
-        [f"memset({p}, 'A', {v['n']});", f"{p}[{v['n']}] = '\\0';"], [f"print_line({p});"],
-        [f"free({p});", *second]]
+        [f"char *{p} = (char *)malloc({v['n']} + 1);"],
+        _guard(f"{p} == NULL", fail),
+        [f"memset({p}, 'A', {v['n']});", f"{p}[{v['n']}] = '\\0';"],
+        [f"print_line({p});"],
+        [f"free({p});", *second],
+    ]
 
 
 def cwe416_use_after_free(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], list[list[str]]]:
@@ -120,8 +153,11 @@ def cwe416_use_after_free(cr: CRandom, bad: bool, fail: str) -> tuple[list[str],
     use = cr.pick((f"print_line({p});", f"print_int({p}[0]);", f"log_event({p}, 1);"))
     tail = [f"free({p});", use] if bad else [use, f"free({p});"]
     return [f"const char *{v['src']}"], [
-        [f"size_t {v['n']} = strlen({v['src']});"], [f"char *{p} = (char *)malloc({v['n']} + 1);"],
-        _guard(f"{p} == NULL", fail), [f"memcpy({p}, {v['src']}, {v['n']} + 1);", *tail]]
+        [f"size_t {v['n']} = strlen({v['src']});"],
+        [f"char *{p} = (char *)malloc({v['n']} + 1);"],
+        _guard(f"{p} == NULL", fail),
+        [f"memcpy({p}, {v['src']}, {v['n']} + 1);", *tail],
+    ]
 
 
 def cwe134_format_string(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], list[list[str]]]:
@@ -147,24 +183,42 @@ def cwe78_command_injection(cr: CRandom, bad: bool, fail: str) -> tuple[list[str
         checks = cr.pick(([], [length], [_guard(f"strchr({s}, ';') != NULL", fail)]))
     elif cr.chance(0.5):
         cond = cr.pick((f"{s}[{v['i']}] != '\\0'", f"{s}[{v['i']}]"))
-        checks = [[f"for (size_t {v['i']} = 0; {cond}; {v['i']}++) {{",
-                   f"    if (!isalnum((unsigned char){s}[{v['i']}])) {{", f"        {fail}", "    }", "}"]]
+        checks = [
+            [
+                f"for (size_t {v['i']} = 0; {cond}; {v['i']}++) {{",
+                f"    if (!isalnum((unsigned char){s}[{v['i']}])) {{",
+                f"        {fail}",
+                "    }",
+                "}",
+            ]
+        ]
     else:
         checks = [_guard(f'strpbrk({s}, ";|&$`<>") != NULL', fail)]
     prog = cr.pick(("ls", "cat", "wc -l", "file"))
     return [f"const char *{s}"], [
-        *checks, [f"char {v['cmd']}[256];"], [f'snprintf({v["cmd"]}, sizeof({v["cmd"]}), "{prog} %.200s", {s});'],
-        [f"system({v['cmd']});"]]
+        *checks,
+        [f"char {v['cmd']}[256];"],
+        [f'snprintf({v["cmd"]}, sizeof({v["cmd"]}), "{prog} %.200s", {s});'],
+        [f"system({v['cmd']});"],
+    ]
 
 
 def cwe401_memory_leak(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], list[list[str]]]:
     v = cr.names(p="ptr", n="len")
     p = v["p"]
-    alloc = [_guard(f"{v['n']} <= 0 || {v['n']} > 4096", fail),
-             [f"char *{p} = (char *)malloc({v['n']});"], _guard(f"{p} == NULL", fail), [f"memset({p}, 0, {v['n']});"]]
+    alloc = [
+        _guard(f"{v['n']} <= 0 || {v['n']} > 4096", fail),
+        [f"char *{p} = (char *)malloc({v['n']});"],
+        _guard(f"{p} == NULL", fail),
+        [f"memset({p}, 0, {v['n']});"],
+    ]
     if cr.chance(0.5):  # an early exit that leaks in the bad variant
-        early = [f"if (rand_value() % {cr.rng.randrange(2, 7)} == 0) {{", *([] if bad else [f"    free({p});"]),
-                 f"    {fail}", "}"]
+        early = [
+            f"if (rand_value() % {cr.rng.randrange(2, 7)} == 0) {{",
+            *([] if bad else [f"    free({p});"]),
+            f"    {fail}",
+            "}",
+        ]
         return [f"int {v['n']}"], [*alloc, early, [f"print_int({p}[0]);"], [f"free({p});"]]
     end = [] if bad else [f"free({p});"]  # returns without releasing it
     return [f"int {v['n']}"], [*alloc, [f"print_line({p});", *end]]
@@ -174,14 +228,21 @@ def cwe369_divide_by_zero(cr: CRandom, bad: bool, fail: str) -> tuple[list[str],
     v = cr.names(a="num", b="num", r="acc")
     b = v["b"]
     op = cr.pick(("/", "%"))
-    guard = (cr.pick(([], _guard(f"{b} < 0", fail))) if bad else
-             _guard(cr.pick((f"{b} == 0", f"!{b}", f"{b} <= 0")), fail))
+    guard = (
+        cr.pick(([], _guard(f"{b} < 0", fail))) if bad else _guard(cr.pick((f"{b} == 0", f"!{b}", f"{b} <= 0")), fail)
+    )
     return [f"int {v['a']}", f"int {b}"], [[*guard, f"int {v['r']} = {v['a']} {op} {b};"], [f"print_int({v['r']});"]]
 
 
 TEMPLATES: dict[str, Template] = {
-    "CWE-121": cwe121_stack_overflow, "CWE-122": cwe122_heap_overflow, "CWE-476": cwe476_null_deref,
-    "CWE-190": cwe190_integer_overflow, "CWE-415": cwe415_double_free, "CWE-416": cwe416_use_after_free,
-    "CWE-134": cwe134_format_string, "CWE-78": cwe78_command_injection, "CWE-401": cwe401_memory_leak,
+    "CWE-121": cwe121_stack_overflow,
+    "CWE-122": cwe122_heap_overflow,
+    "CWE-476": cwe476_null_deref,
+    "CWE-190": cwe190_integer_overflow,
+    "CWE-415": cwe415_double_free,
+    "CWE-416": cwe416_use_after_free,
+    "CWE-134": cwe134_format_string,
+    "CWE-78": cwe78_command_injection,
+    "CWE-401": cwe401_memory_leak,
     "CWE-369": cwe369_divide_by_zero,
 }

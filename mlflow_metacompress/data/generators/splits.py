@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -13,8 +14,9 @@ logger = logging.getLogger(__name__)
 SPLITS = ("train", "valid", "test")
 
 
-def split_frame(df: "pd.DataFrame", fractions: Sequence[float] = (0.8, 0.1, 0.1), seed: int = 0,
-                stratify: str | None = None) -> dict[str, "pd.DataFrame"]:
+def split_frame(
+    df: pd.DataFrame, fractions: Sequence[float] = (0.8, 0.1, 0.1), seed: int = 0, stratify: str | None = None
+) -> dict[str, pd.DataFrame]:
     """Split ``df`` into ``{"train", "valid", "test"}`` frames by ``fractions``.
 
     With ``stratify`` (a column name), each value of that column is split separately, so
@@ -28,8 +30,11 @@ def split_frame(df: "pd.DataFrame", fractions: Sequence[float] = (0.8, 0.1, 0.1)
     if stratify is not None and stratify not in df.columns:
         raise KeyError(f"stratify column {stratify!r} is not in the frame; it has {list(df.columns)}")
     rng = np.random.default_rng(seed)
-    groups = [df.index.to_numpy()] if stratify is None else [
-        df.index[df[stratify] == value].to_numpy() for value in sorted(df[stratify].unique())]
+    groups = (
+        [df.index.to_numpy()]
+        if stratify is None
+        else [df.index[df[stratify] == value].to_numpy() for value in sorted(df[stratify].unique())]
+    )
     parts: dict[str, list] = {name: [] for name in SPLITS}
     for index in groups:
         index = rng.permutation(index)
@@ -41,8 +46,8 @@ def split_frame(df: "pd.DataFrame", fractions: Sequence[float] = (0.8, 0.1, 0.1)
             n_test = max(n_test, 1) if fractions[2] > 0 else 0
         n_train = n - n_valid - n_test
         parts["train"].extend(index[:n_train])
-        parts["valid"].extend(index[n_train:n_train + n_valid])
-        parts["test"].extend(index[n_train + n_valid:])
+        parts["valid"].extend(index[n_train : n_train + n_valid])
+        parts["test"].extend(index[n_train + n_valid :])
     out = {}
     for name in SPLITS:
         order = rng.permutation(np.asarray(parts[name], dtype=df.index.dtype))
@@ -54,8 +59,9 @@ def split_frame(df: "pd.DataFrame", fractions: Sequence[float] = (0.8, 0.1, 0.1)
 CODEXGLUE_ALIASES = {"devign": "vulnerability", "bigclonebench": "clone"}
 
 
-def make_splits(task: str, n: int = 1000, seed: int = 0,
-                fractions: Sequence[float] = (0.8, 0.1, 0.1)) -> dict[str, "pd.DataFrame"]:
+def make_splits(
+    task: str, n: int = 1000, seed: int = 0, fractions: Sequence[float] = (0.8, 0.1, 0.1)
+) -> dict[str, pd.DataFrame]:
     """Generate ``n`` samples of ``task`` and split them. ``task`` is ``vulnerability``
     (Devign-shaped) or ``clone`` (BigCloneBench-shaped); the CodeXGLUE names ``devign``
     and ``bigclonebench`` name the same generators."""

@@ -54,18 +54,40 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     from ..search.space import size_mb
 
     tokenizers: dict = {}
-    choice, record = avatar_search(ctx, options, tokenizers, objective=options.objective,
-                                   latency_slack=options.latency_slack)
+    choice, record = avatar_search(
+        ctx, options, tokenizers, objective=options.objective, latency_slack=options.latency_slack
+    )
     model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers)
-    fit = train_student(model, tokenizer, [ctx.unlabeled], ctx.valid, soft_label_loss(options.temperature),
-                        fit_config=ctx.fit_config, lr=options.lr)
+    fit = train_student(
+        model,
+        tokenizer,
+        [ctx.unlabeled],
+        ctx.valid,
+        soft_label_loss(options.temperature),
+        fit_config=ctx.fit_config,
+        lr=options.lr,
+    )
     n = options.energy_samples
-    energy = log_inference_energy(model, tokenizer, ctx.valid.texts[:n], (ctx.valid.texts_b or None) and ctx.valid.texts_b[:n],
-                                  ctx.teacher_uri, ctx.code_columns)
+    energy = log_inference_energy(
+        model,
+        tokenizer,
+        ctx.valid.texts[:n],
+        (ctx.valid.texts_b or None) and ctx.valid.texts_b[:n],
+        ctx.teacher_uri,
+        ctx.code_columns,
+    )
     k, pm = len(ctx.labels), ctx.pair_mode
-    out = {"method": NAME, "student": config.to_dict(), "target_size_mb": ctx.size_mb,
-           "size_mb": size_mb(config, k, pm), "gflops": gflops(config, k, pm), "temperature": options.temperature,
-           "objective": options.objective, FALLBACK_KEY: record.get("fallback") is not None,
-           "search": record, "energy": energy}
+    out = {
+        "method": NAME,
+        "student": config.to_dict(),
+        "target_size_mb": ctx.size_mb,
+        "size_mb": size_mb(config, k, pm),
+        "gflops": gflops(config, k, pm),
+        "temperature": options.temperature,
+        "objective": options.objective,
+        FALLBACK_KEY: record.get("fallback") is not None,
+        "search": record,
+        "energy": energy,
+    }
     params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
     return StudentOutcome(model, tokenizer, out, fit, params)

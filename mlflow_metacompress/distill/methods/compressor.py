@@ -57,26 +57,55 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     base = ArchSpec(max_length=ctx.max_length, num_labels=len(ctx.labels), pair_mode=ctx.pair_mode)
     latency: dict[str, Any] = _latency_setup(ctx, options, reachable)
     result = search_architecture(
-        ctx.size_mb, population=options.population, generations=options.generations, seed=ctx.seed, base=base,
-        space=SearchSpace().cap_vocab(reachable), tolerance=options.tolerance, progress=ctx.fit_config.progress,
-        objective=options.objective, **latency,
+        ctx.size_mb,
+        population=options.population,
+        generations=options.generations,
+        seed=ctx.seed,
+        base=base,
+        space=SearchSpace().cap_vocab(reachable),
+        tolerance=options.tolerance,
+        progress=ctx.fit_config.progress,
+        objective=options.objective,
+        **latency,
     )
     if mlflow.active_run() is not None:
         for row in result.history:
-            mlflow.log_metrics({"ga_best_fitness": row["best_fitness"], "ga_mean_fitness": row["mean_fitness"]},
-                               step=int(row["generation"]))
+            mlflow.log_metrics(
+                {"ga_best_fitness": row["best_fitness"], "ga_mean_fitness": row["mean_fitness"]},
+                step=int(row["generation"]),
+            )
     tokenizer = train_tokenizer(texts, vocab_size=result.best.vocab_size, kind="bpe", model_max_length=ctx.max_length)
     spec = replace(result.best, vocab_size=len(tokenizer))
     model = spec.build(ctx.labels)
-    fit = train_student(model, tokenizer, [ctx.unlabeled], ctx.valid, soft_label_loss(options.temperature),
-                        fit_config=ctx.fit_config, lr=options.lr)
+    fit = train_student(
+        model,
+        tokenizer,
+        [ctx.unlabeled],
+        ctx.valid,
+        soft_label_loss(options.temperature),
+        fit_config=ctx.fit_config,
+        lr=options.lr,
+    )
     config: dict[str, Any] = {
-        "method": NAME, "arch": spec.to_dict(), "tokenizer": {"kind": "bpe", "vocab_size": len(tokenizer)},
-        "target_size_mb": ctx.size_mb, "size_mb": spec.size_mb(), "gflops": spec.gflops(), "fitness": result.fitness,
-        "feasible": result.feasible, "temperature": options.temperature, "reachable_vocab": reachable,
-        "objective": options.objective, FALLBACK_KEY: result.fallback is not None,
-        "search": {"evaluated": result.evaluated, "history": result.history, "fallback": result.fallback,
-                   "predicted_latency_ms": result.latency_ms, "latency_budget_ms": result.latency_budget_ms},
+        "method": NAME,
+        "arch": spec.to_dict(),
+        "tokenizer": {"kind": "bpe", "vocab_size": len(tokenizer)},
+        "target_size_mb": ctx.size_mb,
+        "size_mb": spec.size_mb(),
+        "gflops": spec.gflops(),
+        "fitness": result.fitness,
+        "feasible": result.feasible,
+        "temperature": options.temperature,
+        "reachable_vocab": reachable,
+        "objective": options.objective,
+        FALLBACK_KEY: result.fallback is not None,
+        "search": {
+            "evaluated": result.evaluated,
+            "history": result.history,
+            "fallback": result.fallback,
+            "predicted_latency_ms": result.latency_ms,
+            "latency_budget_ms": result.latency_budget_ms,
+        },
     }
     params = {f"arch.{k}": v for k, v in spec.to_dict().items()}
     return StudentOutcome(model, tokenizer, config, fit, params)
@@ -93,12 +122,26 @@ def _latency_setup(ctx: DistillContext, options: Options, max_vocab: int) -> dic
     from ..latency import latency_model
     from ..search.objective import latency_budget, reference
 
-    model = latency_model(ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir,
-                          progress=ctx.fit_config.progress)
-    budget, ref = latency_budget(model, ctx.size_mb, options.latency_slack, num_labels=len(ctx.labels),
-                                 pair_mode=ctx.pair_mode, max_length=ctx.max_length, max_vocab=max_vocab)
+    model = latency_model(
+        ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir, progress=ctx.fit_config.progress
+    )
+    budget, ref = latency_budget(
+        model,
+        ctx.size_mb,
+        options.latency_slack,
+        num_labels=len(ctx.labels),
+        pair_mode=ctx.pair_mode,
+        max_length=ctx.max_length,
+        max_vocab=max_vocab,
+    )
     tol = options.tolerance
-    band = reference(ctx.size_mb * (1 + tol), lower=(1 - tol) / (1 + tol), num_labels=len(ctx.labels),
-                     pair_mode=ctx.pair_mode, max_length=ctx.max_length, max_vocab=max_vocab)
+    band = reference(
+        ctx.size_mb * (1 + tol),
+        lower=(1 - tol) / (1 + tol),
+        num_labels=len(ctx.labels),
+        pair_mode=ctx.pair_mode,
+        max_length=ctx.max_length,
+        max_vocab=max_vocab,
+    )
     seeds = tuple(dict.fromkeys(s for s in (ref, band) if s is not None))
     return {"latency": model, "latency_budget_ms": budget, "seeds": seeds}

@@ -90,8 +90,10 @@ def validation_set(ctx: DistillContext, language: str, names: list[str], select:
     owner = np.zeros(len(variants), dtype=np.int64)
     for i, rows in enumerate(variant_of):
         owner[rows] = i
-    rows = CodeExamples(ctx.valid.texts + variants.texts,
-                        None if ctx.valid.texts_b is None else ctx.valid.texts_b + (variants.texts_b or []))
+    rows = CodeExamples(
+        ctx.valid.texts + variants.texts,
+        None if ctx.valid.texts_b is None else ctx.valid.texts_b + (variants.texts_b or []),
+    )
     logits, _ = teacher_outputs(ctx.teacher_uri, rows, ctx.cache_dir, progress=ctx.fit_config.progress)
     labels = None if ctx.valid.labels is None else np.concatenate([ctx.valid.labels, ctx.valid.labels[owner]])
     return CodeExamples(rows.texts, rows.texts_b, labels, logits)
@@ -121,8 +123,12 @@ def choose_architecture(ctx: DistillContext, options: Options, tokenizers: dict)
         if explicit or floor != floors[0]:
             record["min_vocab"] = floor
         if floor != floors[0]:
-            logger.warning("fidelity: no teacher-shaped student with a %d-token vocabulary fits %.2f MB; allowing %d",
-                           floors[0], ctx.size_mb, floor)
+            logger.warning(
+                "fidelity: no teacher-shaped student with a %d-token vocabulary fits %.2f MB; allowing %d",
+                floors[0],
+                ctx.size_mb,
+                floor,
+            )
         return choice, record
     logger.warning("fidelity: no teacher-shaped student fits %.2f MB; using AVATAR's search", ctx.size_mb)
     choice, record = avatar_search(ctx, options, tokenizers)
@@ -150,20 +156,45 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     variants, variant_of = variant_table(ctx.unlabeled, language, names, ctx.seed)
     logger.info("fidelity: %d variants of %d samples (%s)", len(variants), len(ctx.unlabeled), names)
     t_o, z_o = teacher_outputs(ctx.teacher_uri, ctx.unlabeled, ctx.cache_dir, progress=ctx.fit_config.progress)
-    t_v, z_v = (teacher_outputs(ctx.teacher_uri, variants, ctx.cache_dir, progress=ctx.fit_config.progress)
-                if len(variants) else (np.zeros((0, t_o.shape[1]), np.float32), np.zeros((0, z_o.shape[1]), np.float32)))
+    t_v, z_v = (
+        teacher_outputs(ctx.teacher_uri, variants, ctx.cache_dir, progress=ctx.fit_config.progress)
+        if len(variants)
+        else (np.zeros((0, t_o.shape[1]), np.float32), np.zeros((0, z_o.shape[1]), np.float32))
+    )
     model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers)
-    module = FidelityModule(model, tokenizer, t_o, z_o, variants.texts, variants.texts_b, t_v, z_v, variant_of,
-                            options, options.variants_per_step, lr=options.lr, seed=ctx.seed)
+    module = FidelityModule(
+        model,
+        tokenizer,
+        t_o,
+        z_o,
+        variants.texts,
+        variants.texts_b,
+        t_v,
+        z_v,
+        variant_of,
+        options,
+        options.variants_per_step,
+        lr=options.lr,
+        seed=ctx.seed,
+    )
     valid = validation_set(ctx, language, names, options.select)
     train = CodeExamples(ctx.unlabeled.texts, ctx.unlabeled.texts_b, None, t_o)
     result = fit(module, tokenizer, train, valid, replace(ctx.fit_config, monitor=SELECT_MONITOR[options.select]))
     k, pm = len(ctx.labels), ctx.pair_mode
-    out = {"method": NAME, "student": config.to_dict(), "target_size_mb": ctx.size_mb,
-           "size_mb": size_mb(config, k, pm), "gflops": gflops(config, k, pm),
-           "weights": {w: getattr(options, w) for w in FIDELITY_WEIGHTS},
-           "transforms": names, "variants": len(variants), "language": language,
-           "variants_per_step": options.variants_per_step,
-           "checkpoint_selection": options.select, "validation_rows": len(valid), "search": record}
+    out = {
+        "method": NAME,
+        "student": config.to_dict(),
+        "target_size_mb": ctx.size_mb,
+        "size_mb": size_mb(config, k, pm),
+        "gflops": gflops(config, k, pm),
+        "weights": {w: getattr(options, w) for w in FIDELITY_WEIGHTS},
+        "transforms": names,
+        "variants": len(variants),
+        "language": language,
+        "variants_per_step": options.variants_per_step,
+        "checkpoint_selection": options.select,
+        "validation_rows": len(valid),
+        "search": record,
+    }
     params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
     return StudentOutcome(model, tokenizer, out, result, params)

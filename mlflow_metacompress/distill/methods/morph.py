@@ -58,8 +58,9 @@ def augmented_training(ctx: DistillContext, language: str) -> Any:
     return with_teacher_logits(variants, ctx.teacher_uri, ctx.code_columns, ctx.cache_dir)
 
 
-def morph_search(ctx: DistillContext, options: Options, train: list[Any], valid_variants: Any, loss_fn: Any,
-                 tokenizers: dict) -> tuple[ArchSpec, dict[str, Any]]:
+def morph_search(
+    ctx: DistillContext, options: Options, train: list[Any], valid_variants: Any, loss_fn: Any, tokenizers: dict
+) -> tuple[ArchSpec, dict[str, Any]]:
     """Probes, flip and accuracy surrogates, AGE-MOEA and MORPH's choice."""
     from ..search.build import gflops
     from ..search.moo import fit_surrogate, moo_search
@@ -69,8 +70,9 @@ def morph_search(ctx: DistillContext, options: Options, train: list[Any], valid_
 
     pruned = pruned_space(ctx, options)
     probe_train = [subset(part, options.probe_rows, ctx.seed) for part in train]
-    probes = run_probes(ctx, pruned, options, loss_fn, train=probe_train, valid_variants=valid_variants,
-                        tokenizers=tokenizers)
+    probes = run_probes(
+        ctx, pruned, options, loss_fn, train=probe_train, valid_variants=valid_variants, tokenizers=tokenizers
+    )
     configs = [p.config for p in probes]
     acc = fit_surrogate(configs, [p.val_acc for p in probes], pruned, "gradient_boosting", ctx.seed)
     flips = fit_surrogate(configs, [p.flip_rate for p in probes], pruned, "gradient_boosting", ctx.seed)
@@ -80,17 +82,36 @@ def morph_search(ctx: DistillContext, options: Options, train: list[Any], valid_
         a, f = acc.predict(cs), flips.predict(cs)
         return np.array([[size_mb(c, k, pm), fi, gflops(c, k, pm), -ai] for c, ai, fi in zip(cs, a, f)])
 
-    result = moo_search(pruned, objectives, 4, algorithm="agemoea", population=options.population,
-                        generations=options.generations, seed=ctx.seed)
+    result = moo_search(
+        pruned,
+        objectives,
+        4,
+        algorithm="agemoea",
+        population=options.population,
+        generations=options.generations,
+        seed=ctx.seed,
+    )
     record: dict[str, Any] = {
-        "bounds": pruned.bounds, "choices": pruned.choices,
-        "probes": [{**p.config.to_dict(), "val_acc": p.val_acc, "flip_rate": p.flip_rate,
-                    "metamorphic_acc": p.metamorphic_acc} for p in probes],
+        "bounds": pruned.bounds,
+        "choices": pruned.choices,
+        "probes": [
+            {**p.config.to_dict(), "val_acc": p.val_acc, "flip_rate": p.flip_rate, "metamorphic_acc": p.metamorphic_acc}
+            for p in probes
+        ],
         "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F)],
-        "evaluated": result.evaluated, "fallback": None}
+        "evaluated": result.evaluated,
+        "fallback": None,
+    }
     if not result.configs:
-        choice, kind = fallback(ctx.size_mb, result.evaluated_configs, num_labels=k, pair_mode=pm,
-                                max_length=ctx.max_length, max_vocab=pruned.space.vocab_size[1], lower=pruned.lower)
+        choice, kind = fallback(
+            ctx.size_mb,
+            result.evaluated_configs,
+            num_labels=k,
+            pair_mode=pm,
+            max_length=ctx.max_length,
+            max_vocab=pruned.space.vocab_size[1],
+            lower=pruned.lower,
+        )
         f = objectives([choice])[0]
         record.update(fallback=kind, predicted_val_acc=float(-f[3]), predicted_flip_rate=float(f[1]))
         return choice, record
@@ -121,10 +142,18 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     selection_set = concat([ctx.valid, valid_variants])
     fit = train_student(model, tokenizer, train, selection_set, loss_fn, fit_config=ctx.fit_config, lr=options.lr)
     k, pm = len(ctx.labels), ctx.pair_mode
-    out = {"method": NAME, "student": config.to_dict(), "target_size_mb": ctx.size_mb,
-           "size_mb": size_mb(config, k, pm), "gflops": gflops(config, k, pm), "temperature": options.temperature,
-           "augmented_rows": 0 if augmented is None else len(augmented), "language": language,
-           "checkpoint_selection": "mean of clean and metamorphic validation accuracy",
-           FALLBACK_KEY: record.get("fallback") is not None, "search": record}
+    out = {
+        "method": NAME,
+        "student": config.to_dict(),
+        "target_size_mb": ctx.size_mb,
+        "size_mb": size_mb(config, k, pm),
+        "gflops": gflops(config, k, pm),
+        "temperature": options.temperature,
+        "augmented_rows": 0 if augmented is None else len(augmented),
+        "language": language,
+        "checkpoint_selection": "mean of clean and metamorphic validation accuracy",
+        FALLBACK_KEY: record.get("fallback") is not None,
+        "search": record,
+    }
     params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
     return StudentOutcome(model, tokenizer, out, fit, params)

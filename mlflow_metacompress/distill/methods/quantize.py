@@ -59,18 +59,32 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
         raise ValueError("the quantize method needs the teacher's URI (ctx.teacher_uri is empty)")
     teacher, tokenizer = load_teacher_classifier(ctx.teacher_uri, needs="the quantize method quantizes its weights")
     if teacher.meta.extra.get("quantization"):  # type: ignore[attr-defined]
-        raise ValueError(f"teacher {ctx.teacher_uri} is already quantized "
-                         f"({teacher.meta.extra['quantization']}); quantize a float teacher")  # type: ignore[attr-defined]
+        raise ValueError(
+            f"teacher {ctx.teacher_uri} is already quantized "
+            f"({teacher.meta.extra['quantization']}); quantize a float teacher"
+        )  # type: ignore[attr-defined]
     spec = QuantSpec(dtype=options.dtype, embeddings=options.embeddings, per_channel=options.per_channel)
     model = quantize_classifier(teacher, spec)  # type: ignore[arg-type]
     before, after = measure_model(teacher), measure_model(model)
-    logging.getLogger(__name__).info("quantized %s to %s: %.3f MB → %.3f MB (%.2f×)", ctx.teacher_uri, options.dtype,
-                                     before["size_mb"], after["size_mb"], after["size_mb"] / before["size_mb"])
+    logging.getLogger(__name__).info(
+        "quantized %s to %s: %.3f MB → %.3f MB (%.2f×)",
+        ctx.teacher_uri,
+        options.dtype,
+        before["size_mb"],
+        after["size_mb"],
+        after["size_mb"] / before["size_mb"],
+    )
     arch = spec_of(teacher).to_dict()
     config: dict[str, Any] = {
-        "method": NAME, "quantization": asdict(spec), "teacher": ctx.teacher_uri, "arch": arch,
-        "teacher_size_mb": before["size_mb"], "size_mb": after["size_mb"],
-        "size_ratio": after["size_mb"] / before["size_mb"], "gflops": after["gflops"], "modules": describe(model),
+        "method": NAME,
+        "quantization": asdict(spec),
+        "teacher": ctx.teacher_uri,
+        "arch": arch,
+        "teacher_size_mb": before["size_mb"],
+        "size_mb": after["size_mb"],
+        "size_ratio": after["size_mb"] / before["size_mb"],
+        "gflops": after["gflops"],
+        "modules": describe(model),
         "trained": False,
     }
     params = {f"arch.{k}": v for k, v in arch.items()} | {"quant.dtype": options.dtype}

@@ -30,8 +30,13 @@ def train_kind_tokenizer(texts: list[str], c: ArchSpec) -> Any:
     return train_tokenizer(texts, vocab_size=c.vocab_size, kind=c.tokenizer, model_max_length=c.max_length)  # type: ignore[arg-type]
 
 
-def materialise(texts: list[str], c: ArchSpec, labels: list[str], pair_mode: str | None = None,
-                tokenizers: dict[tuple[str, int], Any] | None = None) -> tuple[Any, Any, ArchSpec]:
+def materialise(
+    texts: list[str],
+    c: ArchSpec,
+    labels: list[str],
+    pair_mode: str | None = None,
+    tokenizers: dict[tuple[str, int], Any] | None = None,
+) -> tuple[Any, Any, ArchSpec]:
     """``(model, tokenizer, spec)``: trains the tokenizer (memoised in ``tokenizers``)
     and builds the student with the vocabulary the tokenizer actually reached, for
     ``labels`` and ``pair_mode``."""

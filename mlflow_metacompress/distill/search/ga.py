@@ -147,8 +147,9 @@ def search_architecture(
 
     class _Problem(Problem):
         def __init__(self) -> None:
-            super().__init__(n_var=len(xu), n_obj=1, n_ieq_constr=1 if constrained else 0, xl=np.zeros(len(xu)),
-                             xu=xu, vtype=int)
+            super().__init__(
+                n_var=len(xu), n_obj=1, n_ieq_constr=1 if constrained else 0, xl=np.zeros(len(xu)), xu=xu, vtype=int
+            )
 
         def _evaluate(self, X: np.ndarray, out: dict[str, Any], *args: Any, **kwargs: Any) -> None:
             rows = [score(np.rint(x).astype(int)) for x in X]
@@ -162,13 +163,22 @@ def search_architecture(
     class _Trace(Callback):
         def notify(self, algorithm: Any) -> None:
             fit = -algorithm.pop.get("F")[:, 0]
-            history.append({"generation": len(history), "best_fitness": float(-algorithm.opt.get("F")[0, 0]),
-                            "mean_fitness": float(fit.mean())})
+            history.append(
+                {
+                    "generation": len(history),
+                    "best_fitness": float(-algorithm.opt.get("F")[0, 0]),
+                    "mean_fitness": float(fit.mean()),
+                }
+            )
             bar.update(1)
 
-    algorithm = GA(pop_size=population, sampling=_initial(space, seeds, population, seed, IntegerRandomSampling()), crossover=UX(repair=RoundingRepair()),
-                   mutation=PM(prob=1.0, prob_var=mutation_rate, eta=3.0, vtype=float, repair=RoundingRepair()),
-                   eliminate_duplicates=True)
+    algorithm = GA(
+        pop_size=population,
+        sampling=_initial(space, seeds, population, seed, IntegerRandomSampling()),
+        crossover=UX(repair=RoundingRepair()),
+        mutation=PM(prob=1.0, prob_var=mutation_rate, eta=3.0, vtype=float, repair=RoundingRepair()),
+        eliminate_duplicates=True,
+    )
     try:
         minimize(_Problem(), algorithm, ("n_gen", generations), seed=seed, callback=_Trace(), verbose=False)
     finally:
@@ -187,8 +197,14 @@ def _initial(space: SearchSpace, seeds: tuple[ArchSpec, ...], population: int, s
     return np.asarray(rows[:population], dtype=float)
 
 
-def _choose(scores: dict[ArchSpec, tuple[float, float]], target_mb: float, tolerance: float, objective: str,
-            budget: float, history: list[dict[str, float]]) -> SearchResult:
+def _choose(
+    scores: dict[ArchSpec, tuple[float, float]],
+    target_mb: float,
+    tolerance: float,
+    objective: str,
+    budget: float,
+    history: list[dict[str, float]],
+) -> SearchResult:
     """The fittest in the band (and budget); else the fastest in the band; else the nearest."""
     in_band = [s for s in scores if abs(s.size_mb() - target_mb) <= tolerance * target_mb]
     latency_mode = objective == "latency"
@@ -199,14 +215,32 @@ def _choose(scores: dict[ArchSpec, tuple[float, float]], target_mb: float, toler
             best = max(within, key=lambda s: scores[s][0])
         else:
             best = min(in_band, key=lambda s: scores[s][1])
-            logger.warning("no architecture at %.2f MB meets the latency budget of %.3f ms/sample; taking the fastest "
-                           "(%.3f ms)", target_mb, budget, scores[best][1])
+            logger.warning(
+                "no architecture at %.2f MB meets the latency budget of %.3f ms/sample; taking the fastest (%.3f ms)",
+                target_mb,
+                budget,
+                scores[best][1],
+            )
     else:
         best = min(scores, key=lambda s: (abs(s.size_mb() - target_mb), -scores[s][0]))
         fallback = "nearest"
-        logger.warning("no architecture within %.0f%% of %.2f MB; falling back to the nearest, %.3f MB",
-                       100 * tolerance, target_mb, best.size_mb())
+        logger.warning(
+            "no architecture within %.0f%% of %.2f MB; falling back to the nearest, %.3f MB",
+            100 * tolerance,
+            target_mb,
+            best.size_mb(),
+        )
     fit, ms = scores[best]
-    return SearchResult(best, fit, best.size_mb(), best.gflops(), bool(in_band), history, len(scores), objective,
-                        ms if latency_mode else None, budget if latency_mode and math.isfinite(budget) else None,
-                        fallback)
+    return SearchResult(
+        best,
+        fit,
+        best.size_mb(),
+        best.gflops(),
+        bool(in_band),
+        history,
+        len(scores),
+        objective,
+        ms if latency_mode else None,
+        budget if latency_mode and math.isfinite(budget) else None,
+        fallback,
+    )

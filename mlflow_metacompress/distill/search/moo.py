@@ -56,8 +56,9 @@ class Surrogate:
         return np.asarray(self.model.predict(features(configs, self.pruned)), dtype=np.float64)
 
 
-def fit_surrogate(configs: Sequence[ArchSpec], y: Sequence[float], pruned: PrunedSpace,
-                  kind: str = "bayesian_ridge", seed: int = 0) -> Surrogate:
+def fit_surrogate(
+    configs: Sequence[ArchSpec], y: Sequence[float], pruned: PrunedSpace, kind: str = "bayesian_ridge", seed: int = 0
+) -> Surrogate:
     """Fit ``BayesianRidge`` (AVATAR) or ``GradientBoostingRegressor`` (MORPH)."""
     if len(configs) != len(y) or len(configs) < 2:
         raise ValueError(f"a surrogate needs ≥ 2 (config, value) pairs of equal count, got {len(configs)} and {len(y)}")
@@ -87,8 +88,11 @@ def decode(x: np.ndarray, pruned: PrunedSpace) -> ArchSpec:
 
         vals = repair(vals, pruned.grid("num_attention_heads"), pruned.grid("intermediate_size"))
     else:
-        heads = [h for h in pruned.grid("num_attention_heads")
-                 if vals["hidden_size"] % h == 0 and h <= vals["num_attention_heads"]]
+        heads = [
+            h
+            for h in pruned.grid("num_attention_heads")
+            if vals["hidden_size"] % h == 0 and h <= vals["num_attention_heads"]
+        ]
         vals["num_attention_heads"] = max(heads) if heads else 1
     if vals["position_embedding_type"] == "rotary" and "gelu" in pruned.grid("hidden_act"):
         vals["hidden_act"] = "gelu"
@@ -127,8 +131,9 @@ def non_dominated(F: np.ndarray) -> np.ndarray:
     return mask
 
 
-def nearest_to_target(configs: Sequence[ArchSpec], target_mb: float, pruned: PrunedSpace,
-                      tie_break: np.ndarray | None = None) -> int:
+def nearest_to_target(
+    configs: Sequence[ArchSpec], target_mb: float, pruned: PrunedSpace, tie_break: np.ndarray | None = None
+) -> int:
     """Index of the configuration whose size is closest to ``target_mb`` (ties: lowest
     ``tie_break``, then first)."""
     dist = np.array([abs(size_mb(c, pruned.num_labels, pruned.pair_mode) - target_mb) for c in configs])
@@ -186,8 +191,9 @@ def moo_search(
 
     class _Problem(Problem):
         def __init__(self) -> None:
-            super().__init__(n_var=len(GENES), n_obj=n_obj, n_ieq_constr=2 + n_constraints, xl=np.zeros(len(GENES)),
-                             xu=xu, vtype=int)
+            super().__init__(
+                n_var=len(GENES), n_obj=n_obj, n_ieq_constr=2 + n_constraints, xl=np.zeros(len(GENES)), xu=xu, vtype=int
+            )
 
         def _evaluate(self, X: np.ndarray, out: dict[str, Any], *args: Any, **kwargs: Any) -> None:
             configs = [decode(x, pruned) for x in X]
@@ -205,9 +211,13 @@ def moo_search(
                 G = np.concatenate([G, np.stack([extra[c] for c in configs])], axis=1)
             out["G"] = G
 
-    kw = dict(pop_size=population, sampling=_sampling(seeds, pruned, population, IntegerRandomSampling()),
-              crossover=SBX(prob=0.9, eta=15, vtype=float, repair=RoundingRepair()),
-              mutation=PM(eta=20, vtype=float, repair=RoundingRepair()), eliminate_duplicates=True)
+    kw = dict(
+        pop_size=population,
+        sampling=_sampling(seeds, pruned, population, IntegerRandomSampling()),
+        crossover=SBX(prob=0.9, eta=15, vtype=float, repair=RoundingRepair()),
+        mutation=PM(eta=20, vtype=float, repair=RoundingRepair()),
+        eliminate_duplicates=True,
+    )
     if algorithm == "nsga2":
         from pymoo.algorithms.moo.nsga2 import NSGA2
 
@@ -222,8 +232,12 @@ def moo_search(
     minimize(_Problem(), algo, ("n_gen", generations), seed=seed, verbose=False)
     feasible = [c for c in seen if pruned.feasible(c) and (constraints is None or bool(np.all(extra[c] <= 0)))]
     if not feasible:
-        logger.warning("%s found no configuration within the size band of %s MB (%d evaluated)", algorithm,
-                       pruned.target_mb, len(seen))
+        logger.warning(
+            "%s found no configuration within the size band of %s MB (%d evaluated)",
+            algorithm,
+            pruned.target_mb,
+            len(seen),
+        )
         return MooResult([], np.zeros((0, n_obj)), len(seen), [], np.zeros((0, n_obj)), list(seen))
     F = np.stack([seen[c] for c in feasible])
     mask = non_dominated(F)

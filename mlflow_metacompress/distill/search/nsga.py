@@ -42,8 +42,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | None = None, *,
-                  objective: str = "paper", latency_slack: float = 1.0) -> tuple[ArchSpec, dict[str, Any]]:
+def avatar_search(
+    ctx: DistillContext,
+    opts: ProbeOptions,
+    tokenizers: dict | None = None,
+    *,
+    objective: str = "paper",
+    latency_slack: float = 1.0,
+) -> tuple[ArchSpec, dict[str, Any]]:
     """Steps 1–4: the chosen configuration and a JSON-able search record (probes are
     distilled with Compressor's loss, KD at T = 1)."""
     from ..modules import soft_label_loss
@@ -62,10 +68,18 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
         from ..latency import latency_model
         from .objective import latency_budget
 
-        model = latency_model(ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir,
-                              progress=ctx.fit_config.progress)
-        budget, ref = latency_budget(model, ctx.size_mb, latency_slack, num_labels=k, pair_mode=pm,
-                                     max_length=ctx.max_length, max_vocab=top_vocab)
+        model = latency_model(
+            ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir, progress=ctx.fit_config.progress
+        )
+        budget, ref = latency_budget(
+            model,
+            ctx.size_mb,
+            latency_slack,
+            num_labels=k,
+            pair_mode=pm,
+            max_length=ctx.max_length,
+            max_vocab=top_vocab,
+        )
         seeds = _seeds(ref, [p.config for p in probes], pruned)
         cost = model.predict_ms
         if np.isfinite(budget):
@@ -75,21 +89,41 @@ def avatar_search(ctx: DistillContext, opts: ProbeOptions, tokenizers: dict | No
         acc = surrogate.predict(configs)
         return np.array([[abs(size_mb(c, k, pm) - ctx.size_mb), -a, cost(c)] for c, a in zip(configs, acc)])
 
-    result = moo_search(pruned, objectives, 3, algorithm="nsga2", population=opts.population,
-                        generations=opts.generations, seed=ctx.seed, constraints=constraints,
-                        n_constraints=0 if constraints is None else 1, seeds=seeds)
+    result = moo_search(
+        pruned,
+        objectives,
+        3,
+        algorithm="nsga2",
+        population=opts.population,
+        generations=opts.generations,
+        seed=ctx.seed,
+        constraints=constraints,
+        n_constraints=0 if constraints is None else 1,
+        seeds=seeds,
+    )
     record: dict[str, Any] = {
-        "objective": objective, "bounds": pruned.bounds, "choices": pruned.choices, "z3_checks": pruned.checks,
+        "objective": objective,
+        "bounds": pruned.bounds,
+        "choices": pruned.choices,
+        "z3_checks": pruned.checks,
         "probes": [{**p.config.to_dict(), "val_acc": p.val_acc} for p in probes],
         "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F)],
-        "evaluated": result.evaluated, "fallback": None,
+        "evaluated": result.evaluated,
+        "fallback": None,
     }
     if latency_mode:
         record["seeded"] = len(seeds)
         record["latency_budget_ms"] = budget if budget is not None and np.isfinite(budget) else None
     if not result.configs:
-        choice, kind = fallback(ctx.size_mb, result.evaluated_configs, num_labels=k, pair_mode=pm,
-                                max_length=ctx.max_length, max_vocab=top_vocab, lower=pruned.lower)
+        choice, kind = fallback(
+            ctx.size_mb,
+            result.evaluated_configs,
+            num_labels=k,
+            pair_mode=pm,
+            max_length=ctx.max_length,
+            max_vocab=top_vocab,
+            lower=pruned.lower,
+        )
         record.update(fallback=kind, predicted_val_acc=float(surrogate.predict([choice])[0]))
     else:
         best = nearest_to_target(result.configs, ctx.size_mb, pruned, tie_break=result.F[:, 1])
@@ -116,5 +150,7 @@ def _seeds(ref: ArchSpec | None, probed: list[ArchSpec], pruned: Any) -> list[Ar
             if pruned.feasible(snapped):
                 seeds.append(snapped)
             else:
-                logger.info("the teacher-shaped reference %s snaps to %s outside the size band; not seeded", ref, snapped)
+                logger.info(
+                    "the teacher-shaped reference %s snaps to %s outside the size band; not seeded", ref, snapped
+                )
     return list(dict.fromkeys(seeds + list(probed)))

@@ -42,8 +42,16 @@ logger = logging.getLogger(__name__)
 
 OBJECTIVES = ("latency", "paper")
 FALLBACK_KEY = "search_fallback"  # key of a method's config → tag metacompress.search_fallback
-__all__ = ["FALLBACK_KEY", "OBJECTIVES", "check_objective", "fallback", "latency_budget", "reference", "repair",
-           "structurally_sound"]
+__all__ = [
+    "FALLBACK_KEY",
+    "OBJECTIVES",
+    "check_objective",
+    "fallback",
+    "latency_budget",
+    "reference",
+    "repair",
+    "structurally_sound",
+]
 
 
 def check_objective(objective: str) -> str:
@@ -65,22 +73,38 @@ def repair(values: dict[str, Any], heads: Sequence[int], ffn: Sequence[int]) -> 
     return values
 
 
-def reference(target_mb: float, *, num_labels: int = 2, pair_mode: str | None = None, max_length: int = 256,
-              max_vocab: int = 46000, lower: float = 0.8) -> ArchSpec | None:
+def reference(
+    target_mb: float,
+    *,
+    num_labels: int = 2,
+    pair_mode: str | None = None,
+    max_length: int = 256,
+    max_vocab: int = 46000,
+    lower: float = 0.8,
+) -> ArchSpec | None:
     """The teacher-shaped student at ``target_mb`` (vocabulary ≥ 1000, ≤ ``max_vocab``; size
     in ``[lower, 1] × target``), or None when none fits."""
     from .teacher_shaped import teacher_shaped
 
     for floor in (4000, 1000):
         try:
-            return teacher_shaped(target_mb, num_labels=num_labels, pair_mode=pair_mode, max_length=max_length,
-                                  min_vocab=min(floor, max_vocab), max_vocab=max_vocab, lower=lower)
+            return teacher_shaped(
+                target_mb,
+                num_labels=num_labels,
+                pair_mode=pair_mode,
+                max_length=max_length,
+                min_vocab=min(floor, max_vocab),
+                max_vocab=max_vocab,
+                lower=lower,
+            )
         except ValueError:
             continue
     return None
 
 
-def latency_budget(model: LatencyModel, target_mb: float, slack: float = 1.0, **shape: Any) -> tuple[float, ArchSpec | None]:
+def latency_budget(
+    model: LatencyModel, target_mb: float, slack: float = 1.0, **shape: Any
+) -> tuple[float, ArchSpec | None]:
     """``(budget in ms per sample, reference)``: ``slack`` × the predicted latency of the
     teacher-shaped :func:`reference` student; unbounded (``inf``) when none fits."""
     if slack <= 0:
@@ -92,24 +116,42 @@ def latency_budget(model: LatencyModel, target_mb: float, slack: float = 1.0, **
     return slack * model.predict_ms(ref), ref
 
 
-def fallback(target_mb: float, candidates: Sequence[ArchSpec], *, num_labels: int = 2, pair_mode: str | None = None,
-             max_length: int = 256, max_vocab: int = 46000, lower: float = 0.5,
-             teacher_shaped_first: bool = True) -> tuple[ArchSpec, str]:
+def fallback(
+    target_mb: float,
+    candidates: Sequence[ArchSpec],
+    *,
+    num_labels: int = 2,
+    pair_mode: str | None = None,
+    max_length: int = 256,
+    max_vocab: int = 46000,
+    lower: float = 0.5,
+    teacher_shaped_first: bool = True,
+) -> tuple[ArchSpec, str]:
     """The nearest feasible configuration when a search found none in its size band:
     ``(config, "teacher_shaped")`` when a teacher-shaped student fits within
     ``[lower, 1] × target`` (and ``teacher_shaped_first``), else ``(candidate nearest
     the target size, "nearest")``. Logs a warning either way."""
     if teacher_shaped_first:
-        ref = reference(target_mb, num_labels=num_labels, pair_mode=pair_mode, max_length=max_length,
-                        max_vocab=max_vocab)
+        ref = reference(
+            target_mb, num_labels=num_labels, pair_mode=pair_mode, max_length=max_length, max_vocab=max_vocab
+        )
         if ref is not None and lower * target_mb <= size_mb(ref, num_labels, pair_mode) <= target_mb:
-            logger.warning("the search found no configuration within the size band of %.2f MB; falling back to the "
-                           "teacher-shaped student %s", target_mb, ref)
+            logger.warning(
+                "the search found no configuration within the size band of %.2f MB; falling back to the "
+                "teacher-shaped student %s",
+                target_mb,
+                ref,
+            )
             return ref, "teacher_shaped"
     if not candidates:
         raise ValueError(f"no configuration fits {target_mb} MB and the search evaluated none; raise the target")
     best = min(candidates, key=lambda c: (abs(size_mb(c, num_labels, pair_mode) - target_mb), str(c)))
     best = replace(best, num_labels=num_labels, pair_mode=pair_mode)
-    logger.warning("the search found no configuration within the size band of %.2f MB; falling back to the "
-                   "candidate nearest the target (%.3f MB): %s", target_mb, size_mb(best, num_labels, pair_mode), best)
+    logger.warning(
+        "the search found no configuration within the size band of %.2f MB; falling back to the "
+        "candidate nearest the target (%.3f MB): %s",
+        target_mb,
+        size_mb(best, num_labels, pair_mode),
+        best,
+    )
     return best, "nearest"

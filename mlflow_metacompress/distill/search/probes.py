@@ -79,9 +79,12 @@ def subset(examples: CodeExamples, n: int | None, seed: int = 0) -> CodeExamples
         return examples
     idx = np.sort(np.random.default_rng(seed).choice(len(examples), n, replace=False))
     pick = lambda xs: None if xs is None else [xs[i] for i in idx]  # noqa: E731
-    return CodeExamples(pick(examples.texts), pick(examples.texts_b),
-                        None if examples.labels is None else examples.labels[idx],
-                        None if examples.teacher_logits is None else examples.teacher_logits[idx])
+    return CodeExamples(
+        pick(examples.texts),
+        pick(examples.texts_b),
+        None if examples.labels is None else examples.labels[idx],
+        None if examples.teacher_logits is None else examples.teacher_logits[idx],
+    )
 
 
 def probe(
@@ -112,14 +115,21 @@ def probe(
     model, tokenizer, _ = materialise(texts, config, labels, pair_mode, tokenizers)
     module = ClassifierModule(model, loss_fn, extra_loss, lr=lr)
     data = train[0] if len(train) == 1 else ConcatDataset(list(train))
-    fit(module, tokenizer, data, None, FitConfig(epochs=1, batch_size=batch_size, max_steps=steps, seed=seed,
-                                                 progress=False), mlflow_logger=False)
+    fit(
+        module,
+        tokenizer,
+        data,
+        None,
+        FitConfig(epochs=1, batch_size=batch_size, max_steps=steps, seed=seed, progress=False),
+        mlflow_logger=False,
+    )
     pred = model.predict_proba(tokenizer, valid.texts, valid.texts_b, batch_size=64).argmax(axis=1)
     result = ProbeResult(config, float(np.mean(pred == valid.labels)))
     if valid_variants is not None:
         var = model.predict_proba(tokenizer, valid_variants.texts, valid_variants.texts_b, batch_size=64).argmax(axis=1)
-        result = replace(result, flip_rate=float(np.mean(var != pred)),
-                         metamorphic_acc=float(np.mean(var == valid_variants.labels)))
+        result = replace(
+            result, flip_rate=float(np.mean(var != pred)), metamorphic_acc=float(np.mean(var == valid_variants.labels))
+        )
     logger.info("probe %s: acc %.3f flips %.3f", config, result.val_acc, result.flip_rate)
     return result
 
@@ -135,13 +145,28 @@ def pruned_space(ctx: DistillContext, opts: ProbeOptions, sound: bool = False) -
     space = AvatarSpace()
     lengths = tuple(opts.max_lengths or sorted({v for v in space.max_length if v <= ctx.max_length} | {ctx.max_length}))
     space = replace(space, vocab_size=(1000, top), max_length=lengths)
-    return prune(space, ctx.size_mb, lower=opts.size_lower, upper=1.0, num_labels=len(ctx.labels),
-                 pair_mode=ctx.pair_mode, sound=sound)
+    return prune(
+        space,
+        ctx.size_mb,
+        lower=opts.size_lower,
+        upper=1.0,
+        num_labels=len(ctx.labels),
+        pair_mode=ctx.pair_mode,
+        sound=sound,
+    )
 
 
-def run_probes(ctx: DistillContext, pruned: PrunedSpace, opts: ProbeOptions, loss_fn: Any, *,
-               train: list[Any] | None = None, valid_variants: Any = None, tokenizers: dict | None = None,
-               extra_loss: Any = None) -> list[ProbeResult]:
+def run_probes(
+    ctx: DistillContext,
+    pruned: PrunedSpace,
+    opts: ProbeOptions,
+    loss_fn: Any,
+    *,
+    train: list[Any] | None = None,
+    valid_variants: Any = None,
+    tokenizers: dict | None = None,
+    extra_loss: Any = None,
+) -> list[ProbeResult]:
     """Probe ``opts.probes`` feasible configurations of ``pruned`` (see :class:`ProbeOptions`)."""
     from tqdm.auto import tqdm
 
@@ -152,7 +177,22 @@ def run_probes(ctx: DistillContext, pruned: PrunedSpace, opts: ProbeOptions, los
     texts = ctx.corpus()
     results = []
     for c in tqdm(configs, desc="surrogate probes", disable=not ctx.fit_config.progress, leave=False):
-        results.append(probe(c, texts, train, valid, ctx.labels, ctx.pair_mode, loss_fn, steps=opts.probe_steps,
-                             batch_size=ctx.fit_config.batch_size, lr=opts.lr, seed=ctx.seed,
-                             valid_variants=variants, tokenizers=tokenizers, extra_loss=extra_loss))
+        results.append(
+            probe(
+                c,
+                texts,
+                train,
+                valid,
+                ctx.labels,
+                ctx.pair_mode,
+                loss_fn,
+                steps=opts.probe_steps,
+                batch_size=ctx.fit_config.batch_size,
+                lr=opts.lr,
+                seed=ctx.seed,
+                valid_variants=variants,
+                tokenizers=tokenizers,
+                extra_loss=extra_loss,
+            )
+        )
     return results

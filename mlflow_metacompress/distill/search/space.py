@@ -37,7 +37,13 @@ NUMERIC = ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_head
 CATEGORICAL = ("tokenizer", "hidden_act", "dropout", "max_length", "position_embedding_type")
 MIN_HEAD_DIM = 16
 MAX_FFN_RATIO = 4
-STEPS = {"vocab_size": 1000, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 1}
+STEPS = {
+    "vocab_size": 1000,
+    "hidden_size": 16,
+    "intermediate_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 1,
+}
 
 
 @dataclass(frozen=True)
@@ -83,14 +89,26 @@ def structurally_sound(c: Any) -> bool:
     return h % a == 0 and h // a >= MIN_HEAD_DIM and f <= MAX_FFN_RATIO * h
 
 
-def satisfies(c: ArchSpec, target_mb: float, lower: float = 0.0, upper: float = 1.0,
-              num_labels: int = 2, pair_mode: str | None = None, sound: bool = False) -> bool:
+def satisfies(
+    c: ArchSpec,
+    target_mb: float,
+    lower: float = 0.0,
+    upper: float = 1.0,
+    num_labels: int = 2,
+    pair_mode: str | None = None,
+    sound: bool = False,
+) -> bool:
     """The constraints checked directly in Python (the oracle for the z3 encoding)."""
     s = size_mb(c, num_labels, pair_mode)
-    return (c.hidden_size % 16 == 0 and c.hidden_size % c.num_attention_heads == 0 and c.vocab_size % 1000 == 0
-            and c.intermediate_size % 32 == 0 and lower * target_mb <= s <= upper * target_mb
-            and (c.position_embedding_type != "rotary" or c.hidden_act == "gelu")
-            and (not sound or structurally_sound(c)))
+    return (
+        c.hidden_size % 16 == 0
+        and c.hidden_size % c.num_attention_heads == 0
+        and c.vocab_size % 1000 == 0
+        and c.intermediate_size % 32 == 0
+        and lower * target_mb <= s <= upper * target_mb
+        and (c.position_embedding_type != "rotary" or c.hidden_act == "gelu")
+        and (not sound or structurally_sound(c))
+    )
 
 
 @dataclass
@@ -125,8 +143,16 @@ class PrunedSpace:
 class _Encoding:
     """z3 variables and constraints of an :class:`AvatarSpace` at a size target."""
 
-    def __init__(self, space: AvatarSpace, target_mb: float, lower: float, upper: float, num_labels: int,
-                 pair_mode: str | None, sound: bool = False) -> None:
+    def __init__(
+        self,
+        space: AvatarSpace,
+        target_mb: float,
+        lower: float,
+        upper: float,
+        num_labels: int,
+        pair_mode: str | None,
+        sound: bool = False,
+    ) -> None:
         from ..._optional import require
 
         z3 = require("z3", "the constrained architecture search (AVATAR)")
@@ -141,22 +167,35 @@ class _Encoding:
         for n in CATEGORICAL:
             s.add(self.idx[n] >= 0, self.idx[n] < len(getattr(space, n)))
         v = self.v
-        s.add(v["hidden_size"] % 16 == 0, v["hidden_size"] % v["num_attention_heads"] == 0,
-              v["vocab_size"] % 1000 == 0, v["intermediate_size"] % 32 == 0)
+        s.add(
+            v["hidden_size"] % 16 == 0,
+            v["hidden_size"] % v["num_attention_heads"] == 0,
+            v["vocab_size"] % 1000 == 0,
+            v["intermediate_size"] % 32 == 0,
+        )
         if sound:
-            s.add(v["hidden_size"] >= MIN_HEAD_DIM * v["num_attention_heads"],
-                  v["intermediate_size"] <= MAX_FFN_RATIO * v["hidden_size"])
+            s.add(
+                v["hidden_size"] >= MIN_HEAD_DIM * v["num_attention_heads"],
+                v["intermediate_size"] <= MAX_FFN_RATIO * v["hidden_size"],
+            )
         self.max_len = z3.Int("max_length")
-        s.add(z3.Or([z3.And(self.idx["max_length"] == k, self.max_len == val)
-                     for k, val in enumerate(space.max_length)]))
+        s.add(
+            z3.Or([z3.And(self.idx["max_length"] == k, self.max_len == val) for k, val in enumerate(space.max_length)])
+        )
         pos, act = space.position_embedding_type, space.hidden_act
-        rotary = z3.Or([self.idx["position_embedding_type"] == k for k, p in enumerate(pos) if p == "rotary"] or [False])
+        rotary = z3.Or(
+            [self.idx["position_embedding_type"] == k for k, p in enumerate(pos) if p == "rotary"] or [False]
+        )
         gelu = z3.Or([self.idx["hidden_act"] == k for k, a in enumerate(act) if a == "gelu"] or [False])
         s.add(z3.Implies(rotary, gelu))
 
         class _Terms:
             vocab_size, num_hidden_layers, hidden_size = v["vocab_size"], v["num_hidden_layers"], v["hidden_size"]
-            num_attention_heads, intermediate_size, max_length = v["num_attention_heads"], v["intermediate_size"], self.max_len
+            num_attention_heads, intermediate_size, max_length = (
+                v["num_attention_heads"],
+                v["intermediate_size"],
+                self.max_len,
+            )
 
         # size in bytes (×4) against the target in bytes, all in integers
         params = param_count(_Terms, num_labels, pair_mode, rotary=rotary)
@@ -180,8 +219,16 @@ class _Encoding:
         return ArchSpec(**vals, num_labels=self.num_labels, pair_mode=self.pair_mode)
 
 
-def prune(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: float = 1.0, num_labels: int = 2,
-          pair_mode: str | None = None, sound: bool = False) -> PrunedSpace:
+def prune(
+    space: AvatarSpace,
+    target_mb: float,
+    *,
+    lower: float = 0.0,
+    upper: float = 1.0,
+    num_labels: int = 2,
+    pair_mode: str | None = None,
+    sound: bool = False,
+) -> PrunedSpace:
     """Feasible bounds of every numeric gene (binary search on z3 satisfiability of
     ``gene ≥ x`` and ``gene ≤ x``) and the categorical choices that remain feasible.
 
@@ -205,14 +252,24 @@ def prune(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: fl
             mid = (lo_i + hi_i + 1) // 2
             lo_i, hi_i = (mid, hi_i) if enc.sat(var >= grid[mid]) else (lo_i, mid - 1)
         bounds[n] = (grid[first], grid[lo_i])
-    choices = {n: tuple(val for k, val in enumerate(getattr(space, n)) if enc.sat(enc.idx[n] == k)) for n in CATEGORICAL}
+    choices = {
+        n: tuple(val for k, val in enumerate(getattr(space, n)) if enc.sat(enc.idx[n] == k)) for n in CATEGORICAL
+    }
     logger.info("z3 pruning at %.2f MB: %s, %s (%d solver checks)", target_mb, bounds, choices, enc.checks)
     return PrunedSpace(space, bounds, choices, target_mb, lower, upper, num_labels, pair_mode, enc.checks, sound)
 
 
-def enumerate_feasible(space: AvatarSpace, target_mb: float, *, lower: float = 0.0, upper: float = 1.0,
-                       num_labels: int = 2, pair_mode: str | None = None, limit: int = 10_000,
-                       sound: bool = False) -> list[ArchSpec]:
+def enumerate_feasible(
+    space: AvatarSpace,
+    target_mb: float,
+    *,
+    lower: float = 0.0,
+    upper: float = 1.0,
+    num_labels: int = 2,
+    pair_mode: str | None = None,
+    limit: int = 10_000,
+    sound: bool = False,
+) -> list[ArchSpec]:
     """Every feasible configuration (up to ``limit``), by blocking each z3 model found."""
     import z3
 

@@ -28,9 +28,18 @@ from .space import size_mb
 
 
 def teacher_shaped(
-    target_mb: float, *, num_labels: int = 2, pair_mode: str | None = None, max_length: int = 256,
-    head_dim: int = 32, ffn_ratio: int = 4, max_layers: int = 4, min_vocab: int = 4000, max_vocab: int = 46000,
-    lower: float = 0.8, max_hidden: int = 768,
+    target_mb: float,
+    *,
+    num_labels: int = 2,
+    pair_mode: str | None = None,
+    max_length: int = 256,
+    head_dim: int = 32,
+    ffn_ratio: int = 4,
+    max_layers: int = 4,
+    min_vocab: int = 4000,
+    max_vocab: int = 46000,
+    lower: float = 0.8,
+    max_hidden: int = 768,
 ) -> ArchSpec:
     """The ``teacher_shaped`` configuration for ``target_mb`` (see the module docstring).
 
@@ -41,8 +50,13 @@ def teacher_shaped(
         if hidden % 16:
             continue  # AVATAR's constraint: hidden size a multiple of 16
         for layers in range(1, max_layers + 1):
-            shape = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=hidden // head_dim,
-                         intermediate_size=ffn_ratio * hidden, max_length=max_length)
+            shape = dict(
+                num_hidden_layers=layers,
+                hidden_size=hidden,
+                num_attention_heads=hidden // head_dim,
+                intermediate_size=ffn_ratio * hidden,
+                max_length=max_length,
+            )
             # everything but the V·h embedding rows (a namespace: ArchSpec refuses V = 0)
             base = SimpleNamespace(vocab_size=0, position_embedding_type="absolute", **shape)
             fixed = param_count(base, num_labels, pair_mode)
@@ -52,12 +66,15 @@ def teacher_shaped(
             config = ArchSpec(vocab_size=vocab, num_labels=num_labels, pair_mode=pair_mode, **shape)
             if not lower * target_mb <= size_mb(config, num_labels, pair_mode) <= target_mb:
                 continue
-            layer_params = fixed - param_count(SimpleNamespace(**{**vars(base), "num_hidden_layers": 0}), num_labels,
-                                               pair_mode)
+            layer_params = fixed - param_count(
+                SimpleNamespace(**{**vars(base), "num_hidden_layers": 0}), num_labels, pair_mode
+            )
             key = (layer_params, hidden, vocab)
             if best is None or key > best[0]:
                 best = (key, config)
     if best is None:
-        raise ValueError(f"no teacher-shaped student (head dim {head_dim}, FFN {ffn_ratio}×, ≤ {max_layers} layers, "
-                         f"vocabulary ≥ {min_vocab}) fits {target_mb} MB; lower min_vocab or raise the target")
+        raise ValueError(
+            f"no teacher-shaped student (head dim {head_dim}, FFN {ffn_ratio}×, ≤ {max_layers} layers, "
+            f"vocabulary ≥ {min_vocab}) fits {target_mb} MB; lower min_vocab or raise the target"
+        )
     return best[1]

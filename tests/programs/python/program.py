@@ -1,4 +1,5 @@
 """A small program exercising Python scoping and control flow."""
+
 from __future__ import annotations
 
 import math

@@ -14,6 +14,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 HOME = tempfile.mkdtemp(prefix="metacompress-tests-home-")
 atexit.register(shutil.rmtree, HOME, ignore_errors=True)
@@ -28,10 +29,8 @@ os.environ.update(
     METACOMPRESS_CACHE_DIR=os.path.join(HOME, ".cache", "mlflow-metacompress"),
 )
 
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np  # noqa: E402 - imported after HOME and the caches are redirected
+import pytest  # noqa: E402 - imported after HOME and the caches are redirected
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

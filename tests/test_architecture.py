@@ -82,11 +82,11 @@ def import_graph() -> dict[str, dict[str, list[int]]]:
         package = name if is_pkg else name.rpartition(".")[0]
         enclosing = _ancestors(name) | ({name} if is_pkg else set())
 
-        def add(target: str, line: int) -> None:
+        def add(target: str, line: int, name: str = name) -> None:
             if target in modules and target != name:
                 graph[name].setdefault(target, []).append(line)
 
-        def add_with_parents(target: str, line: int) -> None:
+        def add_with_parents(target: str, line: int, enclosing: set[str] = enclosing) -> None:
             add(target, line)
             for parent in _ancestors(target):
                 if parent not in enclosing:

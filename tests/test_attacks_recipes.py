@@ -74,7 +74,7 @@ def assert_consistent_renaming(original: str, adversarial: str, renaming: dict[s
     a, b = leaves(original), leaves(adversarial)
     assert len(a) == len(b), "renaming changed the number of tokens"
     seen: dict[str, str] = {}
-    for (ta, xa), (tb, xb) in zip(a, b):
+    for (ta, xa), (tb, xb) in zip(a, b, strict=True):
         assert ta == tb, f"token kinds differ: {ta} vs {tb}"
         if xa != xb:
             assert "identifier" in ta, f"non-identifier token changed: {xa!r} -> {xb!r}"

@@ -175,9 +175,9 @@ def test_variant_table_and_draws_stay_with_their_original():
     for _ in range(20):
         rows, parents = module.draw_variants(np.array([2, 1, 0]))
         pos_to_orig = {0: 2, 1: 1, 2: 0}
-        assert all(r in variant_of[pos_to_orig[p]] for r, p in zip(rows, parents))
+        assert all(r in variant_of[pos_to_orig[p]] for r, p in zip(rows, parents, strict=True))
         assert 1 not in parents.tolist() and np.bincount(parents, minlength=3).max() <= 2
-        assert len(set(zip(rows.tolist(), parents.tolist()))) == len(rows)  # distinct per original
+        assert len(set(zip(rows.tolist(), parents.tolist(), strict=True))) == len(rows)  # distinct per original
 
 
 @pytest.mark.slow

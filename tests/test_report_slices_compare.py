@@ -47,7 +47,7 @@ def shared_frame(n: int = 160, seed: int = 0, students: int = 2) -> pd.DataFrame
             "t1": t[:, 1],
         }
     )
-    for k, prefix in zip(range(students), "suvw"):
+    for k, prefix in zip(range(students), "suvw", strict=False):  # up to four students
         s = np.clip(t + np.random.default_rng(seed + 10 + k).normal(0, 0.15 + 0.1 * k, t.shape), 0.01, None)
         s /= s.sum(axis=1, keepdims=True)
         df[f"{prefix}0"], df[f"{prefix}1"] = s[:, 0], s[:, 1]

@@ -71,7 +71,7 @@ def _deep(rng: random.Random, language: str) -> str:
     if language == "python":
         return "def f(a):\n    x = " + "(" * depth + "a + 1" + ")" * depth + "\n    return x\n"
     head = "int f(int a) {\n" if language == "c" else "class T { int f(int a) {\n"
-    body = "".join("if (a < %d) {\n" % k for k in range(depth)) + "a += 1;\n" + "} else { a--; }\n" * depth
+    body = "".join(f"if (a < {k}) {{\n" for k in range(depth)) + "a += 1;\n" + "} else { a--; }\n" * depth
     return head + body + "return a;\n}\n" + ("}\n" if language == "java" else "")
 
 

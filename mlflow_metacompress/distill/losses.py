@@ -45,8 +45,8 @@ from ..relations import KL_EPS, RelationConfig
 
 require("torch", "distillation losses", "distill")
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import torch  # noqa: E402 - after require(): a missing extra names its install
+import torch.nn.functional as F  # noqa: E402 - after require(): a missing extra names its install
 
 
 def kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -69,8 +69,11 @@ def hard_label_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float(), labels.long())
 
 
+_DEFAULT_RELATIONS = RelationConfig()  # frozen: one shared default is safe
+
+
 def relation_agreement(
-    student_logits: torch.Tensor, teacher_logits: torch.Tensor, config: RelationConfig = RelationConfig()
+    student_logits: torch.Tensor, teacher_logits: torch.Tensor, config: RelationConfig = _DEFAULT_RELATIONS
 ) -> torch.Tensor:
     """Per row, whether the student keeps all of MetaCompress's relations with the teacher
     (Awal, Rochan, Roy, arXiv 2511.05476; thresholds from ``config``, the evaluator's):

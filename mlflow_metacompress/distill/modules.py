@@ -24,12 +24,19 @@ from .._optional import require
 require("torch", "distillation", "distill")
 require("lightning", "distillation", "distill")
 
-import lightning as L  # noqa: E402
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+import lightning as L  # noqa: E402 - after require(): a missing extra names its install
+import torch  # noqa: E402 - after require(): a missing extra names its install
+from torch import nn  # noqa: E402 - after require(): a missing extra names its install
 
-from .datasets import model_inputs
-from .losses import FidelityWeights, fidelity_loss, hard_label_loss, kd_loss, morph_loss, relation_agreement
+from .datasets import model_inputs  # noqa: E402 - after require(): a missing extra names its install
+from .losses import (  # noqa: E402 - after require(): a missing extra names its install
+    FidelityWeights,
+    fidelity_loss,
+    hard_label_loss,
+    kd_loss,
+    morph_loss,
+    relation_agreement,
+)
 
 
 @dataclass

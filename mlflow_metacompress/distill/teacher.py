@@ -35,7 +35,7 @@ from .results import TrainingResult, accuracy_on, log_json, register
 require("torch", "teacher training", "distill")
 require("lightning", "teacher training", "distill")
 
-from .training import FitConfig, fit, monitored_metrics  # noqa: E402
+from .training import FitConfig, fit, monitored_metrics  # noqa: E402 - after require(): a missing extra names its install
 
 logger = logging.getLogger(__name__)
 

@@ -47,14 +47,14 @@ from .._optional import require
 require("torch", "distillation", "distill")
 require("lightning", "distillation", "distill")
 
-import lightning as L  # noqa: E402
-import torch  # noqa: E402
-from lightning.pytorch.loggers import MLFlowLogger
+import lightning as L  # noqa: E402 - after require(): a missing extra names its install
+import torch  # noqa: E402 - after require(): a missing extra names its install
+from lightning.pytorch.loggers import MLFlowLogger  # noqa: E402 - after require(): a missing extra names its install
 
-from ..heartbeat import format_seconds, note, on_terminal
-from .datasets import CodeExamples, Collator
-from .devices import file_system_sharing, resolve, ship_by_value
-from .modules import ClassifierModule
+from ..heartbeat import format_seconds, note, on_terminal  # noqa: E402 - after require(): a missing extra names its install
+from .datasets import CodeExamples, Collator  # noqa: E402 - after require(): a missing extra names its install
+from .devices import file_system_sharing, resolve, ship_by_value  # noqa: E402 - after require(): a missing extra names its install
+from .modules import ClassifierModule  # noqa: E402 - after require(): a missing extra names its install
 
 logger = logging.getLogger(__name__)
 

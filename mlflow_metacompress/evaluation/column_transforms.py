@@ -33,5 +33,5 @@ def column_transforms(
     failed = np.array([r.status == TransformStatus.PARSE_ERROR for r in first], dtype=bool)
     over = [str(r.reason.value if hasattr(r.reason, "value") else r.reason) if r.over_limit else None for r in first]
     changed = {n: np.array([r.status == TransformStatus.CHANGED for r in results[n]], dtype=bool) for n in names}
-    new = {n: [r.code if c else None for r, c in zip(results[n], changed[n])] for n in names}
+    new = {n: [r.code if c else None for r, c in zip(results[n], changed[n], strict=True)] for n in names}
     return ColumnTransforms(failed, over, changed, new)

@@ -243,7 +243,9 @@ class PipelineScorer:
             )
         texts = frame.iloc[:, 0].tolist()
         if frame.shape[1] == 2:
-            inputs: list[Any] = [{"text": a, "text_pair": b} for a, b in zip(texts, frame.iloc[:, 1].tolist())]
+            inputs: list[Any] = [
+                {"text": a, "text_pair": b} for a, b in zip(texts, frame.iloc[:, 1].tolist(), strict=True)
+            ]
         else:
             inputs = texts
         kwargs = {"batch_size": max(1, len(inputs)) if self.can_batch else 1, **self.call_kwargs}

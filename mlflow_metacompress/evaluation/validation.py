@@ -153,7 +153,7 @@ def encode_labels(
         return out
     try:
         out = np.asarray([int(v) for v in y], dtype=np.int64)
-        same = np.asarray([float(v) == o for v, o in zip(y, out)])
+        same = np.asarray([float(v) == o for v, o in zip(y, out, strict=True)])
     except (TypeError, ValueError):
         raise MetaCompressInputError(
             f"labels in {column!r} must be class indices 0..{k - 1} when the models do not name their classes"

@@ -143,7 +143,7 @@ def transform_variants(
         frame = base.copy()
         for col in transform_columns:
             col_changed = results[col].changed[name]
-            frame.loc[col_changed, col] = [c for c, k in zip(results[col].codes[name], col_changed) if k]
+            frame.loc[col_changed, col] = [c for c, k in zip(results[col].codes[name], col_changed, strict=True) if k]
             changed |= col_changed
         changed &= ~skipped
         rates[name] = float(changed.sum() / max(1, (~skipped).sum()))

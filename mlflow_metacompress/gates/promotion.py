@@ -70,8 +70,6 @@ __all__ = [
     "GateDecision",
     "PromotionRefusedError",
     "decision_json",
-    "gate_version",
-    "load_eval_data",
     "promote",
 ]
 

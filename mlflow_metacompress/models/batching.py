@@ -211,7 +211,7 @@ def collate(tok: Tokenised, rows: np.ndarray, pad_id: int, left: bool = False, p
 
     names = (("input_ids", "attention_mask"), ("input_ids_b", "attention_mask_b"))
     out: dict[str, Any] = {}
-    for (id_name, mask_name), col in zip(names, tok.ids):
+    for (id_name, mask_name), col in zip(names, tok.ids, strict=True):
         ids, mask = pad_rows([col[i] for i in rows], pad_id, left)
         for name, arr in ((id_name, ids), (mask_name, mask)):
             t = torch.from_numpy(arr)

@@ -32,8 +32,8 @@ from .._optional import require
 require("torch", "model mode (code classifiers)")
 require("transformers", "model mode (code classifiers)")
 
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+import torch  # noqa: E402 - after require(): a missing extra names its install
+from torch import nn  # noqa: E402 - after require(): a missing extra names its install
 
 logger = logging.getLogger(__name__)
 

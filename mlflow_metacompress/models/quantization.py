@@ -142,7 +142,8 @@ def state_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
         if isinstance(value, torch.Tensor):
             out[name] = value
         elif isinstance(value, tuple):  # (weight, bias) of a packed dynamic Linear
-            for part, tensor in zip(("weight", "bias"), value):
+            # the packed tuple is (weight, bias); only those two parts are named
+            for part, tensor in zip(("weight", "bias"), value, strict=False):
                 if isinstance(tensor, torch.Tensor):
                     out[f"{name}.{part}"] = tensor
     return out

@@ -95,7 +95,7 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
     def paired_mean(m: str) -> float:  # over the seeds fidelity finished too, so the choice compares like with like
         pairs = [
             y
-            for x, y in zip(per_method["fidelity"][metric]["values"], per_method[m][metric]["values"])
+            for x, y in zip(per_method["fidelity"][metric]["values"], per_method[m][metric]["values"], strict=True)
             if finite([x]) and finite([y])
         ]
         return t_interval(pairs)[0] if pairs else math.inf
@@ -105,7 +105,11 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
     test = paired_test(f[metric]["values"], b[metric]["values"])
     acc = paired_test(f["student_accuracy"]["values"], b["student_accuracy"]["values"])
     # the means over the seeds both methods finished (a paired comparison)
-    both = [i for i, (x, y) in enumerate(zip(f[metric]["values"], b[metric]["values"])) if finite([x]) and finite([y])]
+    both = [
+        i
+        for i, (x, y) in enumerate(zip(f[metric]["values"], b[metric]["values"], strict=True))
+        if finite([x]) and finite([y])
+    ]
     f_mean = t_interval([f[metric]["values"][i] for i in both])[0]
     b_mean = t_interval([b[metric]["values"][i] for i in both])[0]
     ratio = f_mean / b_mean if b_mean > 0 else math.nan

@@ -269,7 +269,7 @@ def worst(data: ReportData) -> str:
     originals: dict[int, str] = {}
     if "code" in per:
         orig = per[per["variant"] == "original"]
-        originals = dict(zip(orig["row"].astype(int), orig["code"]))
+        originals = dict(zip(orig["row"].astype(int), orig["code"], strict=True))
     items = []
     for rank, (_, row) in enumerate(failing.iterrows(), start=1):
         r = row.to_dict()

@@ -159,7 +159,7 @@ def kl_histogram(per: pd.DataFrame, kl_threshold: float = 0.1, nbins: int = 30) 
             f'<line x1="{ax.x(thr):.1f}" x2="{ax.x(thr):.1f}" y1="{T}" y2="{H - B}" stroke="{BAD}" stroke-dasharray="4 3"/>'
         )
     legend = []
-    for i, ((name, group), share) in enumerate(zip(groups, shares)):
+    for i, ((name, group), share) in enumerate(zip(groups, shares, strict=True)):
         color = PALETTE[i % len(PALETTE)]
         pts = [f"{ax.x(edges[0]):.1f},{ax.y(0):.1f}"]
         for k, v in enumerate(share):

@@ -104,7 +104,7 @@ class DeadlineH11Protocol(H11Protocol):
         self.transport.close()
 
     def _peer(self) -> str:
-        return "%s:%d" % self.client if self.client else "?"
+        return f"{self.client[0]}:{self.client[1]:d}" if self.client else "?"
 
     @classmethod
     def _warn(cls, message: str) -> None:

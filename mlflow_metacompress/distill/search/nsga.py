@@ -87,7 +87,9 @@ def avatar_search(
 
     def objectives(configs: list[ArchSpec]) -> np.ndarray:
         acc = surrogate.predict(configs)
-        return np.array([[abs(size_mb(c, k, pm) - ctx.size_mb), -a, cost(c)] for c, a in zip(configs, acc)])
+        return np.array(
+            [[abs(size_mb(c, k, pm) - ctx.size_mb), -a, cost(c)] for c, a in zip(configs, acc, strict=True)]
+        )
 
     result = moo_search(
         pruned,
@@ -107,7 +109,7 @@ def avatar_search(
         "choices": pruned.choices,
         "z3_checks": pruned.checks,
         "probes": [{**p.config.to_dict(), "val_acc": p.val_acc} for p in probes],
-        "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F)],
+        "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F, strict=True)],
         "evaluated": result.evaluated,
         "fallback": None,
     }

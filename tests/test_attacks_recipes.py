@@ -1,5 +1,6 @@
-"""The recipes (discovered; at least the four published ones) against synthetic models: budgets, real flips, parsing, consistent
-renaming checked token by token on tree-sitter leaves, seeds, clone pairs."""
+"""The recipes (discovered; at least the four published ones) against synthetic models:
+budgets, real flips, parsing, consistent renaming checked token by token on tree-sitter
+leaves, seeds, clone pairs."""
 
 from __future__ import annotations
 

@@ -268,8 +268,8 @@ def fit(
     checkpoint_dir: str | Path | None = None,
 ) -> FitResult:
     """Train ``module`` on ``train``; validate on ``val`` each epoch; reload the
-    checkpoint that is best on ``config.monitor`` (or the last one). ``mlflow_logger=None`` attaches to the active MLflow run
-    (if any); ``False`` disables logging."""
+    checkpoint that is best on ``config.monitor`` (or the last one). ``mlflow_logger=None``
+    attaches to the active MLflow run (if any); ``False`` disables logging."""
     from lightning.pytorch.callbacks import ModelCheckpoint
     from torch.utils.data import DataLoader
 

@@ -123,7 +123,8 @@ class EvaluatorConfig:
         return names
 
     def config_sources(self) -> dict[str, Source]:
-        """For every key: ``given`` by the user, ``default``, ``inferred`` from the columns or ``detected`` from the code."""
+        """For every key: ``given`` by the user, ``default``, ``inferred`` from the columns
+        or ``detected`` from the code."""
         resolved = dict(self.sources)
         return {key: resolved.get(key, "default") for key in config_keys()}
 
@@ -236,7 +237,8 @@ def _check_mode(cfg: EvaluatorConfig, data: pd.DataFrame, model_given: bool) -> 
     if not cfg.static:
         if not model_given:
             raise MetaCompressInputError(
-                "model is None: pass a student model, or name teacher_prob_columns and student_prob_columns for static mode"
+                "model is None: pass a student model, or name teacher_prob_columns and student_prob_columns for static "
+                "mode"
             )
         if cfg.teacher is None:
             raise MetaCompressInputError(
@@ -251,8 +253,8 @@ def _check_mode(cfg: EvaluatorConfig, data: pd.DataFrame, model_given: bool) -> 
         raise MetaCompressInputError("static mode needs both teacher_prob_columns and student_prob_columns")
     if len(cfg.teacher_prob_columns) != len(cfg.student_prob_columns):
         raise MetaCompressInputError(
-            f"teacher and student disagree on the number of classes: teacher_prob_columns has {len(cfg.teacher_prob_columns)} "
-            f"columns, student_prob_columns has {len(cfg.student_prob_columns)}"
+            "teacher and student disagree on the number of classes: teacher_prob_columns has "
+            f"{len(cfg.teacher_prob_columns)} columns, student_prob_columns has {len(cfg.student_prob_columns)}"
         )
     for col in cfg.teacher_prob_columns + cfg.student_prob_columns:
         if col not in data.columns:
@@ -313,6 +315,7 @@ def _infer_code_columns(data: pd.DataFrame, required: bool) -> tuple[str, ...] |
             return (name,)
     if required:
         raise MetaCompressInputError(
-            f"cannot tell which column holds the code: set evaluator_config['code_columns'] (columns are {list(data.columns)})"
+            "cannot tell which column holds the code: set evaluator_config['code_columns'] (columns are "
+            f"{list(data.columns)})"
         )
     return None

@@ -154,8 +154,8 @@ def is_text_classification(model: Any, who: str = "model") -> bool:
     if flavor.get("task") in TASKS or flavor.get("instance_type") in PIPELINE_TYPES:
         return True
     raise MetaCompressInputError(
-        f"{who} is a transformers {flavor.get('task') or flavor.get('instance_type')!r} pipeline; metacompress compares "
-        "classifiers and reads text-classification pipelines (log one with task 'text-classification')"
+        f"{who} is a transformers {flavor.get('task') or flavor.get('instance_type')!r} pipeline; metacompress "
+        "compares classifiers and reads text-classification pipelines (log one with task 'text-classification')"
     )
 
 
@@ -239,7 +239,8 @@ class PipelineScorer:
     def __call__(self, frame: pd.DataFrame) -> pd.DataFrame:
         if frame.shape[1] not in (1, 2):
             raise MetaCompressInputError(
-                f"{self.who}: a text-classification pipeline takes one code column (text) or two (text, text_pair); got {list(frame.columns)}"
+                f"{self.who}: a text-classification pipeline takes one code column (text) or two (text, text_pair); "
+                f"got {list(frame.columns)}"
             )
         texts = frame.iloc[:, 0].tolist()
         if frame.shape[1] == 2:
@@ -299,8 +300,8 @@ def label_scores_to_array(
         seen = {str(d["label"]) for d in row}
         if seen != set(names) or len(row) != len(names):
             raise MetaCompressInputError(
-                f"{who} output row {i} scores the labels {[str(d['label']) for d in row]}, not every one of {names} once; "
-                "a text-classification pipeline must return all class scores (top_k=None)"
+                f"{who} output row {i} scores the labels {[str(d['label']) for d in row]}, not every one of {names} "
+                "once; a text-classification pipeline must return all class scores (top_k=None)"
             )
         for d in row:
             try:

@@ -123,7 +123,8 @@ def check_slice_config(cfg: EvaluatorConfig, data: pd.DataFrame) -> None:
         bad = [v for v in data[column] if not isinstance(v, Hashable) or np.ndim(v) != 0][:1]
         if bad:
             raise MetaCompressInputError(
-                f"slice column {column!r} must hold single values (strings, numbers); it holds {bad[0]!r} ({type(bad[0]).__name__})"
+                f"slice column {column!r} must hold single values (strings, numbers); it holds {bad[0]!r} "
+                f"({type(bad[0]).__name__})"
             )
 
 

@@ -58,8 +58,9 @@ def teacher_uri(teacher: Any) -> str:
         return teacher
     kind = "a loaded PyFuncModel" if hasattr(teacher, "metadata") else f"a {type(teacher).__name__}"
     raise MetaCompressInputError(
-        f"the spark engine runs models through mlflow.pyfunc.spark_udf, which needs a model URI; the teacher is {kind}. "
-        "Supported kinds: models:/<name>/<version>, models:/<name>@<alias>, models:/<model_id>, runs:/<run_id>/<path>"
+        "the spark engine runs models through mlflow.pyfunc.spark_udf, which needs a model URI; the teacher is "
+        f"{kind}. Supported kinds: models:/<name>/<version>, models:/<name>@<alias>, models:/<model_id>, "
+        "runs:/<run_id>/<path>"
     )
 
 
@@ -77,8 +78,9 @@ def student_uri(model: Any, model_id: str | None = None) -> str:
         return f"runs:/{run_id}/{path}"
     kind = "a callable" if meta is None else "a PyFuncModel without a run or model id"
     raise MetaCompressInputError(
-        f"the spark engine runs models through mlflow.pyfunc.spark_udf, which needs a model URI; the student is {kind}. "
-        "Supported kinds: models:/<name>/<version>, models:/<name>@<alias>, models:/<model_id>, runs:/<run_id>/<path>"
+        "the spark engine runs models through mlflow.pyfunc.spark_udf, which needs a model URI; the student is "
+        f"{kind}. Supported kinds: models:/<name>/<version>, models:/<name>@<alias>, models:/<model_id>, "
+        "runs:/<run_id>/<path>"
     )
 
 

@@ -94,7 +94,8 @@ def check_probabilities(P: object, who: str, n_rows: int | None = None) -> np.nd
     if off.any():
         row = int(np.argmax(off))
         raise MetaCompressInputError(
-            f"{who} probabilities in row {row} sum to {sums[row]:.6g}, more than {ROW_SUM_TOLERANCE} away from 1: {arr[row].tolist()}"
+            f"{who} probabilities in row {row} sum to {sums[row]:.6g}, more than {ROW_SUM_TOLERANCE} away from 1: "
+            f"{arr[row].tolist()}"
         )
     return arr / sums[:, None]
 

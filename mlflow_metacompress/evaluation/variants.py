@@ -181,7 +181,8 @@ def pooled_variant(variants: list[Variant], name: str = "metamorphic") -> Varian
 
 def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> VariantSet:
     """One variant per transformation that changed some sample, pooled as ``/metamorphic``;
-    metrics ``transform_parse_failures``, ``transform_over_limit`` and ``transform_applicable_rate/<t>``. Needs no model."""
+    metrics ``transform_parse_failures``, ``transform_over_limit`` and
+    ``transform_applicable_rate/<t>``. Needs no model."""
     cfg = inputs.cfg
     names = cfg.transform_names()
     if not names:

@@ -182,7 +182,9 @@ def headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
         method, r = max(cands, key=lambda c: c[1]["mean"])
         if kind == "gap":  # the paper's premise: students within 3 points of the teacher
             appears = all(c[1]["mean"] < paper for c in cands)
-        else:  # a violation/excess that is there beyond the seed noise (lower end above zero, or the mean with one seed)
+        else:
+            # a violation/excess that is there beyond the seed noise (lower end above zero, or
+            # the mean with one seed)
             low = r["t_low"] if not math.isnan(r["t_low"]) else r["mean"]
             appears = bool(low > 0.0 and r["mean"] >= 0.05) if kind == "max" else None
         rows.append(
@@ -225,9 +227,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"# MetaCompress reproduction on {report['dataset']} (CPU scale)",
         "",
         f"Teacher: scratch {t.get('arch', '')}, {t.get('teacher_size_mb', math.nan):.1f} MB, trained on "
-        f"{int(t.get('teacher_train_rows', 0))} labelled pairs in {t.get('teacher_train_seconds', math.nan) / 60:.1f} min "
-        f"({report['config']['threads']} thread(s)): test accuracy {t.get('teacher_test_acc', math.nan):.3f}, "
-        f"F1 {t.get('teacher_test_f1', math.nan):.3f}, {_pct(t.get('teacher_conf80_share'))} of "
+        f"{int(t.get('teacher_train_rows', 0))} labelled pairs in {t.get('teacher_train_seconds', math.nan) / 60:.1f} "
+        f"min ({report['config']['threads']} thread(s)): test accuracy {t.get('teacher_test_acc', math.nan):.3f}, F1 "
+        f"{t.get('teacher_test_f1', math.nan):.3f}, {_pct(t.get('teacher_conf80_share'))} of "
         f"{int(t.get('teacher_test_rows', 0))} test rows at confidence ≥ 0.8.",
         "",
         f"Students: {', '.join(report['config']['methods'])} at {report['config']['size_mb']} MB; seeds "

@@ -172,8 +172,8 @@ def forest(runs: Sequence[ReportData], name: str, variant: str) -> str:
     title = name if variant == "original" else f"{name}/{variant}"
     parts.append(f'<text x="8" y="14" class="svg-title">{escape(title)}</text>')
     return (
-        f'<figure class="fig"><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" class="plot interval-plot" role="img" '
-        f'aria-label="{escape(title)} by student">{"".join(parts)}</svg></figure>'
+        f'<figure class="fig"><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" class="plot interval-plot" '
+        f'role="img" aria-label="{escape(title)} by student">{"".join(parts)}</svg></figure>'
     )
 
 
@@ -192,10 +192,13 @@ def render_comparison(runs: Sequence[ReportData], title: str | None = None) -> s
         cells = "".join(_cell(d, name, variant, i == best, overlaps) for i, d in enumerate(runs))
         body.append(f'<tr><th scope="row">{escape(label)}</th>{cells}</tr>')
     table = (
-        f'<section id="table"><h2>Side by side</h2><p class="note">Best student per row in bold; ≈ marks a best whose 95% '
-        f"interval overlaps another student's (not a clear difference). Intervals appear when the evaluations logged them.</p>"
-        f'<div class="scroll"><table class="compare"><thead><tr><th>metric</th>{heads}</tr></thead><tbody>{"".join(body)}</tbody>'
-        f"</table></div></section>"
+        '<section id="table"><h2>Side by side</h2><p class="note">Best student per row in bold; ≈ marks a best whose '
+        "95% "
+        "interval overlaps another student's (not a clear difference). Intervals appear when the evaluations logged "
+        "them.</p>"
+        f'<div class="scroll"><table class="compare"><thead><tr><th>metric</th>{heads}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody>"
+        "</table></div></section>"
     )
     plots = "".join(forest(runs, n, v) for n, v in FOREST)
     plots = (
@@ -205,13 +208,16 @@ def render_comparison(runs: Sequence[ReportData], title: str | None = None) -> s
     prov_rows = "".join(
         f'<tr><th scope="row">{escape(_label(d))}</th><td><code>{escape(_uri(d))}</code></td>'
         f"<td><code>{escape(str(d.provenance.get('run_id')))}</code></td>"
-        f"<td>{escape(str(d.provenance.get('student_version') or '–'))}</td><td>{escape(str(d.provenance.get('evaluated_at') or '–'))}</td></tr>"
+        f"<td>{escape(str(d.provenance.get('student_version') or '–'))}</td>"
+        f"<td>{escape(str(d.provenance.get('evaluated_at') or '–'))}</td></tr>"
         for d in runs
     )
     prov = (
         f'<section id="provenance"><h2>Provenance</h2><p>Teacher <code>{escape(teacher_identity(first))}</code> · data '
-        f"{escape(str(first.get('data_name') or '–'))}, digest <code>{escape(str(first.get('data_digest') or '–'))}</code></p>"
-        f'<div class="scroll"><table class="runs"><thead><tr><th>student</th><th>model URI</th><th>run</th><th>version</th><th>evaluated</th>'
+        f"{escape(str(first.get('data_name') or '–'))}, digest "
+        f"<code>{escape(str(first.get('data_digest') or '–'))}</code></p>"
+        '<div class="scroll"><table class="runs"><thead><tr><th>student</th><th>model URI</th><th>run</th>'
+        "<th>version</th><th>evaluated</th>"
         f"</tr></thead><tbody>{prov_rows}</tbody></table></div></section>"
     )
     subtitle = f"{len(runs)} students against teacher <code>{escape(teacher_identity(first))}</code>"

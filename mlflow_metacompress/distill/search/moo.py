@@ -168,8 +168,9 @@ def moo_search(
 ) -> MooResult:
     """Minimise ``objectives(configs) -> (n, n_obj)`` over the pruned space with
     NSGA-II (``"nsga2"``) or AGE-MOEA (``"agemoea"``), subject to the size band and
-    ``constraints(configs) -> (n, n_constraints)`` (feasible where ≤ 0). Returns the feasible non-dominated configurations of
-    everything evaluated (none when nothing was feasible: see :func:`.objective.fallback`).
+    ``constraints(configs) -> (n, n_constraints)`` (feasible where ≤ 0). Returns the
+    feasible non-dominated configurations of everything evaluated (none when nothing was
+    feasible: see :func:`.objective.fallback`).
 
     ``seeds`` (e.g. known feasible configurations) start the initial population, each at
     its nearest grid point (:func:`encode`), the rest drawn by pymoo's seeded random

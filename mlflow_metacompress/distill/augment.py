@@ -107,8 +107,8 @@ def concat(parts: Sequence[CodeExamples]) -> CodeExamples:
     """Row-wise concatenation (all parts must carry the same fields)."""
     texts = [t for p in parts for t in p.texts]
     texts_b = None if parts[0].texts_b is None else [t for p in parts for t in p.texts_b]  # type: ignore[union-attr]
-    labels = None if parts[0].labels is None else np.concatenate([p.labels for p in parts])  # type: ignore[misc]
-    logits = None if parts[0].teacher_logits is None else np.concatenate([p.teacher_logits for p in parts])  # type: ignore[misc]
+    labels = None if parts[0].labels is None else np.concatenate([p.labels for p in parts])
+    logits = None if parts[0].teacher_logits is None else np.concatenate([p.teacher_logits for p in parts])
     return CodeExamples(texts, texts_b, labels, logits)
 
 

@@ -45,8 +45,9 @@ from ..relations import KL_EPS, RelationConfig
 
 require("torch", "distillation losses", "distill")
 
-import torch  # noqa: E402 - after require(): a missing extra names its install
-import torch.nn.functional as F  # noqa: E402 - after require(): a missing extra names its install
+# imported after the require() checks, so that a missing extra fails with its install command
+import torch  # noqa: E402 - after require()
+import torch.nn.functional as F  # noqa: E402 - after require()
 
 
 def kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -184,7 +185,7 @@ def fidelity_loss(
     parts = {"kd": kd_loss(s_orig, t_orig, w.temperature), "align": align_loss(h_orig, z_orig, w.align_kind)}
     s_all, t_all = s_orig, t_orig
     has_var = s_var is not None and len(s_var) > 0
-    if has_var:
+    if s_var is not None and has_var:
         assert t_var is not None and h_var is not None and z_var is not None and parent is not None
         parts["kd_var"] = kd_loss(s_var, t_var, w.temperature)
         parts["align"] = 0.5 * (parts["align"] + align_loss(h_var, z_var, w.align_kind))

@@ -35,7 +35,8 @@ from .results import TrainingResult, accuracy_on, log_json, register
 require("torch", "teacher training", "distill")
 require("lightning", "teacher training", "distill")
 
-from .training import FitConfig, fit, monitored_metrics  # noqa: E402 - after require(): a missing extra names its install
+# imported after the require() checks, so that a missing extra fails with its install command
+from .training import FitConfig, fit, monitored_metrics  # noqa: E402 - after require()
 
 logger = logging.getLogger(__name__)
 

@@ -40,21 +40,25 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._optional import require
 
 require("torch", "distillation", "distill")
 require("lightning", "distillation", "distill")
 
-import lightning as L  # noqa: E402 - after require(): a missing extra names its install
-import torch  # noqa: E402 - after require(): a missing extra names its install
-from lightning.pytorch.loggers import MLFlowLogger  # noqa: E402 - after require(): a missing extra names its install
+# imported after the require() checks, so that a missing extra fails with its install command
+import lightning as L  # noqa: E402 - after require()
+import torch  # noqa: E402 - after require()
+from lightning.pytorch.loggers import MLFlowLogger  # noqa: E402 - after require()
 
-from ..heartbeat import format_seconds, note, on_terminal  # noqa: E402 - after require(): a missing extra names its install
-from .datasets import CodeExamples, Collator  # noqa: E402 - after require(): a missing extra names its install
-from .devices import file_system_sharing, resolve, ship_by_value  # noqa: E402 - after require(): a missing extra names its install
-from .modules import ClassifierModule  # noqa: E402 - after require(): a missing extra names its install
+from ..heartbeat import format_seconds, note, on_terminal  # noqa: E402 - after require()
+from .datasets import CodeExamples, Collator  # noqa: E402 - after require()
+from .devices import file_system_sharing, resolve, ship_by_value  # noqa: E402 - after require()
+from .modules import ClassifierModule  # noqa: E402 - after require()
+
+if TYPE_CHECKING:
+    from torch.utils.data import Dataset
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +265,7 @@ def _monitor(name: str, val: CodeExamples | None) -> str | None:
 def fit(
     module: ClassifierModule,
     tokenizer: Any,
-    train: CodeExamples,
+    train: Dataset[dict[str, Any]],
     val: CodeExamples | None,
     config: FitConfig | None = None,
     mlflow_logger: MLFlowLogger | None | bool = None,

@@ -131,7 +131,7 @@ def _evaluate(
         with session():
             produced = prepare(
                 df, cfg, teacher, student, model_uris, lambda: transformed(SourceInputs(df, cfg, None, None))
-            )  # type: ignore[arg-type]
+            )
             uris = {"teacher": model_uris[0], "student": model_uris[1]}
             replaced = {
                 transformed: lambda inputs, models: produced,

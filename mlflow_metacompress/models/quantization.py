@@ -157,7 +157,7 @@ def stored_bytes(model: nn.Module) -> int:
     total = 0
     for tensor in state_tensors(model).values():
         if not tensor.is_quantized:  # tied float tensors share a storage: count it once
-            key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.numel())
+            key = (tensor.untyped_storage().data_ptr(), int(tensor.storage_offset()), tensor.numel())
             if key in seen:
                 continue
             seen.add(key)

@@ -10,7 +10,7 @@ import contextlib
 import gc
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from mlflow_metacompress.transforms._checks import DEFAULT_LIMITS, TransformLimits
 from mlflow_metacompress.transforms._tree import LANGUAGES, Source, TransformError, _parser, encode_code
@@ -116,7 +116,7 @@ def transform_many(
         get(name, language)
     limits = limits or DEFAULT_LIMITS
     out: dict[str, list[TransformResult]] = {name: [] for name in names}
-    iterator = codes
+    iterator: Iterable[str] = codes
     if progress:
         from tqdm.auto import tqdm
 

@@ -54,6 +54,7 @@ def test_yaml_forms_and_derived_directions(tmp_path):
         ("<= nan", "threshold must be finite"),
         (">= 0.1", "contradicts the metric catalogue"),
         ({"limit": 0.1}, "needs 'threshold'"),
+        ("<= 0.1\nmore", "cannot read '<= 0.1\\nmore'"),  # was an AttributeError (no regex match)
     ],
 )
 def test_yaml_rule_errors_name_the_metric_and_value(tmp_path, rule, needle):

@@ -116,7 +116,8 @@ class ArchSpec:
             emb_layer_norm_before=False,
             hidden_dropout_prob=p,
             attention_probs_dropout_prob=p,
-            hidden_act="gelu",
+            # not an EsmConfig field (ESM is GELU-only): kept as an extra attribute that spec_of() reads back
+            hidden_act="gelu",  # type: ignore[call-arg]
         )
         meta = ClassifierMeta(labels=labels, pair_mode=pair, max_length=self.max_length)
         return CodeClassifier(EsmModel(config, add_pooling_layer=False), meta, p)

@@ -116,18 +116,26 @@ def morph_loss(
 
 # ---------------------------------------------------------------------- fidelity
 class FidelityWeights(Protocol):
-    """Weights and thresholds of the fidelity terms (the ``fidelity`` method's options)."""
+    """Weights and thresholds of the fidelity terms (the ``fidelity`` method's options),
+    read-only: the options are a frozen dataclass."""
 
-    temperature: float
-    variant_kd: float
-    align: float
-    align_kind: str
-    confidence: float
-    confidence_threshold: float
-    consistency: float
+    @property
+    def temperature(self) -> float: ...
+    @property
+    def variant_kd(self) -> float: ...
+    @property
+    def align(self) -> float: ...
+    @property
+    def align_kind(self) -> str: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def confidence_threshold(self) -> float: ...
+    @property
+    def consistency(self) -> float: ...
 
 
-FIDELITY_WEIGHTS = tuple(FidelityWeights.__annotations__)
+FIDELITY_WEIGHTS = tuple(name for name, member in vars(FidelityWeights).items() if isinstance(member, property))
 
 
 def align_loss(projected: torch.Tensor, target: torch.Tensor, kind: str = "cosine") -> torch.Tensor:

@@ -111,6 +111,8 @@ class EvaluatorConfig:
             return []
         from ..transforms import list_transforms
 
+        if self.language is None:
+            raise MetaCompressInputError("transformations need the code's language; set evaluator_config['language']")
         available = list_transforms(self.language)
         if self.transforms == "all":
             return list(available)
@@ -218,13 +220,13 @@ def parse_config(
             sources["code_columns"] = "inferred"
     if cfg.code_columns:
         check_code_columns(data, list(cfg.code_columns))
-    if cfg.static:
+    if cfg.teacher_prob_columns and cfg.student_prob_columns:  # static mode: _check_mode required both
         check_probability_columns(data, list(cfg.teacher_prob_columns) + list(cfg.student_prob_columns))
     if cfg.code_columns and cfg.transform_columns is None:
         cfg = replace(cfg, transform_columns=cfg.code_columns[:1])
         sources["transform_columns"] = "inferred"
     _check_variants(cfg, labels_given)
-    if cfg.language is None and _needs_language(cfg):
+    if cfg.language is None and cfg.code_columns and _needs_language(cfg):
         cfg = replace(cfg, language=detect_language(data[cfg.code_columns[0]].tolist()))
         sources["language"] = "detected"
     cfg = replace(cfg, sources=tuple(sources.items()))

@@ -200,10 +200,12 @@ def _raw_pipeline(model: Any) -> Any:
 
 def _model_uri(model: Any) -> str | None:
     meta = getattr(model, "metadata", None)
-    if getattr(meta, "model_id", None):
-        return f"models:/{meta.model_id}"
-    if getattr(meta, "run_id", None) and getattr(meta, "artifact_path", None):
-        return f"runs:/{meta.run_id}/{meta.artifact_path}"
+    model_id = getattr(meta, "model_id", None)
+    if model_id:
+        return f"models:/{model_id}"
+    run_id, path = getattr(meta, "run_id", None), getattr(meta, "artifact_path", None)
+    if run_id and path:
+        return f"runs:/{run_id}/{path}"
     return None
 
 

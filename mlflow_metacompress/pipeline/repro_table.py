@@ -180,6 +180,7 @@ def headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"phenomenon": name, "paper": paper, "metric": metric, "ours": None, "appears": None})
             continue
         method, r = max(cands, key=lambda c: c[1]["mean"])
+        appears: bool | None
         if kind == "gap":  # the paper's premise: students within 3 points of the teacher
             appears = all(c[1]["mean"] < paper for c in cands)
         else:
@@ -344,7 +345,7 @@ def write_reproduction(
                 f["per_seed_bootstrap"][str(seed)] = paired_bootstrap(
                     per_sample_violations(str(a["run_id"])), per_sample_violations(str(b["run_id"])), seed=seed
                 )
-    tmetrics = dict(MlflowClient().get_run(teacher.run_id).data.metrics)
+    tmetrics: dict[str, float | str] = dict(MlflowClient().get_run(teacher.run_id).data.metrics)
     b = cfg.teacher
     tmetrics["arch"] = (
         f"{b.layers} × {b.hidden} encoder, {b.vocab_size // 1000}k BPE vocabulary, max length {b.max_length}"

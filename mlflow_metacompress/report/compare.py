@@ -100,8 +100,7 @@ def _best(runs: Sequence[ReportData], name: str, variant: str) -> tuple[int | No
     whether its interval overlaps another student's."""
     from ..metrics import greater_is_better
 
-    values = [(i, d.metric(name, variant)) for i, d in enumerate(runs)]
-    values = [(i, v) for i, v in values if v is not None]
+    values = [(i, v) for i, d in enumerate(runs) if (v := d.metric(name, variant)) is not None]
     if len(values) < 2 or name == "teacher_accuracy":
         return None, False
     try:
@@ -132,8 +131,7 @@ def forest(runs: Sequence[ReportData], name: str, variant: str) -> str:
     """Each student's point estimate and 95% interval on one metric, on one axis (SVG)."""
     from .svg import PALETTE
 
-    points = [(d, d.metric(name, variant), *d.interval(name, variant)) for d in runs]
-    points = [p for p in points if p[1] is not None]
+    points = [(d, v, *d.interval(name, variant)) for d in runs if (v := d.metric(name, variant)) is not None]
     if not points:
         return ""
     lo = min(min(v for v in (p[1], p[2]) if v is not None) for p in points)
@@ -150,10 +148,10 @@ def forest(runs: Sequence[ReportData], name: str, variant: str) -> str:
 
     parts = []
     for k in range(5):
-        v = lo + (hi - lo) * k / 4
+        tick = lo + (hi - lo) * k / 4
         parts.append(
-            f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="22" y2="{h - 22}" stroke="#e2e8f0"/>'
-            f'<text x="{x(v):.1f}" y="{h - 8}" text-anchor="middle">{v:.2f}</text>'
+            f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="22" y2="{h - 22}" stroke="#e2e8f0"/>'
+            f'<text x="{x(tick):.1f}" y="{h - 8}" text-anchor="middle">{tick:.2f}</text>'
         )
     for i, (d, v, a, b) in enumerate(points):
         y = 34 + row * i

@@ -250,7 +250,8 @@ def serve(
                 lifespan="off",
                 loop="asyncio",
                 http=limited_protocol(limits),
-                timeout_keep_alive=limits.idle_timeout_s,
+                # uvicorn annotates an int but passes it to loop.call_later, which takes float seconds
+                timeout_keep_alive=limits.idle_timeout_s,  # type: ignore[arg-type]
                 limit_concurrency=cap + 1,
                 h11_max_incomplete_event_size=MAX_HEAD_BYTES,
                 backlog=ACCEPT_BATCH,

@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from .._optional import require
-from .arch import ArchSpec
+from .arch import ArchSpec, pair_mode_of
 from .datasets import CodeExamples, load_splits, split_halves
 from .devices import TrainerSettings
 from .results import TrainingResult, accuracy_on, log_json, register
@@ -74,7 +74,7 @@ def build_teacher(
     model = CodeClassifier.from_pretrained_encoder(
         source,
         labels=labels,
-        pair_mode=pair_mode,  # type: ignore[arg-type]
+        pair_mode=pair_mode_of(pair_mode),
         max_length=arch.max_length,
     )
     return model, AutoTokenizer.from_pretrained(source)

@@ -198,10 +198,11 @@ class Source:
                 if not to_parent():
                     self.depth = depth
                     return root
-                current = current.parent  # type: ignore[assignment]
-                if current is None:
+                parent = current.parent
+                if parent is None:
                     self.depth = depth
                     return root
+                current = parent
 
     def enclosing(self, node: Node, types: frozenset[str]) -> Node | None:
         """The nearest proper ancestor of ``node`` whose type is in ``types`` (memoised, so

@@ -83,7 +83,12 @@ def avatar_search(
         seeds = _seeds(ref, [p.config for p in probes], pruned)
         cost = model.predict_ms
         if np.isfinite(budget):
-            constraints = lambda cs: np.array([[model.predict_ms(c) - budget] for c in cs])  # noqa: E731
+            limit = float(budget)
+
+            def over_budget(cs: list[ArchSpec]) -> np.ndarray:
+                return np.array([[model.predict_ms(c) - limit] for c in cs])
+
+            constraints = over_budget
 
     def objectives(configs: list[ArchSpec]) -> np.ndarray:
         acc = surrogate.predict(configs)

@@ -192,7 +192,7 @@ def test_fit_logs_epoch_lines_and_shows_no_bar_when_output_is_not_a_terminal(cap
     caplog.set_level(logging.INFO)
     notices: list[str] = []
     handler = logging.Handler()
-    handler.emit = lambda record: notices.append(record.getMessage())  # type: ignore[method-assign]
+    handler.emit = lambda record: notices.append(record.getMessage())  # type: ignore[method-assign]  # a recording handler
     logging.getLogger("lightning.pytorch").addHandler(handler)
     gpu_notices, histories = [], []
     try:

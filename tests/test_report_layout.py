@@ -78,7 +78,7 @@ def measure(html: str, width: int, tmp: Path, name: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def model_page(store) -> tuple[str, str]:  # noqa: F811
+def model_page(store) -> tuple[str, str]:  # noqa: F811 - the imported module fixture, injected by pytest
     """Model mode with four transformations, an attack and a slice column, the student named by a long registry URI."""
     df = toy_frame(24, seed=2)
     df["target"] = teacher(df).argmax(1)
@@ -108,7 +108,7 @@ def model_page(store) -> tuple[str, str]:  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def compare_page(store, tmp_path_factory) -> tuple[list[str], str]:  # noqa: F811
+def compare_page(store, tmp_path_factory) -> tuple[list[str], str]:  # noqa: F811 - the imported module fixture, injected by pytest
     """Four students whose probabilities sit in one static-mode frame, each named by a long URI."""
     from mlflow_metacompress.report.compare import write_comparison_html
 

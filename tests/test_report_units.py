@@ -23,7 +23,8 @@ from tests.report_checks import external_refs, read_page, script_hashes
 
 
 def _panes(fragment: str) -> tuple[str, str]:
-    return tuple(re.findall(r'<pre class="code">(.*?)</pre>', fragment, flags=re.S))  # type: ignore[return-value]
+    left, right = re.findall(r'<pre class="code">(.*?)</pre>', fragment, flags=re.S)
+    return left, right
 
 
 def _strip(pane: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -35,6 +36,9 @@ import pytest  # noqa: E402 - imported after HOME and the caches are redirected
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Spark's Python workers run the interpreter the tests run in (with pandas, torch and this
+# package), also when that virtualenv is not activated on PATH
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

@@ -323,7 +323,7 @@ QUICK_OK = {
     "accuracy_drop": 0.0,
     "mr1_violation_rate": 0.1,
     "mr1_violation_rate/metamorphic": 0.1,
-    "attack_mhm_zhang_2020/student_accuracy_drop": 0.1,
+    "attack_mhm_zhang_2020/excess_drop": 0.1,
 }
 
 
@@ -339,9 +339,9 @@ def test_quick_is_a_policy_in_every_cli(store, capsys):
     base = ["--tracking-uri", uri, "gate", "--model-name", "vuln-student", "--policy", "quick"]
     assert main([*base, "--version", "1", "--evaluation-run-id", eval_run(QUICK_OK, 1_700_000_900_000)]) == 0
     assert "passed" in capsys.readouterr().out.lower() and _alias(client) == "1"
-    bad = eval_run(dict(QUICK_OK, **{"attack_mhm_zhang_2020/student_accuracy_drop": 0.3}), 1_700_001_000_000)
+    bad = eval_run(dict(QUICK_OK, **{"attack_mhm_zhang_2020/excess_drop": 0.3}), 1_700_001_000_000)
     assert main([*base, "--version", "2", "--evaluation-run-id", bad]) == 1
-    assert "attack_mhm_zhang_2020/student_accuracy_drop = 0.3 violates <= 0.25" in capsys.readouterr().out
+    assert "attack_mhm_zhang_2020/excess_drop = 0.3 violates <= 0.15" in capsys.readouterr().out
     assert _alias(client) == "1"
     quick = load_policy("quick")
     for profile in ("quick", "paper"):  # -P policy=quick with any profile; auto with the quick profile

@@ -137,7 +137,7 @@ def test_policies_lists_quick_and_rejects_bad_files(tmp_path, capsys):
     out = capsys.readouterr().out
     for name in ("safety_critical", "standard", "lenient", "quick"):
         assert f"policy {name}" in out
-    assert main(["policies", "quick"]) == 0 and "attack_*/student_accuracy_drop <= 0.25" in capsys.readouterr().out
+    assert main(["policies", "quick"]) == 0 and "attack_*/excess_drop <= 0.15" in capsys.readouterr().out
     (tmp_path / "d").mkdir()
     assert main(["policies", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err

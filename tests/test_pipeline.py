@@ -232,11 +232,13 @@ def test_quick_policy_bounds_only_always_logged_lower_is_better_metrics():
         "accuracy_drop": 0.0,
         "mr1_violation_rate": 0.2,
         "mr1_violation_rate/metamorphic": 0.25,
-        "attack_alert_yang_2022/student_accuracy_drop": 0.25,
+        "attack_alert_yang_2022/excess_drop": 0.15,
+        # a faithful copy of a weak teacher loses what its teacher loses: judged by the excess only
+        "attack_alert_yang_2022/student_accuracy_drop": 0.375,
     }
     assert all(c.passed for c in policy.check(metrics))  # thresholds are inclusive
-    worse = {**metrics, "attack_alert_yang_2022/student_accuracy_drop": 0.26}
-    assert [c.metric for c in policy.check(worse) if not c.passed] == ["attack_alert_yang_2022/student_accuracy_drop"]
+    worse = {**metrics, "attack_alert_yang_2022/excess_drop": 0.16}
+    assert [c.metric for c in policy.check(worse) if not c.passed] == ["attack_alert_yang_2022/excess_drop"]
 
 
 def test_evaluator_config_needs_an_attack():

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..data.tables import read_table
     from .config import check_config
-    from .model_refs import check_model_uri
+    from ..adapters.model_refs import check_model_uri
 
     config = parse_config(args.evaluator_config, args.teacher)
     if args.threads is not None:

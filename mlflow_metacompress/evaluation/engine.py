@@ -34,7 +34,7 @@ from .variants import (
 
 if TYPE_CHECKING:
     from .config import EvaluatorConfig
-    from .predictors import Predictor
+    from ..adapters.predictors import Predictor
 
 logger = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ class MetaCompressEvaluator(ModelEvaluator):
     ) -> EvaluationResult:
         from .config import parse_config
         from .engine import run_evaluation
-        from .predictors import resolve_model
+        from ..adapters.predictors import resolve_model
         from .validation import check_nonempty, encode_labels
 
         df = dataset.features_data

@@ -64,7 +64,7 @@ def _attack_partition(
     from mlflow_metacompress.attacks.recipes import ATTACKS
     from mlflow_metacompress.attacks.runner import attack_positions, victim_predict
     from mlflow_metacompress.evaluation.pair import attack_victim
-    from mlflow_metacompress.evaluation.predictors import resolve_model
+    from mlflow_metacompress.adapters.predictors import resolve_model
 
     positions = [int(p) for batch in batches for p in batch[POS]]
     if not positions:

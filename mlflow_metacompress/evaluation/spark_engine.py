@@ -21,7 +21,7 @@ it, so every changed sample's code comes back from ``mapInPandas`` and goes out 
 Spark's default ``spark.driver.maxResultSize`` (1 GB) stops that at roughly 50,000 samples
 with all ten transformations; raise it with the driver's memory, or evaluate in chunks.
 
-Predictions pass through the same cache as the local engine (:mod:`.predictors`), keyed
+Predictions pass through the same cache as the local engine (:mod:`mlflow_metacompress.adapters.predictors`), keyed
 by model identity and a digest of the rows, so a second student against the same teacher
 reads the teacher's predictions instead of running it again; the engine's loop then finds
 every prediction in memory and judges exactly as the local engine does.
@@ -38,12 +38,12 @@ import pandas as pd
 
 from .. import cache
 from ..cache import rows_digest
-from .predictors import KIND
+from ..adapters.predictors import KIND
 from .validation import MetaCompressInputError, check_probabilities
 
 if TYPE_CHECKING:
     from .config import EvaluatorConfig
-    from .predictors import Predictor
+    from ..adapters.predictors import Predictor
     from .variants import VariantSet
 
 logger = logging.getLogger(__name__)

@@ -16,9 +16,13 @@ import logging
 import math
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
+
+if TYPE_CHECKING:
+    from .config import EvaluatorConfig
+    from .engine import Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +52,9 @@ class MetaCompressEvaluator(ModelEvaluator):
         predictions: Any = None,
         **kwargs: Any,
     ) -> EvaluationResult:
+        from ..adapters.predictors import resolve_model
         from .config import parse_config
         from .engine import run_evaluation
-        from ..adapters.predictors import resolve_model
         from .validation import check_nonempty, encode_labels
 
         df = dataset.features_data
@@ -80,9 +84,15 @@ class MetaCompressEvaluator(ModelEvaluator):
 
     @staticmethod
     def _log(
-        run_id: str, metrics: dict[str, float], outcome: Any, cfg: Any, provenance: dict[str, Any] | None = None
+        run_id: str,
+        metrics: dict[str, float],
+        outcome: Outcome,
+        cfg: EvaluatorConfig,
+        provenance: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Write artifacts, then log every metric in batches and the artifact folder."""
+        """Write artifacts, then log every metric in batches and the artifact folder. The
+        report reads ``outcome`` and ``cfg`` through its own contract
+        (:mod:`mlflow_metacompress.report.contract`), which they satisfy structurally."""
         import time
 
         from mlflow.entities import Metric

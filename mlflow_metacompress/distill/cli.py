@@ -274,7 +274,7 @@ def load_data(args: argparse.Namespace) -> Any:
 
     rows = args.generated_rows
     if rows is None:
-        from ..pipeline.profiles import get_profile
+        from ..profiles import get_profile
 
         rows = get_profile("quick").generated_rows
     if rows < 30:

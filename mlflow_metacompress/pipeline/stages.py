@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import TaskData
-from .profiles import Profile
+from ..profiles import Profile
 
 logger = logging.getLogger(__name__)
 

@@ -147,9 +147,9 @@ def _method_names() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m mlflow_metacompress.distill``: the same as ``metacompress distill``."""
-    from ..cli import main as metacompress
+    from ..cli_common import alias_main
 
-    return metacompress(["distill", *(sys.argv[1:] if argv is None else argv)])
+    return alias_main(add_distill, "distill", argv)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,8 +33,8 @@ from .variants import (
 )
 
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
     from ..adapters.predictors import Predictor
+    from .config import EvaluatorConfig
 
 logger = logging.getLogger(__name__)
 

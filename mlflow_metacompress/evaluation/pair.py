@@ -17,8 +17,8 @@ import pandas as pd
 from .validation import align_classes, check_probabilities
 
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
     from ..adapters.predictors import Predictor
+    from .config import EvaluatorConfig
 
 
 @dataclass(frozen=True, eq=False)

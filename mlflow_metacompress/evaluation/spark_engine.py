@@ -37,13 +37,13 @@ import numpy as np
 import pandas as pd
 
 from .. import cache
-from ..cache import rows_digest
 from ..adapters.predictors import KIND
+from ..cache import rows_digest
 from .validation import MetaCompressInputError, check_probabilities
 
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
     from ..adapters.predictors import Predictor
+    from .config import EvaluatorConfig
     from .variants import VariantSet
 
 logger = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
     from ..adapters.predictors import Predictor
+    from .config import EvaluatorConfig
 
 logger = logging.getLogger(__name__)
 

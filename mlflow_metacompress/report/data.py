@@ -1,6 +1,7 @@
 """What a report needs, gathered once: from an evaluation's results
-(:class:`~.contract.EvaluationResults`, the evaluator's ``Outcome``) while it is logged, or from a finished run's logged artifacts (``metacompress/summary.json``,
-``per_sample.parquet``, ``attacks/<a>.parquet``, ``provenance.json``) without any model.
+(:class:`~.contract.EvaluationResults`, the evaluator's ``Outcome``) while it is logged, or
+from a finished run's logged artifacts (``metacompress/summary.json``, ``per_sample.parquet``,
+``attacks/<a>.parquet``, ``provenance.json``) without any model.
 
 Both paths give the same :class:`ReportData`, so ``metacompress report RUN_ID`` rebuilds
 the page the evaluation logged.
@@ -146,7 +147,8 @@ def from_outcome(
 def worst_discrepancies(per_sample: pd.DataFrame, limit: int) -> pd.DataFrame:
     """The ``limit`` violating rows to show first: each sample's (``row``'s) largest-KL
     variant, by KL(P_T‖P_S), then the other variants by KL, so one sample's rewrites
-    cannot fill the top of the list (the report and ``worst_discrepancies.csv`` show the same order)."""
+    cannot fill the top of the list (the report and ``worst_discrepancies.csv`` show the
+    same order)."""
     failing = per_sample[per_sample["any_violation"].astype(bool)].sort_values("kl", ascending=False, kind="stable")
     if "row" in failing:
         first = ~failing["row"].duplicated()

@@ -272,6 +272,62 @@ def test_no_two_top_level_packages_import_each_other():
     )
 
 
+_LOCAL_EVALUATION = r"""
+import json, sys
+
+import mlflow
+import numpy as np
+import pandas as pd
+
+codes = [
+    "int add(int a, int b) {\n  int count = a + b;\n  return count;\n}\n",
+    "int sub(int x, int y) {\n  int total = x - y;\n  for (int i = 0; i < 3; i++) total++;\n  return total;\n}\n",
+] * 4
+frame = pd.DataFrame({"func": codes, "target": [1, 0] * 4})  # both models right on every row
+
+
+def model(df):
+    p = np.array([0.85 if "count" in c else 0.15 for c in df["func"]])
+    return np.stack([1 - p, p], axis=1)
+
+
+with mlflow.start_run():
+    result = mlflow.models.evaluate(
+        model=model, data=frame, targets="target", model_type="metacompress", evaluators="metacompress",
+        evaluator_config={"teacher": model, "language": "c", "transforms": ["rename_variables"],
+                          "attacks": ["wir_random_zeng_2022"], "attack_budget": 5, "progress": False,
+                          "bootstrap_samples": 0},
+    )
+local = sorted(m for m in sys.modules if m.startswith("mlflow_metacompress") and "spark" in m)
+from mlflow_metacompress.evaluation.config import parse_config
+from mlflow_metacompress.evaluation.engines import get_engine
+
+chosen = get_engine(parse_config({"teacher": "models:/t/1", "engine": "spark", "transforms": []}, frame, model_given=True))
+print(json.dumps({"metrics": sorted(result.metrics), "local": local, "chosen": chosen.name,
+                  "after": sorted(m for m in sys.modules if m.startswith("mlflow_metacompress") and "spark" in m)}))
+"""
+
+
+def test_a_local_evaluation_never_imports_a_spark_module(tracking):
+    """The engine is chosen once (evaluation/engines.py): an evaluation through the real
+    entry point with transformations and an attack on the local engine imports none of the
+    package's Spark modules (MLflow itself imports pyspark when it is installed); choosing
+    ``spark`` imports the Spark engine. A fresh interpreter, so other tests' imports do not count."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE.parent), os.environ.get("PYTHONPATH", "")])}
+    env["MLFLOW_TRACKING_URI"] = tracking
+    done = subprocess.run(
+        [sys.executable, "-c", _LOCAL_EVALUATION], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "mr1_violation_rate/rename_variables" in seen["metrics"]
+    assert "attack_wir_random_zeng_2022/student_asr" in seen["metrics"]  # the attack ran
+    assert seen["local"] == []
+    assert seen["chosen"] == "spark" and "mlflow_metacompress.evaluation.spark_engine" in seen["after"]
+
+
 # --------------------------------------------------------------------------- one-file extensions
 
 

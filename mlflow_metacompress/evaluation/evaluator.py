@@ -55,17 +55,15 @@ class MetaCompressEvaluator(ModelEvaluator):
         from ..adapters.predictors import resolve_model
         from .config import parse_config
         from .engine import run_evaluation
+        from .engines import get_engine
         from .validation import check_nonempty, encode_labels
 
         df = dataset.features_data
         y = dataset.labels_data
         check_nonempty(df)
         cfg = parse_config(evaluator_config, df, model_given=model is not None, labels_given=y is not None)
-        uris = None
-        if cfg.engine == "spark" and not cfg.static:  # spark_udf ships models by URI (evaluation/spark_engine.py)
-            from .spark_engine import student_uri, teacher_uri
-
-            uris = (teacher_uri(cfg.teacher), student_uri(model, kwargs.get("model_id")))
+        engine = get_engine(cfg)  # chosen once: local, or spark (only the chosen engine's module is imported)
+        engine.bind(cfg, model, kwargs.get("model_id"))  # before any model loads
         teacher = student = None
         if not cfg.static:
             kw = dict(cache_dir=cfg.cache_path, batch_size=cfg.batch_size, progress=cfg.progress)
@@ -73,7 +71,7 @@ class MetaCompressEvaluator(ModelEvaluator):
             student = resolve_model(model, "student", **kw)
             if y is not None and teacher.classes is not None:  # labels checked before any model runs
                 encode_labels(y, teacher.classes, len(teacher.classes), index_labels=teacher.index_labels)
-        outcome = run_evaluation(df, y, cfg, teacher, student, uris)
+        outcome = run_evaluation(df, y, cfg, teacher, student, engine)
         prefix = cfg.metric_prefix or ""
         metrics = {f"{prefix}{k}": float(v) for k, v in outcome.metrics.items() if not math.isnan(float(v))}
         from ..report.provenance import at_evaluation

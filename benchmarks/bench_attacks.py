@@ -104,7 +104,9 @@ def main() -> None:
         "forward passes saved by the cache": sum(r.requests for r in report.results) - report.forward_rows,
         "attack wall time (s)": f"{report.wall_seconds:.2f}",
         "wall time per query (ms)": f"{1000 * report.wall_seconds / max(queries, 1):.3f}",
-        "model time per forward row inside the attack (ms)": f"{1000 * report.forward_seconds / max(report.forward_rows, 1):.3f}",
+        "model time per forward row inside the attack (ms)": (
+            f"{1000 * report.forward_seconds / max(report.forward_rows, 1):.3f}"
+        ),
         "raw batched forward per sample (ms)": f"{1000 * raw_per_sample:.3f}",
         "wall per query / raw forward per sample": f"{report.wall_seconds / max(queries, 1) / raw_per_sample:.2f}x",
         "attack overhead outside the model (%)": f"{100 * (1 - report.forward_seconds / report.wall_seconds):.1f}",

@@ -129,7 +129,10 @@ def main() -> None:
     text = json.dumps(report, indent=2)
     print(text)
     print(f"\n{'model':<22} {'test acc':>8} {'MB':>7} {'GFLOPs':>7} {'ms/sample':>10} {'speedup':>8}  fallback")
-    num = lambda v, f: format(v, f) if isinstance(v, (int, float)) else "-"  # noqa: E731
+
+    def num(v, f):
+        return format(v, f) if isinstance(v, (int, float)) else "-"
+
     for name, r in rows.items():
         print(
             f"{name:<22} {num(r['test_acc'], '>8.4f')} {num(r['size_mb'], '>7.2f')} {num(r['gflops'], '>7.3f')} "

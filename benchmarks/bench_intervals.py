@@ -6,8 +6,9 @@ through ``mlflow.models.evaluate`` with ``bootstrap_samples=0`` and with the def
 The resample counts depend only on (rows, replicates, seed) and the last matrix is kept in
 memory, so an evaluation is *cold* (it draws them) or *warm* (a second student on the same
 rows reuses them). Prints the median wall time of each, their ratio to no intervals
-(target ≤ 1.10: intervals may add at most 10%), and the time of :func:`mlflow_metacompress.statistics.evaluation_statistics`
-alone. Usage: ``python benchmarks/bench_intervals.py [--n 10000] [--repeats 5]``.
+(target ≤ 1.10: intervals may add at most 10%), and the time of
+:func:`mlflow_metacompress.statistics.evaluation_statistics` alone.
+Usage: ``python benchmarks/bench_intervals.py [--n 10000] [--repeats 5]``.
 """
 
 from __future__ import annotations

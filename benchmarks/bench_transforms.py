@@ -249,7 +249,9 @@ def compare(ref: str, codes: list[str], rounds: int, heap: str = "evaluation") -
     total = differ = 0
     for name in sorted(set(old) | set(new)):
         a, b = old.get(name, []), new.get(name, [])
-        d = sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
+        d = (
+            sum(x != y for x, y in zip(a, b, strict=False)) + abs
+        )  # the length difference is counted apart(len(a) - len(b))
         total += max(len(a), len(b))
         differ += d
         print(f"  {name:30s} {d:5d} outputs differ")

@@ -23,7 +23,7 @@ from mlflow_metacompress.distill.training import FitConfig, fit
 from mlflow_metacompress.models.tokenizer import train_tokenizer
 
 CODE = [
-    "int f%d(int a, int b) { int s = a %s b; for (int i = 0; i < %d; i++) s += i; return s; }" % (i, "+-*"[i % 3], i)
+    f"int f{i}(int a, int b) {{ int s = a {'+-*'[i % 3]} b; for (int i = 0; i < {i}; i++) s += i; return s; }}"
     for i in range(256)
 ]
 
@@ -108,7 +108,7 @@ def main() -> None:
             enc = spec.build().encoder.cuda().eval()
 
             @torch.no_grad()
-            def run(enc=enc) -> None:
+            def run(enc=enc, precision=precision) -> None:
                 with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
                     for s in range(0, len(ids), 128):
                         enc(input_ids=ids[s : s + 128], attention_mask=mask[s : s + 128])

@@ -47,7 +47,7 @@ def seed_summary(runs: dict[int, tuple[dict[str, dict[str, float]], dict[str, fl
             for metric in PAIRED:
                 a = [runs[s][0]["fidelity"].get(metric, math.nan) for s in runs]
                 b = [runs[s][0][other].get(metric, math.nan) for s in runs]
-                ok = [(x, y) for x, y in zip(a, b) if not (math.isnan(x) or math.isnan(y))]
+                ok = [(x, y) for x, y in zip(a, b, strict=True) if not (math.isnan(x) or math.isnan(y))]
                 diff = [x - y for x, y in ok]
                 p = float(stats.ttest_rel([x for x, _ in ok], [y for _, y in ok]).pvalue) if len(ok) >= 2 else math.nan
                 mean, low, high = t_interval(diff)

@@ -361,7 +361,8 @@ def store(
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, __meta__=np.array(json.dumps(meta)), **arrays)  # no fsync: load() validates
+            # allow_pickle is numpy's default, spelled out so that **arrays cannot stand for it
+            np.savez(fh, allow_pickle=True, __meta__=np.array(json.dumps(meta)), **arrays)  # no fsync: load() validates
             os.fchmod(fh.fileno(), entry_mode(path.parent))  # mkstemp makes 0600
         os.replace(tmp, path)
         tmp = None

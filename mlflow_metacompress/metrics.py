@@ -33,7 +33,8 @@ _SPECS = [
     MetricSpec(
         "mr3_violation_rate",
         False,
-        "MR3: among samples the teacher predicts with confidence ≥ τ (0.8), the fraction where the student predicts another class or gives the teacher's class < τ",
+        "MR3: among samples the teacher predicts with confidence ≥ τ (0.8), the fraction where the student predicts "
+        "another class or gives the teacher's class < τ",
     ),
     MetricSpec("mr3_hcar", True, "MR3: high-confidence agreement rate, 1 − mr3_violation_rate"),
     MetricSpec("mr3_support", True, "MR3: fraction of samples in the high-confidence set H"),
@@ -49,7 +50,8 @@ _SPECS = [
     MetricSpec(
         "any_violation_rate",
         False,
-        "Headline discrepancy: fraction of samples violating MR1, MR2, MR3 (in H) or MR4 (own gap > threshold in a violating bin)",
+        "Headline discrepancy: fraction of samples violating MR1, MR2, MR3 (in H) or MR4 (own gap > threshold in a "
+        "violating bin)",
     ),
     MetricSpec("teacher_accuracy", True, "Teacher accuracy (labels)"),
     MetricSpec("student_accuracy", True, "Student accuracy (labels)"),
@@ -61,7 +63,8 @@ _SPECS = [
     MetricSpec(
         "teacher_flip_rate",
         False,
-        "Per transformation: fraction of samples whose teacher prediction changes from original to transformed (MORPH's prediction flips)",
+        "Per transformation: fraction of samples whose teacher prediction changes from original to transformed "
+        "(MORPH's prediction flips)",
     ),
     MetricSpec("student_flip_rate", False, "Per transformation: fraction of samples whose student prediction changes"),
     MetricSpec("transform_applicable_rate", True, "Per transformation: fraction of samples the transformation changed"),
@@ -91,12 +94,14 @@ _SPECS = [
     MetricSpec(
         "accuracy_drop_pvalue",
         True,
-        "McNemar's exact test of teacher vs student correctness on the same rows: two-sided binomial p-value of the discordant pairs (teacher right/student wrong vs the reverse) at p = 1/2; small = the accuracies differ",
+        "McNemar's exact test of teacher vs student correctness on the same rows: two-sided binomial p-value of the "
+        "discordant pairs (teacher right/student wrong vs the reverse) at p = 1/2; small = the accuracies differ",
     ),
     MetricSpec(
         "gate_passed",
         True,
-        "Gate verdict on the gate run: 1 when every check of the policy passed, 0 when one failed (the run still ends FINISHED)",
+        "Gate verdict on the gate run: 1 when every check of the policy passed, 0 when one failed (the run still ends "
+        "FINISHED)",
     ),
     MetricSpec(
         "student_speedup",

@@ -57,15 +57,15 @@ def quiet_libraries(bars: bool, models: bool = True) -> Iterator[None]:
             os.environ.setdefault(name, value)
         tl = _transformers_logging() if models or "transformers" in sys.modules else None
         was_enabled = tl is not None and tl.is_progress_bar_enabled()
-        if was_enabled:
+        if tl is not None and was_enabled:
             tl.disable_progress_bar()
         try:
             yield
         finally:
-            for name, value in saved.items():
-                if value is None:
+            for name, previous in saved.items():
+                if previous is None:
                     os.environ.pop(name, None)
                 else:
-                    os.environ[name] = value
-            if was_enabled:
+                    os.environ[name] = previous
+            if tl is not None and was_enabled:
                 tl.enable_progress_bar()

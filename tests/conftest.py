@@ -14,6 +14,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 HOME = tempfile.mkdtemp(prefix="metacompress-tests-home-")
 atexit.register(shutil.rmtree, HOME, ignore_errors=True)
@@ -28,10 +29,8 @@ os.environ.update(
     METACOMPRESS_CACHE_DIR=os.path.join(HOME, ".cache", "mlflow-metacompress"),
 )
 
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np  # noqa: E402 - imported after HOME and the caches are redirected
+import pytest  # noqa: E402 - imported after HOME and the caches are redirected
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -93,10 +92,14 @@ def random_probs(rng: np.random.Generator, n: int, k: int, sharpness: float = 1.
 
 TOY_CODE = [
     "int add(int a, int b) {\n  int s = a + b;\n  return s;\n}",
-    "int find(int *arr, int n, int key) {\n  for (int i = 0; i < n; i++) {\n    if (arr[i] == key) return i;\n  }\n  return -1;\n}",
-    "void copy(char *dst, const char *src, int n) {\n  int i = 0;\n  while (i < n) {\n    dst[i] = src[i];\n    i++;\n  }\n}",
-    "int clamp(int v, int lo, int hi) {\n  if (v < lo) {\n    return lo;\n  } else {\n    return v > hi ? hi : v;\n  }\n}",
-    "int sum(int *xs, int n) {\n  int total = 0;\n  for (int k = 0; k < n; k++) {\n    total += xs[k];\n  }\n  return total;\n}",
+    "int find(int *arr, int n, int key) {\n  for (int i = 0; i < n; i++) {\n    if (arr[i] == key) return i;\n  }\n"
+    "  return -1;\n}",
+    "void copy(char *dst, const char *src, int n) {\n  int i = 0;\n  while (i < n) {\n    dst[i] = src[i];\n    i++;\n"
+    "  }\n}",
+    "int clamp(int v, int lo, int hi) {\n  if (v < lo) {\n    return lo;\n  } else {\n    return v > hi ? hi : v;\n"
+    "  }\n}",
+    "int sum(int *xs, int n) {\n  int total = 0;\n  for (int k = 0; k < n; k++) {\n    total += xs[k];\n  }\n"
+    "  return total;\n}",
     "void fill(char *buf, int len) {\n  char tmp[16];\n  strcpy(tmp, buf);\n  memset(buf, 0, len);\n}",
 ]
 

@@ -85,11 +85,11 @@ def import_graph() -> dict[str, dict[str, list[int]]]:
         package = name if is_pkg else name.rpartition(".")[0]
         enclosing = _ancestors(name) | ({name} if is_pkg else set())
 
-        def add(target: str, line: int) -> None:
+        def add(target: str, line: int, name: str = name) -> None:
             if target in modules and target != name:
                 graph[name].setdefault(target, []).append(line)
 
-        def add_with_parents(target: str, line: int) -> None:
+        def add_with_parents(target: str, line: int, enclosing: set[str] = enclosing) -> None:
             add(target, line)
             for parent in _ancestors(target):
                 if parent not in enclosing:
@@ -302,7 +302,8 @@ local = sorted(m for m in sys.modules if m.startswith("mlflow_metacompress") and
 from mlflow_metacompress.evaluation.config import parse_config
 from mlflow_metacompress.evaluation.engines import get_engine
 
-chosen = get_engine(parse_config({"teacher": "models:/t/1", "engine": "spark", "transforms": []}, frame, model_given=True))
+spark_cfg = parse_config({"teacher": "models:/t/1", "engine": "spark", "transforms": []}, frame, model_given=True)
+chosen = get_engine(spark_cfg)
 print(json.dumps({"metrics": sorted(result.metrics), "local": local, "chosen": chosen.name,
                   "after": sorted(m for m in sys.modules if m.startswith("mlflow_metacompress") and "spark" in m)}))
 """

@@ -216,7 +216,7 @@ def test_name_similarity_and_splitting():
     assert name_similarity("bufLen", "buf_len") > name_similarity("bufLen", "count")
     rng = np.random.default_rng(0)
     words = ["".join(rng.choice(list("abcdxyz_"), size=5)) for _ in range(30)]
-    for a, b in zip(words, words[::-1]):
+    for a, b in zip(words, words[::-1], strict=True):
         s = name_similarity("x" + a, "y" + b)
         assert 0.0 <= s <= 1.0 and s == pytest.approx(name_similarity("y" + b, "x" + a))
 

@@ -85,7 +85,9 @@ def test_run_attack_and_cli_on_a_models_uri(tiny, tracking, tmp_path, capsys):
     table.to_parquet(tmp_path / "t.parquet")  # the artifact format round-trips
 
     data = tmp_path / "data.jsonl"
-    data.write_text("".join(json.dumps({"func": c, "target": int(y)}) + "\n" for c, y in zip(df["func"], labels)))
+    data.write_text(
+        "".join(json.dumps({"func": c, "target": int(y)}) + "\n" for c, y in zip(df["func"], labels, strict=True))
+    )
     out = tmp_path / "res.parquet"
     assert (
         main(

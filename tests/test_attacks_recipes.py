@@ -1,5 +1,6 @@
-"""The recipes (discovered; at least the four published ones) against synthetic models: budgets, real flips, parsing, consistent
-renaming checked token by token on tree-sitter leaves, seeds, clone pairs."""
+"""The recipes (discovered; at least the four published ones) against synthetic models:
+budgets, real flips, parsing, consistent renaming checked token by token on tree-sitter
+leaves, seeds, clone pairs."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def assert_consistent_renaming(original: str, adversarial: str, renaming: dict[s
     a, b = leaves(original), leaves(adversarial)
     assert len(a) == len(b), "renaming changed the number of tokens"
     seen: dict[str, str] = {}
-    for (ta, xa), (tb, xb) in zip(a, b):
+    for (ta, xa), (tb, xb) in zip(a, b, strict=True):
         assert ta == tb, f"token kinds differ: {ta} vs {tb}"
         if xa != xb:
             assert "identifier" in ta, f"non-identifier token changed: {xa!r} -> {xb!r}"

@@ -87,12 +87,12 @@ def stored(tmp_path):
     probs = softmax_rows(len(df), 3, 0)
     path = cache.store("predictions", key, {"probs": probs}, rows=rows, classes=["a", "b", "c"], cache_dir=tmp_path)
 
-    def reload(n_rows=len(df), classes=("a", "b", "c")):
+    def reload(n_rows=None, classes=("a", "b", "c")):
         return cache.load(
             "predictions",
             key,
             rows=rows,
-            n_rows=n_rows,
+            n_rows=len(df) if n_rows is None else n_rows,
             checks={"probs": "probabilities"},
             classes=classes,
             cache_dir=tmp_path,

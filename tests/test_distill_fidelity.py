@@ -33,7 +33,10 @@ def numpy_fidelity(s_o, t_o, h_o, z_o, s_v, t_v, h_v, z_v, parent, w: FidelityWe
     T = w.temperature
     kd = kl(softmax(t_o, T), softmax(s_o, T)).mean() * T * T
     kd_v = kl(softmax(t_v, T), softmax(s_v, T)).mean() * T * T
-    cos = lambda a, b: (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)  # noqa: E731
+
+    def cos(a, b):
+        return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
     align = 0.5 * ((1 - cos(h_o, z_o)).mean() + (1 - cos(h_v, z_v)).mean())
     p, q = softmax(np.vstack([t_o, t_v])), softmax(np.vstack([s_o, s_v]))
     c = p.argmax(1)
@@ -175,9 +178,9 @@ def test_variant_table_and_draws_stay_with_their_original():
     for _ in range(20):
         rows, parents = module.draw_variants(np.array([2, 1, 0]))
         pos_to_orig = {0: 2, 1: 1, 2: 0}
-        assert all(r in variant_of[pos_to_orig[p]] for r, p in zip(rows, parents))
+        assert all(r in variant_of[pos_to_orig[p]] for r, p in zip(rows, parents, strict=True))
         assert 1 not in parents.tolist() and np.bincount(parents, minlength=3).max() <= 2
-        assert len(set(zip(rows.tolist(), parents.tolist()))) == len(rows)  # distinct per original
+        assert len(set(zip(rows.tolist(), parents.tolist(), strict=True))) == len(rows)  # distinct per original
 
 
 @pytest.mark.slow

@@ -68,7 +68,9 @@ def test_fidelity_choose_architecture_options_and_fallback(caplog):
     from mlflow_metacompress.distill.methods.fidelity import choose_architecture
 
     parse = get_method("fidelity").parse
-    ctx = lambda size_mb: SimpleNamespace(labels=["0", "1"], pair_mode=None, max_length=64, size_mb=size_mb)  # noqa: E731
+
+    def ctx(size_mb):
+        return SimpleNamespace(labels=["0", "1"], pair_mode=None, max_length=64, size_mb=size_mb)
 
     c, record = choose_architecture(ctx(3.0), parse({}), {})
     assert c == teacher_shaped(3.0, max_length=64) and record == {"arch": "teacher_shaped"}

@@ -52,7 +52,7 @@ def test_built_in_methods_are_discovered_with_frozen_typed_options():
         defaults = method.parse({})
         assert defaults == method.options()
         with pytest.raises(FrozenInstanceError):
-            defaults.lr = 1.0  # type: ignore[misc]
+            defaults.lr = 1.0  # type: ignore[misc]  # frozen: the test expects the refusal
         assert {f.name for f in fields(method.options)} >= {"lr"}
 
 

@@ -172,15 +172,18 @@ def _random_configs(pruned, n, seed=0):
 def test_surrogates_recover_the_signal_they_are_fitted_on():
     pruned = prune(AvatarSpace(), 3.0)
     train, test = _random_configs(pruned, 60, 0), _random_configs(pruned, 30, 1)
-    truth = lambda cs: np.array(
-        [
-            0.5
-            + 0.03 * np.log2(c.hidden_size)
-            - 0.02 * np.log2(c.num_hidden_layers)  # noqa: E731
-            + (0.05 if c.tokenizer == "bpe" else 0.0)
-            for c in cs
-        ]
-    )
+
+    def truth(cs):
+        return np.array(
+            [
+                0.5
+                + 0.03 * np.log2(c.hidden_size)
+                - 0.02 * np.log2(c.num_hidden_layers)
+                + (0.05 if c.tokenizer == "bpe" else 0.0)
+                for c in cs
+            ]
+        )
+
     br = fit_surrogate(train, truth(train), pruned, "bayesian_ridge")
     np.testing.assert_allclose(br.predict(test), truth(test), atol=2e-3)  # linear in the features: exact up to noise
     gb = fit_surrogate(train, truth(train), pruned, "gradient_boosting")
@@ -206,18 +209,15 @@ def test_non_dominated_filter_matches_brute_force(seed):
 
 def test_nsga2_front_is_the_non_dominated_subset_of_what_it_evaluated():
     pruned = prune(TINY, TARGET, lower=LOWER)
-    objective = lambda cs: np.array(
-        [
-            [abs(size_mb(c) - TARGET), -c.hidden_size, c.num_hidden_layers]  # noqa: E731
-            for c in cs
-        ],
-        dtype=float,
-    )
+
+    def objective(cs):
+        return np.array([[abs(size_mb(c) - TARGET), -c.hidden_size, c.num_hidden_layers] for c in cs], dtype=float)
+
     result = moo_search(pruned, objective, 3, algorithm="nsga2", population=16, generations=6, seed=0)
     assert result.configs and all(pruned.feasible(c) for c in result.feasible)
     np.testing.assert_array_equal(result.F, objective(result.configs))
     keep = brute_non_dominated(result.feasible_F)
-    assert set(result.configs) == {c for c, k in zip(result.feasible, keep) if k}
+    assert set(result.configs) == {c for c, k in zip(result.feasible, keep, strict=True) if k}
     best = nearest_to_target(result.configs, TARGET, pruned)
     dists = [abs(size_mb(c) - TARGET) for c in result.configs]
     assert dists[best] == min(dists)
@@ -225,23 +225,25 @@ def test_nsga2_front_is_the_non_dominated_subset_of_what_it_evaluated():
 
 def test_nsga2_reaches_the_true_optimum_of_a_small_space():
     pruned = prune(TINY, TARGET, lower=LOWER)
-    objective = lambda cs: np.array([[-c.hidden_size, c.num_hidden_layers] for c in cs], dtype=float)  # noqa: E731
+
+    def objective(cs):
+        return np.array([[-c.hidden_size, c.num_hidden_layers] for c in cs], dtype=float)
+
     everything = sorted(brute_force(TINY, TARGET, LOWER), key=repr)
     true_F = objective(everything)
-    true_front = {tuple(f) for f, k in zip(true_F, brute_non_dominated(true_F)) if k}
+    true_front = {tuple(f) for f, k in zip(true_F, brute_non_dominated(true_F), strict=True) if k}
     result = moo_search(pruned, objective, 2, algorithm="nsga2", population=16, generations=8, seed=1)
     assert {tuple(f) for f in result.F} == true_front
 
 
 def test_agemoea_front_is_the_non_dominated_subset_of_what_it_evaluated():
     pruned = prune(TINY, TARGET, lower=0.5)
-    objective = lambda cs: np.array(
-        [
-            [size_mb(c), -c.hidden_size, c.num_hidden_layers, c.intermediate_size]  # noqa: E731
-            for c in cs
-        ],
-        dtype=float,
-    )
+
+    def objective(cs):
+        return np.array(
+            [[size_mb(c), -c.hidden_size, c.num_hidden_layers, c.intermediate_size] for c in cs], dtype=float
+        )
+
     result = moo_search(pruned, objective, 4, algorithm="agemoea", population=12, generations=3, seed=0)
     keep = brute_non_dominated(result.feasible_F)
-    assert set(result.configs) == {c for c, k in zip(result.feasible, keep) if k}
+    assert set(result.configs) == {c for c, k in zip(result.feasible, keep, strict=True) if k}

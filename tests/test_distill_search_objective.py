@@ -87,7 +87,10 @@ def test_ga_latency_objective_stays_sound_within_budget_and_paper_is_reproducibl
 
 def test_moo_search_returns_an_empty_front_and_fallback_picks_the_nearest_feasible():
     pruned = replace(prune(TINY, TARGET, lower=LOWER), lower=0.999, upper=0.9991)  # a band almost nothing hits
-    objective = lambda cs: np.array([[size_mb(c), c.hidden_size] for c in cs])  # noqa: E731
+
+    def objective(cs):
+        return np.array([[size_mb(c), c.hidden_size] for c in cs])
+
     result = moo_search(pruned, objective, 2, population=4, generations=2, seed=0)
     assert result.configs == [] and result.evaluated == len(result.evaluated_configs) > 0
     nearest, kind = fallback(TARGET, result.evaluated_configs, max_length=64, teacher_shaped_first=False)

@@ -40,7 +40,10 @@ def test_encode_inverts_decode_on_the_grid(sound):
 
 def test_seeds_start_the_population_deterministically():
     pruned = prune(TINY, TARGET, lower=LOWER)
-    objective = lambda cs: np.array([[abs(size_mb(c) - TARGET), c.hidden_size] for c in cs])  # noqa: E731
+
+    def objective(cs):
+        return np.array([[abs(size_mb(c) - TARGET), c.hidden_size] for c in cs])
+
     seeds = enumerate_feasible(TINY, TARGET, lower=LOWER)[:2]
     runs = [moo_search(pruned, objective, 2, population=4, generations=1, seed=0, seeds=seeds) for _ in range(2)]
     assert set(seeds) <= set(runs[0].evaluated_configs)

@@ -196,7 +196,10 @@ def test_measure_speed_is_refused_in_static_mode_and_skipped_for_callables(track
         )
     with pytest.raises(MetaCompressInputError, match="measure_speed"):
         parse_config({"teacher": "x", "measure_speed": "yes"}, df, model_given=True)
-    fn = lambda frame: np.full((len(frame), 2), 0.5)  # noqa: E731
+
+    def fn(frame):
+        return np.full((len(frame), 2), 0.5)
+
     cfg = parse_config({"teacher": fn, "measure_speed": True, "transforms": []}, df, model_given=True)
     assert speed_metrics(df, cfg, resolve_model(fn, "teacher"), resolve_model(fn, "student")) == {}
     assert "not a local pyfunc" in caplog.text

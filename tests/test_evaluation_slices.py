@@ -191,8 +191,13 @@ def _hash_probs(codes: list[str], salt: int) -> np.ndarray:
 
 def test_model_mode_slices_only_the_original_inputs():
     df = generate_vulnerability(20, seed=4)
-    teacher = lambda f: _hash_probs(f["func"].tolist(), 0)  # noqa: E731
-    student = lambda f: 0.6 * _hash_probs(f["func"].tolist(), 0) + 0.4 * _hash_probs(f["func"].tolist(), 1)  # noqa: E731
+
+    def teacher(f):
+        return _hash_probs(f["func"].tolist(), 0)
+
+    def student(f):
+        return 0.6 * _hash_probs(f["func"].tolist(), 0) + 0.4 * _hash_probs(f["func"].tolist(), 1)
+
     cfg = parse_config(
         {
             "teacher": teacher,

@@ -78,7 +78,7 @@ def test_transform_variants_match_per_sample_transforms_and_reparse():
         assert variant.positions.tolist() == changed
         assert variant.frame["func"].tolist() == [results[i].code for i in changed]
         assert out.applicable_rate[variant.name] == pytest.approx(len(changed) / 20)
-        for i, code in zip(changed, variant.frame["func"]):
+        for i, code in zip(changed, variant.frame["func"], strict=True):
             assert code != codes[i] and parses_cleanly(code), (variant.name, i)
     assert any(len(v.positions) for v in out.variants)
 
@@ -112,7 +112,7 @@ def test_transformed_source_returns_its_metrics_tables_and_pool():
     direct = transform_variants(df, ["func"], ["func"], ["rename_variables", "swap_if_else"], "c", progress=False)
     used = [v for v in direct.variants if len(v.positions)]
     assert [v.name for v in produced.variants] == [v.name for v in used]
-    for got, want in zip(produced.variants, used):
+    for got, want in zip(produced.variants, used, strict=True):
         assert got.positions.tolist() == want.positions.tolist() and got.frame.equals(want.frame)
     assert produced.pooled.positions.tolist() == np.concatenate([v.positions for v in used]).tolist()
     assert produced.metrics["transform_parse_failures"] == 1.0

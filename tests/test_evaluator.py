@@ -92,7 +92,7 @@ def test_sklearn_pair_and_teacher_cache(tracking):
     df = toy_frame(80)
     teacher, student = _sklearn_pair(df)
     with mlflow.start_run():
-        t = mlflow.sklearn.log_model(
+        mlflow.sklearn.log_model(
             teacher,
             name="t",
             pyfunc_predict_fn="predict_proba",

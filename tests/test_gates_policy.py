@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -53,6 +54,7 @@ def test_yaml_forms_and_derived_directions(tmp_path):
         ("<= nan", "threshold must be finite"),
         (">= 0.1", "contradicts the metric catalogue"),
         ({"limit": 0.1}, "needs 'threshold'"),
+        ("<= 0.1\nmore", "cannot read '<= 0.1\\nmore'"),  # was an AttributeError (no regex match)
     ],
 )
 def test_yaml_rule_errors_name_the_metric_and_value(tmp_path, rule, needle):
@@ -86,7 +88,7 @@ def test_presets_load_are_ordered_by_strictness_and_match_catalogue():
             assert t.greater_is_better == greater_is_better(t.metric)
     # every bound shared by two tiers is at least as tight in the stricter tier
     order = ["safety_critical", "standard", "lenient"]
-    for strict, loose in zip(order, order[1:]):
+    for strict, loose in itertools.pairwise(order):
         s = {t.metric: t.value for t in policies[strict].thresholds}
         lo = {t.metric: t.value for t in policies[loose].thresholds}
         assert set(lo) <= set(s)

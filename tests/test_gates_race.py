@@ -96,7 +96,7 @@ def _setup(store, times, metrics):
     name = register_versions(client, store["source"], "racer", len(times))
     return name, [
         (name, str(v), evaluation_run(client, store["exp"], m, end))
-        for v, (end, m) in enumerate(zip(times, metrics), 1)
+        for v, (end, m) in enumerate(zip(times, metrics, strict=True), 1)
     ]
 
 
@@ -139,7 +139,7 @@ def test_two_processes_fresher_passing_evaluation_wins(store, pair, trial):
     # alternate which version and which process carries the fresher evaluation
     times = [T0, T0 + 60_000] if trial % 2 else [T0 + 60_000, T0]
     name, jobs = _setup(store, times, [GOOD, GOOD])
-    t = {job[1]: when for job, when in zip(jobs, times)}
+    t = {job[1]: when for job, when in zip(jobs, times, strict=True)}
     decisions = pair.run(jobs[::-1] if trial % 3 == 2 else jobs)
     final = _holder(store["client"], name)
     assert final == max(t, key=t.get)
@@ -162,8 +162,8 @@ def test_six_versions_at_once(store, six, trial):
     metrics = [BAD if k == 5 else GOOD for k in order]
     name, jobs = _setup(store, times, metrics)
     decisions = six.run(jobs)
-    t = {job[1]: when for job, when in zip(jobs, times)}
-    passing = {job[1] for job, m in zip(jobs, metrics) if m is GOOD}
+    t = {job[1]: when for job, when in zip(jobs, times, strict=True)}
+    passing = {job[1] for job, m in zip(jobs, metrics, strict=True) if m is GOOD}
     final = _holder(store["client"], name)
     assert final == max(passing, key=t.get)
     failing = [d for d, _ in decisions if not d["passed"]]

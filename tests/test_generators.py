@@ -120,7 +120,7 @@ def test_generated_vulnerability_functions_are_real_c(vuln, tmp_path):
     sample = vuln.groupby(["cwe", "target"]).head(4)  # every class, both labels
     parts = [C_PRELUDE]
     for k, code in enumerate(sample.func):
-        parts.append(_DEF.sub(lambda m: m.group(0).replace(m.group(1), f"f{k}"), code, count=1))
+        parts.append(_DEF.sub(lambda m, k=k: m.group(0).replace(m.group(1), f"f{k}"), code, count=1))
     src = tmp_path / "vuln.c"
     src.write_text("\n".join(parts))
     out = _gcc([src], tmp_path, "-fsyntax-only")

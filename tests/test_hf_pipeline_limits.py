@@ -104,10 +104,11 @@ def test_long_code_is_cut_to_the_position_embeddings_and_the_limit_is_recorded(t
             evaluators="metacompress",
             evaluator_config={"teacher": t_uri, "code_columns": ["func"], "transforms": [], "progress": False},
         ).metrics
-    oracle = {
-        who: (lambda m: lambda f: pd.DataFrame(forward(tok, m, f["func"].tolist(), LIMIT), columns=LABELS))(m)
-        for who, m in (("teacher", teacher), ("student", student))
-    }
+
+    def reference(m):
+        return lambda f: pd.DataFrame(forward(tok, m, f["func"].tolist(), LIMIT), columns=LABELS)
+
+    oracle = {who: reference(m) for who, m in (("teacher", teacher), ("student", student))}
     assert_same_metrics(got, evaluate(oracle["student"], oracle["teacher"], df))
     summary = json.loads(
         Path(

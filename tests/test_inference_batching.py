@@ -306,7 +306,7 @@ def test_siamese_head_reads_mean_pooled_pair_features(tiny_classifiers):
 
     head = {k: v.numpy() for k, v in model.head.state_dict().items()}
     expected = []
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         u, v = pooled(x), pooled(y)
         feats = np.concatenate([u, v, np.abs(u - v), u * v])
         hidden = np.tanh(head["dense.weight"] @ feats + head["dense.bias"])

@@ -13,7 +13,7 @@ from mlflow_metacompress.pipeline.budget import pipeline_work, trains
 from mlflow_metacompress.pipeline.profiles import get_profile
 from mlflow_metacompress.pipeline.progress import StageClock
 
-SIZES = {"train": 4800, "valid": 120, "test": 100}  # the quick profile's split sizes
+SIZES = {"train": 9600, "valid": 120, "test": 100}  # the quick profile's split sizes
 METHODS = ["compressor", "avatar", "morph", "fidelity", "quantize"]
 
 

@@ -192,12 +192,12 @@ def test_fit_logs_epoch_lines_and_shows_no_bar_when_output_is_not_a_terminal(cap
     caplog.set_level(logging.INFO)
     notices: list[str] = []
     handler = logging.Handler()
-    handler.emit = lambda record: notices.append(record.getMessage())  # type: ignore[method-assign]
+    handler.emit = lambda record: notices.append(record.getMessage())  # type: ignore[method-assign]  # a recording handler
     logging.getLogger("lightning.pytorch").addHandler(handler)
     gpu_notices, histories = [], []
     try:
         for terminal in (False, True):
-            monkeypatch.setattr(training, "on_terminal", lambda: terminal)
+            monkeypatch.setattr(training, "on_terminal", lambda terminal=terminal: terminal)
             torch.manual_seed(0)
             model = ArchSpec(
                 vocab_size=len(tok),
@@ -230,7 +230,7 @@ def test_fit_logs_epoch_lines_and_shows_no_bar_when_output_is_not_a_terminal(cap
     ]
     assert len(lines) == 4  # two epochs per fit
     pattern = r"fit epoch (\d)/2 · \d:\d\d:\d\d · ETA \d:\d\d:\d\d · val_acc (\d\.\d{3}), val_loss \d\.\d{3}"
-    for line, row in zip(lines, [r for h in histories for r in h]):
+    for line, row in zip(lines, [r for h in histories for r in h], strict=True):
         match = re.fullmatch(pattern, line)
         assert match, line
         assert int(match[1]) == row["epoch"] + 1 and float(match[2]) == pytest.approx(row["val_acc"], abs=5e-4)

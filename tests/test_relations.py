@@ -38,7 +38,10 @@ def eca_loop(PT, PS, B, thr):
         if not members:
             continue
         yT = [PT[i].argmax() for i in members]
-        gap = abs(np.mean([PT[i, t] for i, t in zip(members, yT)]) - np.mean([PS[i, t] for i, t in zip(members, yT)]))
+        gap = abs(
+            np.mean([PT[i, t] for i, t in zip(members, yT, strict=True)])
+            - np.mean([PS[i, t] for i, t in zip(members, yT, strict=True)])
+        )
         eca += len(members) / n * gap
         viol += len(members) / n * (gap > thr)
     return eca, viol

@@ -42,15 +42,14 @@ var o=getComputedStyle(p).overflowX;if(o==='auto'||o==='scroll')out=p;}return ou
 document.querySelectorAll('body *').forEach(function(e){
 var tag=e.tagName.toLowerCase();if(tag==='script'||tag==='style'||(e.closest('svg')&&tag!=='svg'))return;
 var r=e.getBoundingClientRect();if(r.width===0&&r.height===0)return;n++;
-var card=e.parentElement?e.parentElement.closest('%s'):null;
+var card=e.parentElement?e.parentElement.closest('__CARDS__'):null;
 var box=card?card.getBoundingClientRect():{left:0,right:W};
 var t=(card&&scroller(e,card))||e,b=t.getBoundingClientRect();
 if(b.right>box.right+0.5||b.left<box.left-0.5)bad.push({tag:tag,cls:String(e.getAttribute('class')||''),
 text:(e.textContent||'').trim().slice(0,50),right:Math.round(b.right),card:card?card.tagName.toLowerCase()+'#'+(card.id||card.className):'viewport',cardRight:Math.round(box.right)});});
 document.body.setAttribute('data-layout',JSON.stringify({width:W,scrollWidth:document.documentElement.scrollWidth,checked:n,bad:bad.slice(0,25),count:bad.length}));
 })();"""
-    % CARDS
-)
+).replace("__CARDS__", CARDS)
 LONG_STUDENTS = [
     "models:/codexglue-defect-detection-student-compressor/12",
     "models:/codexglue-defect-detection-student-avatar/7",
@@ -79,7 +78,7 @@ def measure(html: str, width: int, tmp: Path, name: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def model_page(store) -> tuple[str, str]:  # noqa: F811
+def model_page(store) -> tuple[str, str]:  # noqa: F811 - the imported module fixture, injected by pytest
     """Model mode with four transformations, an attack and a slice column, the student named by a long registry URI."""
     df = toy_frame(24, seed=2)
     df["target"] = teacher(df).argmax(1)
@@ -109,13 +108,13 @@ def model_page(store) -> tuple[str, str]:  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def compare_page(store, tmp_path_factory) -> tuple[list[str], str]:  # noqa: F811
+def compare_page(store, tmp_path_factory) -> tuple[list[str], str]:  # noqa: F811 - the imported module fixture, injected by pytest
     """Four students whose probabilities sit in one static-mode frame, each named by a long URI."""
     from mlflow_metacompress.report.compare import write_comparison_html
 
     df = shared_frame(students=4)
     runs = []
-    for prefix, uri in zip("suvw", LONG_STUDENTS):
+    for prefix, uri in zip("suvw", LONG_STUDENTS, strict=True):
         runs.append(static_run(df, prefix, f"layout-{prefix}", uri))
     out = write_comparison_html(
         runs, tmp_path_factory.mktemp("compare") / "compare.html", "defect detection on CodeXGLUE"
@@ -159,7 +158,7 @@ def test_compare_headers_are_short_labels_with_the_full_uri_on_hover_and_in_prov
         "model m-a1b2c3d4",
     ]
     prov = re.search(r'<section id="provenance">.*?</section>', html, flags=re.S).group(0)
-    for uri, run_id in zip(LONG_STUDENTS, runs):
+    for uri, run_id in zip(LONG_STUDENTS, runs, strict=True):
         assert f"<code>{uri}</code>" in prov and run_id in prov
 
 

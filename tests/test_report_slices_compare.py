@@ -47,7 +47,7 @@ def shared_frame(n: int = 160, seed: int = 0, students: int = 2) -> pd.DataFrame
             "t1": t[:, 1],
         }
     )
-    for k, prefix in zip(range(students), "suvw"):
+    for k, prefix in zip(range(students), "suvw", strict=False):  # up to four students
         s = np.clip(t + np.random.default_rng(seed + 10 + k).normal(0, 0.15 + 0.1 * k, t.shape), 0.01, None)
         s /= s.sum(axis=1, keepdims=True)
         df[f"{prefix}0"], df[f"{prefix}1"] = s[:, 0], s[:, 1]
@@ -74,7 +74,7 @@ def static_run(df: pd.DataFrame, prefix: str, name: str, uri: str | None = None,
     return run.info.run_id
 
 
-def test_static_slices_have_their_own_section_and_never_name_a_rewrite(store):  # noqa: F811
+def test_static_slices_have_their_own_section_and_never_name_a_rewrite(store):  # noqa: F811 - the imported module fixture, injected by pytest
     run_id = static_run(shared_frame(), "s", "sliced", slice_columns=["cwe"])
     metrics = MlflowClient().get_run(run_id).data.metrics
     sliced = {k: v for k, v in metrics.items() if "/slice:" in k}
@@ -99,7 +99,7 @@ def test_static_slices_have_their_own_section_and_never_name_a_rewrite(store):  
     assert "slice:" not in outside
 
 
-def test_model_mode_slices_stay_out_of_the_rewrites(store):  # noqa: F811
+def test_model_mode_slices_stay_out_of_the_rewrites(store):  # noqa: F811 - the imported module fixture, injected by pytest
     df = toy_frame(24, seed=2)
     df["target"] = teacher(df).argmax(1)
     df["project"] = ["FFmpeg" if i % 3 else "qemu" for i in range(len(df))]
@@ -130,7 +130,7 @@ def test_model_mode_slices_stay_out_of_the_rewrites(store):  # noqa: F811
     )
 
 
-def test_students_judged_on_one_frame_are_compared_and_other_data_is_refused(store, tmp_path, capsys):  # noqa: F811
+def test_students_judged_on_one_frame_are_compared_and_other_data_is_refused(store, tmp_path, capsys):  # noqa: F811 - the imported module fixture, injected by pytest
     df = shared_frame()
     a, b = static_run(df, "s", "student-s"), static_run(df, "u", "student-u")
     out = tmp_path / "compare.html"

@@ -23,7 +23,8 @@ from tests.report_checks import external_refs, read_page, script_hashes
 
 
 def _panes(fragment: str) -> tuple[str, str]:
-    return tuple(re.findall(r'<pre class="code">(.*?)</pre>', fragment, flags=re.S))  # type: ignore[return-value]
+    left, right = re.findall(r'<pre class="code">(.*?)</pre>', fragment, flags=re.S)
+    return left, right
 
 
 def _strip(pane: str) -> str:
@@ -50,8 +51,8 @@ def test_token_diff_marks_exactly_the_renamed_identifiers():
 def test_reference_checker_catches_what_a_browser_would_fetch():
     bad = (
         '<html><head><link rel="stylesheet" href="https://cdn.example/a.css"><style>@import "x.css"; '
-        'body{background:url(http://t.example/p.png)}</style></head><body><img srcset="a.png 1x, data:x 2x">'
-        '<a href="#ok">ok</a><div style="background-image:url(\'//evil/x\')"></div><svg><image xlink:href="q.svg"/></svg>'
+        'body{background:url(http://t.example/p.png)}</style></head><body><img srcset="a.png 1x, data:x 2x"><a '
+        'href="#ok">ok</a><div style="background-image:url(\'//evil/x\')"></div><svg><image xlink:href="q.svg"/></svg>'
         '<script src="s.js"></script><form action="/post"></form></body></html>'
     )
     assert sorted(external_refs(bad)) == sorted(
@@ -135,7 +136,8 @@ def test_runs_with_different_teachers_or_data_are_refused_by_name():
 
 
 def test_intervals_and_pvalue_are_shown_when_logged():
-    """Helper metrics of issue 14.1 (``<metric>_ci_low/_ci_high``, suffix last; ``accuracy_drop_pvalue``) appear beside their metric."""
+    """Helper metrics of issue 14.1 (``<metric>_ci_low/_ci_high``, suffix last;
+    ``accuracy_drop_pvalue``) appear beside their metric."""
     _, data = _static_report(300)
     metrics = dict(data.metrics)
     metrics.update(

@@ -172,7 +172,7 @@ def _bigclonebench_folder(root, rows: int = 160):
 
     def pairs(df, name):
         lines = []
-        for a, b, y in zip(df["func1"], df["func2"], df["label"]):
+        for a, b, y in zip(df["func1"], df["func2"], df["label"], strict=True):
             i, j = (ids.setdefault(t, len(ids)) for t in (a, b))
             lines.append(f"{i}\t{j}\t{int(y)}")
         (folder / name).write_text("\n".join(lines) + "\n")

@@ -313,7 +313,9 @@ def test_attacks_same_numbers_and_tables_as_local(tracking, spark, tmp_path, mon
 
 
 def test_attack_engine_spark_needs_the_spark_engine(tracking, tmp_path):
-    fn = lambda f: np.tile([0.5, 0.5], (len(f), 1))
+    def fn(f):
+        return np.tile([0.5, 0.5], (len(f), 1))
+
     with pytest.raises(Exception, match=r"attack_engine.*'spark' needs engine 'spark'"):
         _evaluate(fn, toy_frame(4), {"teacher": fn, "attacks": ATTACKS, "attack_engine": "spark"})
     with pytest.raises(Exception, match=r"attack_engine.*'driver' or 'spark'.*'executor'"):

@@ -92,5 +92,5 @@ def test_transform_many_on_devign_reports_parse_errors_without_raising() -> None
     statuses = [r.status for r in results["swap_if_else"]]
     expected_errors = sum(Source(c, "c").has_error for c in codes)
     assert statuses.count(TransformStatus.PARSE_ERROR) == expected_errors > 0
-    for r, code in zip(results["rename_variables"], codes):
+    for r, code in zip(results["rename_variables"], codes, strict=True):
         assert r.code == code or r.status is TransformStatus.CHANGED

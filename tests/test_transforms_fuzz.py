@@ -22,6 +22,7 @@ import os
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 from mlflow_metacompress.transforms import (
     LANGUAGES,
@@ -71,7 +72,7 @@ def _deep(rng: random.Random, language: str) -> str:
     if language == "python":
         return "def f(a):\n    x = " + "(" * depth + "a + 1" + ")" * depth + "\n    return x\n"
     head = "int f(int a) {\n" if language == "c" else "class T { int f(int a) {\n"
-    body = "".join("if (a < %d) {\n" % k for k in range(depth)) + "a += 1;\n" + "} else { a--; }\n" * depth
+    body = "".join(f"if (a < {k}) {{\n" for k in range(depth)) + "a += 1;\n" + "} else { a--; }\n" * depth
     return head + body + "return a;\n}\n" + ("}\n" if language == "java" else "")
 
 
@@ -133,7 +134,7 @@ def _utf8(code: str) -> bytes | None:
         return None
 
 
-def check_one(language: str, code: str, names: list[str], rng: random.Random) -> dict[str, object]:
+def check_one(language: str, code: str, names: list[str], rng: random.Random) -> dict[str, Any]:
     """Run every check on one input; returns the statuses and the time the sample took."""
     start = time.perf_counter()
     results = transform_many([code], names, language, seed=rng.randrange(1000), limits=LIMITS)
@@ -188,7 +189,7 @@ def check_one(language: str, code: str, names: list[str], rng: random.Random) ->
     }
 
 
-def run_fuzz(n: int) -> dict[str, object]:
+def run_fuzz(n: int) -> dict[str, Any]:
     names = {lang: list_transforms(lang) for lang in LANGUAGES}
     rng = random.Random(7)
     reasons: dict[str, int] = {}
@@ -196,11 +197,11 @@ def run_fuzz(n: int) -> dict[str, object]:
     slowest = 0.0
     for language, code in inputs(n):
         out = check_one(language, code, names[language], rng)
-        key = out["reason"].value if out["reason"] is not None else "changed"  # type: ignore[union-attr]
+        key = out["reason"].value if out["reason"] is not None else "changed"
         reasons[key] = reasons.get(key, 0) + 1
-        changed += out["changed"]  # type: ignore[operator]
-        invalid += out["invalid"]  # type: ignore[operator]
-        slowest = max(slowest, out["seconds"])  # type: ignore[arg-type]
+        changed += out["changed"]
+        invalid += out["invalid"]
+        slowest = max(slowest, out["seconds"])
     return {
         "inputs": n,
         "first_transformation_reasons": reasons,
@@ -232,5 +233,5 @@ def test_generator_covers_every_kind_of_input() -> None:
 def test_fuzzed_inputs_never_break_a_transformation() -> None:
     summary = run_fuzz(N)
     reasons = summary["first_transformation_reasons"]
-    assert sum(reasons.values()) == N  # type: ignore[union-attr]
+    assert sum(reasons.values()) == N
     assert summary["changed_outputs"] > N  # many inputs stay valid and do get transformed

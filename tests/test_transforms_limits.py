@@ -55,7 +55,7 @@ def test_fresh_names_for_many_python_locals_compile_and_keep_behaviour() -> None
     env_a: dict = {}
     env_b: dict = {}
     exec(compile(code, "a", "exec"), env_a)  # noqa: S102 - test oracle on generated code
-    exec(compile(out, "b", "exec"), env_b)  # noqa: S102
+    exec(compile(out, "b", "exec"), env_b)  # noqa: S102 - test oracle
     assert env_a["f"](5) == env_b["f"](5) == 3109
 
 
@@ -76,8 +76,8 @@ def test_column0_comment_after_docstring_still_compiles(name: str) -> None:
             assert compiles(res.code), res.code
     env_a: dict = {}
     env_b: dict = {}
-    exec(compile(MKTEMP_SHAPE, "a", "exec"), env_a)  # noqa: S102
-    exec(compile(apply_transform(MKTEMP_SHAPE, name, "python"), "b", "exec"), env_b)  # noqa: S102
+    exec(compile(MKTEMP_SHAPE, "a", "exec"), env_a)  # noqa: S102 - test oracle
+    exec(compile(apply_transform(MKTEMP_SHAPE, name, "python"), "b", "exec"), env_b)  # noqa: S102 - test oracle
     (fn,) = [v for k, v in env_b.items() if k != "__builtins__"]  # compose may rename mktemp
     assert env_a["mktemp"](".s") == fn(".s") == "/tmp/x.stmp"
 
@@ -86,12 +86,12 @@ def test_column0_comment_after_docstring_still_compiles(name: str) -> None:
 def test_stray_carriage_return_at_line_start_still_compiles(name: str) -> None:
     code = "def f(a):\n\r    x = a\n\r    while x > 10:\n\r        x -= 3\n    return x\n"
     env_a: dict = {}
-    exec(compile(code, "a", "exec"), env_a)  # noqa: S102
+    exec(compile(code, "a", "exec"), env_a)  # noqa: S102 - test oracle
     for seed in range(6):
         res = transform(code, name, "python", seed=seed)
         assert res.status is TransformStatus.CHANGED and compiles(res.code), repr(res.code)
         env_b: dict = {}
-        exec(compile(res.code, "b", "exec"), env_b)  # noqa: S102
+        exec(compile(res.code, "b", "exec"), env_b)  # noqa: S102 - test oracle
         (fn,) = [v for k, v in env_b.items() if k != "__builtins__"]  # compose may rename f
         assert fn(25) == env_a["f"](25) == 10
 
@@ -122,14 +122,14 @@ def test_lone_surrogates_raise_transform_error_or_parse_error(code: str) -> None
     with pytest.raises(TransformError, match="not valid UTF-8"):
         apply_transform(code, "rename_variables", "c")
     out = transform_many(
-        [code, None, b"int f;", "int f(int a) { return a < 1; }"],  # type: ignore[list-item]
+        [code, None, b"int f;", "int f(int a) { return a < 1; }"],  # type: ignore[list-item]  # not str on purpose
         ["swap_operands"],
         "c",
     )["swap_operands"]
     assert [(r.status, r.reason) for r in out[:3]] == [(TransformStatus.PARSE_ERROR, TransformReason.NOT_TEXT)] * 3
     assert out[3].status is TransformStatus.CHANGED
     with pytest.raises(TransformError, match="must be a str"):
-        transform(None, "swap_operands", "c")  # type: ignore[arg-type]
+        transform(None, "swap_operands", "c")  # type: ignore[arg-type]  # not str on purpose
 
 
 def _nested(depth: int) -> str:

@@ -163,7 +163,7 @@ def test_renaming_never_introduces_a_collision(lang: str, data, seed: int) -> No
             max_size=len(targets),
         )
     )
-    mapping = dict(zip(targets, new))
+    mapping = dict(zip(targets, new, strict=True))
     changed = {k: v for k, v in mapping.items() if k != v}
     should_fail = (
         any(not is_valid_identifier(v, lang) for v in changed.values())

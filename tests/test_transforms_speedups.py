@@ -60,7 +60,7 @@ def test_batch_equals_one_sample_calls(language: str) -> None:
     names = list_transforms(language)
     out = transform_many(codes, names, language, seed=3)
     for name in names:
-        for code, got in zip(codes, out[name]):
+        for code, got in zip(codes, out[name], strict=True):
             try:
                 want = transform(code, name, language, seed=3)
             except ValueError:  # transform() raises on unparsable code; the batch reports it

@@ -89,8 +89,12 @@ def test_class_count_mismatch_between_models(tracking):
 
 
 def test_named_class_sets_differ(tracking):
-    t = lambda f: pd.DataFrame({"safe": [0.5] * len(f), "vuln": [0.5] * len(f)})  # noqa: E731
-    s = lambda f: pd.DataFrame({"safe": [0.5] * len(f), "bug": [0.5] * len(f)})  # noqa: E731
+    def t(f):
+        return pd.DataFrame({"safe": [0.5] * len(f), "vuln": [0.5] * len(f)})
+
+    def s(f):
+        return pd.DataFrame({"safe": [0.5] * len(f), "bug": [0.5] * len(f)})
+
     run_and_expect(
         toy_frame(6), {"teacher": t}, r"only in teacher \['vuln'\], only in student \['bug'\]", model=s, targets=None
     )

@@ -423,7 +423,7 @@ def test_burst_of_ten_versions_ends_with_the_latest_passing_champion(env):
     pattern = ["pass", "fail", "pass", "pass", "fail", "pass", "fail", "pass", "fail", "fail"]
     versions = [_register(env, "wh-burst", kind) for kind in pattern]
     verdicts = {v: _judged(env, "wh-burst", v, timeout=120)[VERDICT] for v in versions}
-    assert verdicts == {v: "passed" if k == "pass" else "failed" for v, k in zip(versions, pattern)}
+    assert verdicts == {v: "passed" if k == "pass" else "failed" for v, k in zip(versions, pattern, strict=True)}
     latest_passing = versions[7]
     assert env["client"].get_registered_model("wh-burst").aliases == {ALIAS: latest_passing}
     assert [_gate_runs(env, "wh-burst", v) for v in versions] == [1] * 10

@@ -34,12 +34,12 @@ def test_signature_matches_mlflows_signer_on_random_inputs():
         delivery, stamp = f"id-{rng.integers(1e9)}", str(int(rng.integers(1e9, 2e9)))
         expected = _generate_hmac_signature(secret, delivery, stamp, body)
         assert signature.sign(secret, delivery, stamp, body.encode("utf-8")) == expected
-        headers = dict(zip(HEADERS, (delivery, stamp, expected)))
+        headers = dict(zip(HEADERS, (delivery, stamp, expected), strict=True))
         assert signature.verify(secret, headers, body.encode("utf-8"), now=int(stamp)).delivery_id == delivery
 
 
 def _headers(secret: str, body: bytes, delivery: str = "d1", stamp: int = 1_700_000_000) -> dict[str, str]:
-    return dict(zip(HEADERS, (delivery, str(stamp), signature.sign(secret, delivery, stamp, body))))
+    return dict(zip(HEADERS, (delivery, str(stamp), signature.sign(secret, delivery, stamp, body)), strict=True))
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,8 @@ def check_probabilities(P: object, who: str, n_rows: int | None = None) -> np.nd
     if off.any():
         row = int(np.argmax(off))
         raise MetaCompressInputError(
-            f"{who} probabilities in row {row} sum to {sums[row]:.6g}, more than {ROW_SUM_TOLERANCE} away from 1: {arr[row].tolist()}"
+            f"{who} probabilities in row {row} sum to {sums[row]:.6g}, more than {ROW_SUM_TOLERANCE} away from 1: "
+            f"{arr[row].tolist()}"
         )
     return arr / sums[:, None]
 
@@ -101,7 +102,7 @@ def encode_labels(
         return out
     try:
         out = np.asarray([int(v) for v in y], dtype=np.int64)
-        same = np.asarray([float(v) == o for v, o in zip(y, out)])
+        same = np.asarray([float(v) == o for v, o in zip(y, out, strict=True)])
     except (TypeError, ValueError):
         raise MetaCompressInputError(
             f"labels in {column!r} must be class indices 0..{k - 1} when the models do not name their classes"

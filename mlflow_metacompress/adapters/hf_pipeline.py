@@ -154,8 +154,8 @@ def is_text_classification(model: Any, who: str = "model") -> bool:
     if flavor.get("task") in TASKS or flavor.get("instance_type") in PIPELINE_TYPES:
         return True
     raise MetaCompressInputError(
-        f"{who} is a transformers {flavor.get('task') or flavor.get('instance_type')!r} pipeline; metacompress compares "
-        "classifiers and reads text-classification pipelines (log one with task 'text-classification')"
+        f"{who} is a transformers {flavor.get('task') or flavor.get('instance_type')!r} pipeline; metacompress "
+        "compares classifiers and reads text-classification pipelines (log one with task 'text-classification')"
     )
 
 
@@ -200,10 +200,12 @@ def _raw_pipeline(model: Any) -> Any:
 
 def _model_uri(model: Any) -> str | None:
     meta = getattr(model, "metadata", None)
-    if getattr(meta, "model_id", None):
-        return f"models:/{meta.model_id}"
-    if getattr(meta, "run_id", None) and getattr(meta, "artifact_path", None):
-        return f"runs:/{meta.run_id}/{meta.artifact_path}"
+    model_id = getattr(meta, "model_id", None)
+    if model_id:
+        return f"models:/{model_id}"
+    run_id, path = getattr(meta, "run_id", None), getattr(meta, "artifact_path", None)
+    if run_id and path:
+        return f"runs:/{run_id}/{path}"
     return None
 
 
@@ -239,11 +241,14 @@ class PipelineScorer:
     def __call__(self, frame: pd.DataFrame) -> pd.DataFrame:
         if frame.shape[1] not in (1, 2):
             raise MetaCompressInputError(
-                f"{self.who}: a text-classification pipeline takes one code column (text) or two (text, text_pair); got {list(frame.columns)}"
+                f"{self.who}: a text-classification pipeline takes one code column (text) or two (text, text_pair); "
+                f"got {list(frame.columns)}"
             )
         texts = frame.iloc[:, 0].tolist()
         if frame.shape[1] == 2:
-            inputs: list[Any] = [{"text": a, "text_pair": b} for a, b in zip(texts, frame.iloc[:, 1].tolist())]
+            inputs: list[Any] = [
+                {"text": a, "text_pair": b} for a, b in zip(texts, frame.iloc[:, 1].tolist(), strict=True)
+            ]
         else:
             inputs = texts
         kwargs = {"batch_size": max(1, len(inputs)) if self.can_batch else 1, **self.call_kwargs}
@@ -297,8 +302,8 @@ def label_scores_to_array(
         seen = {str(d["label"]) for d in row}
         if seen != set(names) or len(row) != len(names):
             raise MetaCompressInputError(
-                f"{who} output row {i} scores the labels {[str(d['label']) for d in row]}, not every one of {names} once; "
-                "a text-classification pipeline must return all class scores (top_k=None)"
+                f"{who} output row {i} scores the labels {[str(d['label']) for d in row]}, not every one of {names} "
+                "once; a text-classification pipeline must return all class scores (top_k=None)"
             )
         for d in row:
             try:

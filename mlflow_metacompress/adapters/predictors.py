@@ -6,10 +6,11 @@ such cells; sklearn models logged with ``pyfunc_predict_fn="predict_proba"``. An
 is a :class:`MetaCompressInputError` naming what came back. A text-classification pipeline
 logged with ``mlflow.transformers`` is called directly (:mod:`.hf_pipeline`): code columns
 become ``text``/``text_pair`` and every class is scored, in the model's label-id order.
-Inference runs in length-sorted batches with a progress bar, and results are kept in the one cache (:mod:`mlflow_metacompress.cache`)
-keyed by the model's identity (:func:`~mlflow_metacompress.cache.model_identity`) and a
-digest of the input rows, so a second student evaluated against the same teacher never
-runs the teacher again. A cached entry is validated like fresh predictions before use.
+Inference runs in length-sorted batches with a progress bar, and results are kept in the
+one cache (:mod:`mlflow_metacompress.cache`) keyed by the model's identity
+(:func:`~mlflow_metacompress.cache.model_identity`) and a digest of the input rows, so a
+second student evaluated against the same teacher never runs the teacher again. A cached
+entry is validated like fresh predictions before use.
 """
 
 from __future__ import annotations
@@ -66,19 +67,21 @@ def to_probabilities(output: Any, n_rows: int, who: str = "model") -> tuple[np.n
         arr = np.asarray(output)
     except ValueError:  # ragged rows
         raise MetaCompressInputError(
-            f"{who} returned {type(output).__name__} rows of different lengths (first row {_sample(output)}); expected {EXPECTED}"
+            f"{who} returned {type(output).__name__} rows of different lengths (first row {_sample(output)}); expected "
+            f"{EXPECTED}"
         ) from None
     if arr.dtype.kind not in "biuf":
         flat = arr.ravel()
         sample = flat[0] if flat.size else output
         sample = _plain(sample)
         raise MetaCompressInputError(
-            f"{who} returned {type(output).__name__} holding {type(sample).__name__} values such as {sample!r:.80}; expected {EXPECTED}"
+            f"{who} returned {type(output).__name__} holding {type(sample).__name__} values such as {sample!r:.80}; "
+            f"expected {EXPECTED}"
         )
     if arr.ndim != 2:
         raise MetaCompressInputError(
-            f"{who} output has shape {arr.shape} (e.g. {_sample(output)}); metacompress needs class probabilities (N×K). "
-            "Log sklearn models with pyfunc_predict_fn='predict_proba' and pipelines with top_k=None."
+            f"{who} output has shape {arr.shape} (e.g. {_sample(output)}); metacompress needs class probabilities "
+            "(N×K). Log sklearn models with pyfunc_predict_fn='predict_proba' and pipelines with top_k=None."
         )
     return arr.astype(np.float64), None
 
@@ -101,8 +104,9 @@ def _from_frame(frame: pd.DataFrame, who: str) -> tuple[np.ndarray, list[str] | 
         first = frame.iloc[0]
         raise MetaCompressInputError(
             f"{who} returned only its top label and score per row (columns {list(frame.columns)}; first row "
-            f"label={_plain(first['label'])!r}, score={_plain(first['score'])!r}); expected {EXPECTED}. A pipeline logged with "
-            "mlflow.transformers is called directly with top_k=None; other models must return every class's score"
+            f"label={_plain(first['label'])!r}, score={_plain(first['score'])!r}); expected {EXPECTED}. A pipeline "
+            "logged with mlflow.transformers is called directly with top_k=None; other models must return every "
+            "class's score"
         )
     rows = label_score_cells(frame)
     if rows is not None:
@@ -118,7 +122,8 @@ def _from_frame(frame: pd.DataFrame, who: str) -> tuple[np.ndarray, list[str] | 
             pos = int(np.argmax(bad.to_numpy(dtype=bool)))
             value = _plain(values.iloc[pos])
             raise MetaCompressInputError(
-                f"{who} returned a DataFrame whose column {col!r} holds {type(value).__name__} {value!r:.80} (row {pos}); expected {EXPECTED}"
+                f"{who} returned a DataFrame whose column {col!r} holds {type(value).__name__} {value!r:.80} (row "
+                f"{pos}); expected {EXPECTED}"
             )
     return frame.to_numpy(dtype=np.float64), [str(c) for c in frame.columns]
 
@@ -208,7 +213,8 @@ class Predictor:
                 check_probabilities(probs, self.name, len(chunk))
                 if parts and probs.shape[1] != parts[0].shape[1]:
                     raise MetaCompressInputError(
-                        f"{self.name} scored {parts[0].shape[1]} classes ({classes}) on one batch and {probs.shape[1]} ({names}) on another"
+                        f"{self.name} scored {parts[0].shape[1]} classes ({classes}) on one batch and {probs.shape[1]} "
+                        f"({names}) on another"
                     )
                 if classes is None:
                     classes = names
@@ -298,5 +304,6 @@ def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
     if callable(model):
         return Predictor(name, model, None, None, **kw)
     raise MetaCompressInputError(
-        f"{name} must be a models:/ or runs:/ URI, a PyFuncModel or a callable returning probabilities; got {type(model).__name__}"
+        f"{name} must be a models:/ or runs:/ URI, a PyFuncModel or a callable returning probabilities; got "
+        f"{type(model).__name__}"
     )

@@ -116,8 +116,8 @@ class Attack(ABC):
     ) -> None:
         if int(budget) < 1:
             raise ValueError(f"attack budget must be at least 1 query, got {budget}")
-        self.model = model if isinstance(model, QueryModel) else None
-        self._predict = model
+        self.model: QueryModel | None = model if isinstance(model, QueryModel) else None
+        self._predict: PredictFn | None = None if isinstance(model, QueryModel) else model
         self.budget = int(budget)
         self.seed = int(seed)
         self.max_changed = max_changed
@@ -130,7 +130,7 @@ class Attack(ABC):
         """Learn from the evaluation data (the default mines a natural-identifier
         vocabulary from every code column)."""
         self.data = data
-        if self.model is None:
+        if self.model is None and self._predict is not None:
             self.model = QueryModel(self._predict, data.code_columns)
         codes = [str(c) for col in data.code_columns for c in data.frame[col]]
         self.vocabulary = IdentifierVocabulary.mine(codes, data.language, progress=progress)

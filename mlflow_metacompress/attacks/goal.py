@@ -65,14 +65,14 @@ class QueryModel:
         """Probabilities (len(rows)×K) for ``rows``, forwarding only unseen inputs."""
         keys = [row_key(r) for r in rows]
         missing: dict[str, Sequence[str]] = {}
-        for k, r in zip(keys, rows):
+        for k, r in zip(keys, rows, strict=True):
             if k not in self._cache and k not in missing:
                 missing[k] = r
         items = list(missing.items())
         for start in range(0, len(items), self.max_batch):
             chunk = items[start : start + self.max_batch]
             probs = self._forward([r for _, r in chunk])
-            for (k, _), p in zip(chunk, probs):
+            for (k, _), p in zip(chunk, probs, strict=True):
                 self._cache[k] = p
         if not keys:
             return np.zeros((0, self.num_classes or 0))
@@ -178,4 +178,4 @@ class GoalFunction:
         self.requests += len(allowed)
         probs = self.model.probabilities([self._row(c) for c in allowed])
         self._seen |= new
-        return [GoalResult(c, p, self.label) for c, p in zip(allowed, probs)]
+        return [GoalResult(c, p, self.label) for c, p in zip(allowed, probs, strict=True)]

@@ -30,8 +30,9 @@ class AttackResult:
     ``skip_reason`` is ``"wrong_prediction"``, ``"no_identifiers"`` or
     ``"unparsable"`` (tree-sitter reports errors, so nothing can be renamed safely) for
     skipped samples. ``queries`` counts distinct inputs (what the budget limits);
-    ``requests`` also counts repeats answered from the cache. ``renaming`` maps original identifiers to their new names (only those
-    changed); ``transformations`` lists structure rewrites applied (CODA).
+    ``requests`` also counts repeats answered from the cache. ``renaming`` maps original
+    identifiers to their new names (only those changed); ``transformations`` lists
+    structure rewrites applied (CODA).
     """
 
     index: Any

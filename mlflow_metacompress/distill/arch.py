@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from ..models.classifier import CodeClassifier, PairMode
 
 
 POSITION_TYPES = ("absolute", "rotary")
+
+
+def pair_mode_of(value: str | None) -> PairMode | None:
+    """``value`` as a classifier pair mode; ValueError naming it when it is not one (a
+    configuration holds it as a plain string)."""
+    from ..models.classifier import PAIR_MODES
+
+    if value is not None and value not in PAIR_MODES:
+        raise ValueError(f"pair_mode must be one of {list(PAIR_MODES)} or None, got {value!r}")
+    return cast("PairMode | None", value)  # checked just above
 
 
 @dataclass(frozen=True)
@@ -79,7 +89,7 @@ class ArchSpec:
         labels = list(labels or [str(i) for i in range(self.num_labels)])
         if len(labels) != self.num_labels:
             raise ValueError(f"{len(labels)} labels given for an ArchSpec with num_labels={self.num_labels}")
-        pair: PairMode | None = self.pair_mode  # type: ignore[assignment]
+        pair = pair_mode_of(self.pair_mode)
         p = self.dropout if dropout is None else dropout
         if self.position_embedding_type == "absolute":
             return CodeClassifier.from_config(
@@ -116,7 +126,8 @@ class ArchSpec:
             emb_layer_norm_before=False,
             hidden_dropout_prob=p,
             attention_probs_dropout_prob=p,
-            hidden_act="gelu",
+            # not an EsmConfig field (ESM is GELU-only): kept as an extra attribute that spec_of() reads back
+            hidden_act="gelu",  # type: ignore[call-arg]
         )
         meta = ClassifierMeta(labels=labels, pair_mode=pair, max_length=self.max_length)
         return CodeClassifier(EsmModel(config, add_pooling_layer=False), meta, p)

@@ -106,9 +106,15 @@ def with_teacher_logits(
 def concat(parts: Sequence[CodeExamples]) -> CodeExamples:
     """Row-wise concatenation (all parts must carry the same fields)."""
     texts = [t for p in parts for t in p.texts]
-    texts_b = None if parts[0].texts_b is None else [t for p in parts for t in p.texts_b]  # type: ignore[union-attr]
-    labels = None if parts[0].labels is None else np.concatenate([p.labels for p in parts])  # type: ignore[misc]
-    logits = None if parts[0].teacher_logits is None else np.concatenate([p.teacher_logits for p in parts])  # type: ignore[misc]
+    texts_b: list[str] | None = None
+    if parts[0].texts_b is not None:
+        texts_b = []
+        for p in parts:
+            if p.texts_b is None:  # was a TypeError
+                raise ValueError("concat: every part must carry texts_b when the first one does")
+            texts_b.extend(p.texts_b)
+    labels = None if parts[0].labels is None else np.concatenate([p.labels for p in parts])
+    logits = None if parts[0].teacher_logits is None else np.concatenate([p.teacher_logits for p in parts])
     return CodeExamples(texts, texts_b, labels, logits)
 
 
@@ -120,15 +126,16 @@ def variant_table(
     variants in the table."""
     table = each_variant(examples.texts, names, language, seed)
     texts: list[str] = []
-    texts_b: list[str] | None = [] if examples.texts_b is not None else None
+    source_b = examples.texts_b
+    texts_b: list[str] | None = [] if source_b is not None else None
     owner: list[int] = []
     for name in names:
         for i, code in enumerate(table[name]):
             if code is not None and code != examples.texts[i]:
                 texts.append(code)
                 owner.append(i)
-                if texts_b is not None:
-                    texts_b.append(examples.texts_b[i])  # type: ignore[index]
+                if texts_b is not None and source_b is not None:
+                    texts_b.append(source_b[i])
     owner_arr = np.asarray(owner, dtype=np.int64)
     variant_of = [np.flatnonzero(owner_arr == i) for i in range(len(examples))]
     return CodeExamples(texts, texts_b), variant_of

@@ -11,14 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+if TYPE_CHECKING:
+    from torch.utils.data import Dataset
+
+    _MapDataset = Dataset[dict[str, Any]]
+else:  # a map-style dataset by its __len__ and __getitem__: no torch import for data preparation
+    _MapDataset = object
+
 
 @dataclass
-class CodeExamples:
+class CodeExamples(_MapDataset):
     """Texts (one or two columns), hard labels and teacher logits, row-aligned."""
 
     texts: list[str]

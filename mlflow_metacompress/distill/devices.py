@@ -23,12 +23,13 @@ import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 logger = logging.getLogger(__name__)
 
 STRATEGIES = ("auto", "ddp", "ddp_spawn", "ddp_fork")
-PRECISIONS = ("32-true", "32", "64-true", "bf16-mixed", "bf16-true", "16-mixed", "16-true")
+Precision = Literal["32-true", "32", "64-true", "bf16-mixed", "bf16-true", "16-mixed", "16-true"]
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda")
 
 
@@ -40,7 +41,7 @@ class Placement:
     accelerator: str
     devices: int
     strategy: Any
-    precision: str | None
+    precision: Precision | None
     world_size: int
 
 
@@ -130,7 +131,7 @@ def resolve(
     if count > available:
         what = "GPU(s) are visible" if kind == "gpu" else "CPU core(s) are available"
         raise ValueError(f"devices={count} but only {available} {what}")
-    text = None if precision is None else str(precision)
+    text = None if precision is None else cast(Precision, str(precision))  # one of PRECISIONS: checked above
     if kind == "cpu" and text in ("16-mixed", "16-true"):
         raise ValueError(f"precision={text!r} (float16) is not supported on a CPU; use 'bf16-mixed' or 32-true")
     if kind == "gpu" and text and text.startswith("bf16") and not torch.cuda.is_bf16_supported():

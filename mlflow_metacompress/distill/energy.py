@@ -7,6 +7,10 @@ from __future__ import annotations
 import importlib.util
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..models.classifier import CodeClassifier
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +43,8 @@ def energy_per_1000(predict: Callable[[], object], n_samples: int) -> float | No
 
 
 def log_inference_energy(
-    student: object,
-    tokenizer: object,
+    student: CodeClassifier,
+    tokenizer: Any,
     texts: list[str],
     texts_b: list[str] | None,
     teacher_uri: str,
@@ -55,7 +59,7 @@ def log_inference_energy(
     import pandas as pd
 
     out: dict[str, float] = {}
-    s = energy_per_1000(lambda: student.predict_proba(tokenizer, texts, texts_b), len(texts))  # type: ignore[attr-defined]
+    s = energy_per_1000(lambda: student.predict_proba(tokenizer, texts, texts_b), len(texts))
     if s is not None:
         out["energy_kwh_per_1000_student"] = s
     if teacher_uri:

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import cache
 from .datasets import CodeExamples
 from .soft_labels import model_identity
+
+if TYPE_CHECKING:
+    from ..models.classifier import CodeClassifier
 
 logger = logging.getLogger(__name__)
 KIND = "fidelity"
@@ -35,7 +39,7 @@ def _key(uri: str, examples: CodeExamples) -> str:
 
 def load_teacher_classifier(
     uri: str, needs: str = "the fidelity method needs its hidden states"
-) -> tuple[object, object]:
+) -> tuple[CodeClassifier, Any]:
     """``(CodeClassifier, tokenizer)`` from a logged CodeClassifier pyfunc model; ``needs``
     ends the error when ``uri`` is not one (what the caller needs it for)."""
     import mlflow
@@ -80,14 +84,14 @@ def teacher_outputs(
     model, tokenizer = load_teacher_classifier(uri)
     n = len(examples)
     order = np.argsort([len(t) for t in examples.texts], kind="stable")
-    logits = np.zeros((n, model.num_labels), dtype=np.float32)  # type: ignore[attr-defined]
+    logits = np.zeros((n, model.num_labels), dtype=np.float32)
     states: np.ndarray | None = None
     with torch.no_grad():
         for start in tqdm(range(0, n, batch_size), desc="teacher states", disable=not progress, leave=False):
             idx = order[start : start + batch_size]
             a = [examples.texts[i] for i in idx]
             b = [examples.texts_b[i] for i in idx] if examples.texts_b is not None else None
-            out, hidden = model(**model.encode(tokenizer, a, b), output_hidden_states=True)  # type: ignore[operator]
+            out, hidden = model(**model.encode(tokenizer, a, b), output_hidden_states=True)
             cls = hidden[-1][:, 0, :].float().numpy()
             if states is None:
                 states = np.zeros((n, cls.shape[1]), dtype=np.float32)

@@ -45,8 +45,9 @@ from ..relations import KL_EPS, RelationConfig
 
 require("torch", "distillation losses", "distill")
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+# imported after the require() checks, so that a missing extra fails with its install command
+import torch  # noqa: E402 - after require()
+import torch.nn.functional as F  # noqa: E402 - after require()
 
 
 def kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -69,8 +70,11 @@ def hard_label_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float(), labels.long())
 
 
+_DEFAULT_RELATIONS = RelationConfig()  # frozen: one shared default is safe
+
+
 def relation_agreement(
-    student_logits: torch.Tensor, teacher_logits: torch.Tensor, config: RelationConfig = RelationConfig()
+    student_logits: torch.Tensor, teacher_logits: torch.Tensor, config: RelationConfig = _DEFAULT_RELATIONS
 ) -> torch.Tensor:
     """Per row, whether the student keeps all of MetaCompress's relations with the teacher
     (Awal, Rochan, Roy, arXiv 2511.05476; thresholds from ``config``, the evaluator's):
@@ -112,18 +116,26 @@ def morph_loss(
 
 # ---------------------------------------------------------------------- fidelity
 class FidelityWeights(Protocol):
-    """Weights and thresholds of the fidelity terms (the ``fidelity`` method's options)."""
+    """Weights and thresholds of the fidelity terms (the ``fidelity`` method's options),
+    read-only: the options are a frozen dataclass."""
 
-    temperature: float
-    variant_kd: float
-    align: float
-    align_kind: str
-    confidence: float
-    confidence_threshold: float
-    consistency: float
+    @property
+    def temperature(self) -> float: ...
+    @property
+    def variant_kd(self) -> float: ...
+    @property
+    def align(self) -> float: ...
+    @property
+    def align_kind(self) -> str: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def confidence_threshold(self) -> float: ...
+    @property
+    def consistency(self) -> float: ...
 
 
-FIDELITY_WEIGHTS = tuple(FidelityWeights.__annotations__)
+FIDELITY_WEIGHTS = tuple(name for name, member in vars(FidelityWeights).items() if isinstance(member, property))
 
 
 def align_loss(projected: torch.Tensor, target: torch.Tensor, kind: str = "cosine") -> torch.Tensor:
@@ -181,7 +193,7 @@ def fidelity_loss(
     parts = {"kd": kd_loss(s_orig, t_orig, w.temperature), "align": align_loss(h_orig, z_orig, w.align_kind)}
     s_all, t_all = s_orig, t_orig
     has_var = s_var is not None and len(s_var) > 0
-    if has_var:
+    if s_var is not None and has_var:
         assert t_var is not None and h_var is not None and z_var is not None and parent is not None
         parts["kd_var"] = kd_loss(s_var, t_var, w.temperature)
         parts["align"] = 0.5 * (parts["align"] + align_loss(h_var, z_var, w.align_kind))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,12 +24,23 @@ from .._optional import require
 require("torch", "distillation", "distill")
 require("lightning", "distillation", "distill")
 
-import lightning as L  # noqa: E402
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+# imported after the require() checks, so that a missing extra fails with its install command
+import lightning as L  # noqa: E402 - after require()
+import torch  # noqa: E402 - after require()
+from torch import nn  # noqa: E402 - after require()
 
-from .datasets import model_inputs
-from .losses import FidelityWeights, fidelity_loss, hard_label_loss, kd_loss, morph_loss, relation_agreement
+from .datasets import model_inputs  # noqa: E402 - after require()
+from .losses import (  # noqa: E402 - after require()
+    FidelityWeights,
+    fidelity_loss,
+    hard_label_loss,
+    kd_loss,
+    morph_loss,
+    relation_agreement,
+)
+
+if TYPE_CHECKING:
+    from ..models.classifier import CodeClassifier
 
 
 @dataclass
@@ -84,7 +95,7 @@ class ClassifierModule(L.LightningModule):
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        model: CodeClassifier,
         loss_fn: LossFn = cross_entropy_loss,
         extra_loss: LossFn | None = None,
         lr: float = 5e-4,
@@ -128,7 +139,8 @@ class ClassifierModule(L.LightningModule):
             self.log("val_relations_kept", kept, on_epoch=True, batch_size=n, sync_dist=True)
 
     def configure_optimizers(self) -> Any:
-        decay, no_decay = [], []
+        decay: list[nn.Parameter] = []
+        no_decay: list[nn.Parameter] = []
         for name, p in self.model.named_parameters():
             if p.requires_grad:
                 (no_decay if p.ndim < 2 or "LayerNorm" in name or "bias" in name else decay).append(p)
@@ -164,7 +176,7 @@ class FidelityModule(ClassifierModule):
 
     def __init__(
         self,
-        model: nn.Module,
+        model: CodeClassifier,
         tokenizer: Any,
         orig_logits: np.ndarray,
         orig_states: np.ndarray,
@@ -179,7 +191,7 @@ class FidelityModule(ClassifierModule):
         seed: int = 0,
     ) -> None:
         super().__init__(model, lr=lr, output_hidden_states=True)
-        student_dim = model.encoder.config.hidden_size  # type: ignore[union-attr]
+        student_dim = model.encoder.config.hidden_size
         self.projection = nn.Linear(student_dim, orig_states.shape[1])
         self._tokenizer = tokenizer
         self._orig = (
@@ -194,7 +206,8 @@ class FidelityModule(ClassifierModule):
     def draw_variants(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(variant rows, parent batch positions)``: up to ``variants_per_step`` distinct
         variants per original, drawn at random each step."""
-        rows, parents = [], []
+        rows: list[int] = []
+        parents: list[int] = []
         for pos, i in enumerate(index):
             pool = self._variant_of[int(i)]
             if len(pool):
@@ -212,7 +225,7 @@ class FidelityModule(ClassifierModule):
         if len(rows):
             a = [self._var_texts[r] for r in rows]
             b = [self._var_texts_b[r] for r in rows] if self._var_texts_b is not None else None
-            enc = {k: v.to(logits.device) for k, v in self.model.encode(self._tokenizer, a, b).items()}  # type: ignore[operator]
+            enc = {k: v.to(logits.device) for k, v in self.model.encode(self._tokenizer, a, b).items()}
             v_logits, v_states = self.model(**enc, output_hidden_states=True)
             r = torch.as_tensor(rows)
             kw = dict(

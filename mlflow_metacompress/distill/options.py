@@ -62,7 +62,7 @@ def parse_options(cls: type[T], values: Mapping[str, Any] | None = None, *, meth
             converted[key] = coerce(value, hints[key])
         except (TypeError, ValueError) as exc:
             raise ValueError(f"option {key}={value!r}{owner}: {exc}") from None
-    return cls(**converted)  # type: ignore[call-arg]
+    return cls(**converted)
 
 
 def coerce(value: Any, tp: Any) -> Any:

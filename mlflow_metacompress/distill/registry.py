@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from .options import MethodOptions, parse_options
 
@@ -58,8 +58,8 @@ def _method_of(module: ModuleType) -> Method:
         isinstance(options, type)
         and dataclasses.is_dataclass(options)
         and issubclass(options, MethodOptions)
-        and options.__dataclass_params__.frozen
-    ):  # type: ignore[attr-defined]
+        and getattr(getattr(options, "__dataclass_params__", None), "frozen", False)  # dataclasses' marker, untyped
+    ):
         problems.append("Options must be a frozen dataclass subclassing distill.options.MethodOptions")
     if not callable(run):
         problems.append("run(ctx, options) must be a function")
@@ -67,11 +67,11 @@ def _method_of(module: ModuleType) -> Method:
         raise TypeError(f"distillation method module {module.__name__}: {'; '.join(problems)}")
     summary = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
     return Method(
-        name,
-        options,
-        run,
+        cast(str, name),  # the three casts: checked above, problems raise
+        cast("type[MethodOptions]", options),
+        cast("Callable[..., Any]", run),
         module.__name__,
-        summary,  # type: ignore[arg-type]
+        summary,
         bool(getattr(module, "TRAINS", True)),
     )
 

@@ -154,7 +154,11 @@ def _energy(student: Any, teacher: Any, rows: pd.DataFrame, rounds: int = 3) -> 
         return {}, None
     out: dict[str, float] = {}
     for name, model in (("student", student), ("teacher", teacher)):
-        kwh = energy.energy_per_1000(lambda m=model: [m.predict(rows) for _ in range(rounds)], rounds * len(rows))
+
+        def predict_rounds(m: Any = model) -> list[Any]:
+            return [m.predict(rows) for _ in range(rounds)]
+
+        kwh = energy.energy_per_1000(predict_rounds, rounds * len(rows))
         if kwh is not None:
             out[name] = kwh * 3.6e6  # kWh → J
     note = "measured (power counters)" if has_power_counters() else "estimated (no power counters: codecarbon's model)"

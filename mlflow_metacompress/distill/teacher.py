@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from .._optional import require
-from .arch import ArchSpec
+from .arch import ArchSpec, pair_mode_of
 from .datasets import CodeExamples, load_splits, split_halves
 from .devices import TrainerSettings
 from .results import TrainingResult, accuracy_on, log_json, register
@@ -35,7 +35,8 @@ from .results import TrainingResult, accuracy_on, log_json, register
 require("torch", "teacher training", "distill")
 require("lightning", "teacher training", "distill")
 
-from .training import FitConfig, fit, monitored_metrics  # noqa: E402
+# imported after the require() checks, so that a missing extra fails with its install command
+from .training import FitConfig, fit, monitored_metrics  # noqa: E402 - after require()
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def build_teacher(
     model = CodeClassifier.from_pretrained_encoder(
         source,
         labels=labels,
-        pair_mode=pair_mode,  # type: ignore[arg-type]
+        pair_mode=pair_mode_of(pair_mode),
         max_length=arch.max_length,
     )
     return model, AutoTokenizer.from_pretrained(source)

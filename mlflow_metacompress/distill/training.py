@@ -40,21 +40,25 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._optional import require
 
 require("torch", "distillation", "distill")
 require("lightning", "distillation", "distill")
 
-import lightning as L  # noqa: E402
-import torch  # noqa: E402
-from lightning.pytorch.loggers import MLFlowLogger
+# imported after the require() checks, so that a missing extra fails with its install command
+import lightning as L  # noqa: E402 - after require()
+import torch  # noqa: E402 - after require()
+from lightning.pytorch.loggers import MLFlowLogger  # noqa: E402 - after require()
 
-from ..heartbeat import format_seconds, note, on_terminal
-from .datasets import CodeExamples, Collator
-from .devices import file_system_sharing, resolve, ship_by_value
-from .modules import ClassifierModule
+from ..heartbeat import format_seconds, note, on_terminal  # noqa: E402 - after require()
+from .datasets import CodeExamples, Collator  # noqa: E402 - after require()
+from .devices import file_system_sharing, resolve, ship_by_value  # noqa: E402 - after require()
+from .modules import ClassifierModule  # noqa: E402 - after require()
+
+if TYPE_CHECKING:
+    from torch.utils.data import Dataset
 
 logger = logging.getLogger(__name__)
 
@@ -261,15 +265,15 @@ def _monitor(name: str, val: CodeExamples | None) -> str | None:
 def fit(
     module: ClassifierModule,
     tokenizer: Any,
-    train: CodeExamples,
+    train: Dataset[dict[str, Any]],
     val: CodeExamples | None,
     config: FitConfig | None = None,
     mlflow_logger: MLFlowLogger | None | bool = None,
     checkpoint_dir: str | Path | None = None,
 ) -> FitResult:
     """Train ``module`` on ``train``; validate on ``val`` each epoch; reload the
-    checkpoint that is best on ``config.monitor`` (or the last one). ``mlflow_logger=None`` attaches to the active MLflow run
-    (if any); ``False`` disables logging."""
+    checkpoint that is best on ``config.monitor`` (or the last one). ``mlflow_logger=None``
+    attaches to the active MLflow run (if any); ``False`` disables logging."""
     from lightning.pytorch.callbacks import ModelCheckpoint
     from torch.utils.data import DataLoader
 

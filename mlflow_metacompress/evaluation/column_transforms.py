@@ -31,7 +31,7 @@ def column_transforms(
     results = transform_many(codes, names, language, seed=seed, progress=progress)
     first = results[names[0]]  # parse status and limits are the same for every transformation of a sample
     failed = np.array([r.status == TransformStatus.PARSE_ERROR for r in first], dtype=bool)
-    over = [str(r.reason.value if hasattr(r.reason, "value") else r.reason) if r.over_limit else None for r in first]
+    over = [str(getattr(r.reason, "value", r.reason)) if r.over_limit else None for r in first]
     changed = {n: np.array([r.status == TransformStatus.CHANGED for r in results[n]], dtype=bool) for n in names}
-    new = {n: [r.code if c else None for r, c in zip(results[n], changed[n])] for n in names}
+    new = {n: [r.code if c else None for r, c in zip(results[n], changed[n], strict=True)] for n in names}
     return ColumnTransforms(failed, over, changed, new)

@@ -111,6 +111,8 @@ class EvaluatorConfig:
             return []
         from ..transforms import list_transforms
 
+        if self.language is None:
+            raise MetaCompressInputError("transformations need the code's language; set evaluator_config['language']")
         available = list_transforms(self.language)
         if self.transforms == "all":
             return list(available)
@@ -123,7 +125,8 @@ class EvaluatorConfig:
         return names
 
     def config_sources(self) -> dict[str, Source]:
-        """For every key: ``given`` by the user, ``default``, ``inferred`` from the columns or ``detected`` from the code."""
+        """For every key: ``given`` by the user, ``default``, ``inferred`` from the columns
+        or ``detected`` from the code."""
         resolved = dict(self.sources)
         return {key: resolved.get(key, "default") for key in config_keys()}
 
@@ -217,13 +220,13 @@ def parse_config(
             sources["code_columns"] = "inferred"
     if cfg.code_columns:
         check_code_columns(data, list(cfg.code_columns))
-    if cfg.static:
+    if cfg.teacher_prob_columns and cfg.student_prob_columns:  # static mode: _check_mode required both
         check_probability_columns(data, list(cfg.teacher_prob_columns) + list(cfg.student_prob_columns))
     if cfg.code_columns and cfg.transform_columns is None:
         cfg = replace(cfg, transform_columns=cfg.code_columns[:1])
         sources["transform_columns"] = "inferred"
     _check_variants(cfg, labels_given)
-    if cfg.language is None and _needs_language(cfg):
+    if cfg.language is None and cfg.code_columns and _needs_language(cfg):
         cfg = replace(cfg, language=detect_language(data[cfg.code_columns[0]].tolist()))
         sources["language"] = "detected"
     cfg = replace(cfg, sources=tuple(sources.items()))
@@ -236,7 +239,8 @@ def _check_mode(cfg: EvaluatorConfig, data: pd.DataFrame, model_given: bool) -> 
     if not cfg.static:
         if not model_given:
             raise MetaCompressInputError(
-                "model is None: pass a student model, or name teacher_prob_columns and student_prob_columns for static mode"
+                "model is None: pass a student model, or name teacher_prob_columns and student_prob_columns for static "
+                "mode"
             )
         if cfg.teacher is None:
             raise MetaCompressInputError(
@@ -251,8 +255,8 @@ def _check_mode(cfg: EvaluatorConfig, data: pd.DataFrame, model_given: bool) -> 
         raise MetaCompressInputError("static mode needs both teacher_prob_columns and student_prob_columns")
     if len(cfg.teacher_prob_columns) != len(cfg.student_prob_columns):
         raise MetaCompressInputError(
-            f"teacher and student disagree on the number of classes: teacher_prob_columns has {len(cfg.teacher_prob_columns)} "
-            f"columns, student_prob_columns has {len(cfg.student_prob_columns)}"
+            "teacher and student disagree on the number of classes: teacher_prob_columns has "
+            f"{len(cfg.teacher_prob_columns)} columns, student_prob_columns has {len(cfg.student_prob_columns)}"
         )
     for col in cfg.teacher_prob_columns + cfg.student_prob_columns:
         if col not in data.columns:
@@ -313,6 +317,7 @@ def _infer_code_columns(data: pd.DataFrame, required: bool) -> tuple[str, ...] |
             return (name,)
     if required:
         raise MetaCompressInputError(
-            f"cannot tell which column holds the code: set evaluator_config['code_columns'] (columns are {list(data.columns)})"
+            "cannot tell which column holds the code: set evaluator_config['code_columns'] (columns are "
+            f"{list(data.columns)})"
         )
     return None

@@ -42,7 +42,12 @@ def _real(key: str, value: Any, lo: float, hi: float = math.inf, lo_open: bool =
 def _int(key: str, value: Any, lo: int, hi: int | None = None, optional: bool = False) -> None:
     if optional and value is None:
         return
-    ok = isinstance(value, Integral) and not isinstance(value, bool) and value >= lo and (hi is None or value <= hi)
+    ok = (
+        isinstance(value, Integral)
+        and not isinstance(value, bool)
+        and int(value) >= lo
+        and (hi is None or int(value) <= hi)
+    )
     if not ok:
         rng = f"an integer ≥ {lo}" + (f" and ≤ {hi}" if hi is not None else "")
         raise _bad(key, value, rng + (" or unset" if optional else ""))

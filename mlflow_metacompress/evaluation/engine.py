@@ -137,7 +137,11 @@ def _run(
     student: Predictor | None,
     sources: tuple[VariantSource, ...],
 ) -> Outcome:
-    models = None if cfg.static else ModelPair(teacher, student, tuple(cfg.code_columns or ()))
+    models = None
+    if not cfg.static:
+        if teacher is None or student is None:
+            raise MetaCompressInputError("model mode needs both a teacher and a student")
+        models = ModelPair(teacher, student, tuple(cfg.code_columns or ()))
     original = original_variant(df, cfg.code_columns)
     if models is None:
         base, named = static_predictions(df, cfg), None
@@ -160,11 +164,14 @@ def _run(
         judged = []
         for variant in produced.variants:
             is_original = variant is original
-            if models is None and not is_original:
+            if is_original:
+                preds = base
+            elif models is None:
                 raise MetaCompressInputError(
                     f"variant {variant.name!r} needs models; static mode only judges the given probabilities"
                 )
-            preds = base if is_original else models.predict(variant.frame)[0]
+            else:
+                preds = models.predict(variant.frame)[0]
             m, r = judge(variant, preds, labels, classes, cfg.relation_config, None if is_original else base)
             metrics.update(m)
             rows.append(r)

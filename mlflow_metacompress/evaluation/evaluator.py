@@ -15,10 +15,11 @@ from __future__ import annotations
 import logging
 import math
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
+from mlflow.models.evaluation.base import EvaluationArtifact, EvaluationResult, ModelEvaluator
 
 if TYPE_CHECKING:
     from .config import EvaluatorConfig
@@ -34,7 +35,8 @@ class MetaCompressEvaluator(ModelEvaluator):
 
     name = "metacompress"
 
-    def can_evaluate(self, *, model_type: str, evaluator_config: dict[str, Any] | None, **kwargs: Any) -> bool:
+    @classmethod
+    def can_evaluate(cls, *, model_type: str, evaluator_config: dict[str, Any] | None, **kwargs: Any) -> bool:
         if model_type == "metacompress":
             return True
         return model_type == "classifier" and bool((evaluator_config or {}).get("teacher"))
@@ -116,12 +118,12 @@ class MetaCompressEvaluator(ModelEvaluator):
         artifacts = {}
         for rel in written:
             key = rel.rsplit(".", 1)[0].replace("/", "_")
-            cls = {
+            kinds: dict[str, Callable[..., EvaluationArtifact]] = {
                 ".json": mlflow_artifacts.JsonEvaluationArtifact,
                 ".png": mlflow_artifacts.ImageEvaluationArtifact,
                 ".parquet": mlflow_artifacts.ParquetEvaluationArtifact,
                 ".csv": mlflow_artifacts.CsvEvaluationArtifact,
                 ".html": mlflow_artifacts.TextEvaluationArtifact,
-            }[Path(rel).suffix]
-            artifacts[key] = cls(uri=f"{root}/{ARTIFACT_DIR}/{rel}")
+            }
+            artifacts[key] = kinds[Path(rel).suffix](uri=f"{root}/{ARTIFACT_DIR}/{rel}")
         return artifacts

@@ -166,7 +166,7 @@ def kl_figure(per: pd.DataFrame, kl_threshold: float) -> Any:
     )
     boxes = [shown[per["variant"].astype(str).to_numpy() == v] for v in variants]
     parts = right.boxplot(boxes, patch_artist=True, widths=0.6, flierprops={"markersize": 2}, **_horizontal())
-    for patch, v in zip(parts["boxes"], variants):
+    for patch, v in zip(parts["boxes"], variants, strict=True):
         patch.set_facecolor(colours[variant_group(v)])
         patch.set_alpha(0.6)
     right.set_yticks(range(1, len(variants) + 1), labels=variants, fontsize=8)

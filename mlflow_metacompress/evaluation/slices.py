@@ -120,10 +120,12 @@ def check_slice_config(cfg: EvaluatorConfig, data: pd.DataFrame) -> None:
                 f"evaluator_config['slice_columns'] names {column!r}, which is not a column of the data "
                 f"(targets are not features); columns are {list(data.columns)}"
             )
-        bad = [v for v in data[column] if not isinstance(v, Hashable) or np.ndim(v) != 0][:1]
+        # np.ndim takes any object; numpy's stub only lists array-likes
+        bad = [v for v in data[column] if not isinstance(v, Hashable) or np.ndim(v) != 0][:1]  # type: ignore[arg-type]
         if bad:
             raise MetaCompressInputError(
-                f"slice column {column!r} must hold single values (strings, numbers); it holds {bad[0]!r} ({type(bad[0]).__name__})"
+                f"slice column {column!r} must hold single values (strings, numbers); it holds {bad[0]!r} "
+                f"({type(bad[0]).__name__})"
             )
 
 

@@ -65,8 +65,9 @@ def teacher_uri(teacher: Any) -> str:
         return teacher
     kind = "a loaded PyFuncModel" if hasattr(teacher, "metadata") else f"a {type(teacher).__name__}"
     raise MetaCompressInputError(
-        f"the spark engine runs models through mlflow.pyfunc.spark_udf, which needs a model URI; the teacher is {kind}. "
-        "Supported kinds: models:/<name>/<version>, models:/<name>@<alias>, models:/<model_id>, runs:/<run_id>/<path>"
+        "the spark engine runs models through mlflow.pyfunc.spark_udf, which needs a model URI; the teacher is "
+        f"{kind}. Supported kinds: models:/<name>/<version>, models:/<name>@<alias>, models:/<model_id>, "
+        "runs:/<run_id>/<path>"
     )
 
 
@@ -84,8 +85,9 @@ def student_uri(model: Any, model_id: str | None = None) -> str:
         return f"runs:/{run_id}/{path}"
     kind = "a callable" if meta is None else "a PyFuncModel without a run or model id"
     raise MetaCompressInputError(
-        f"the spark engine runs models through mlflow.pyfunc.spark_udf, which needs a model URI; the student is {kind}. "
-        "Supported kinds: models:/<name>/<version>, models:/<name>@<alias>, models:/<model_id>, runs:/<run_id>/<path>"
+        "the spark engine runs models through mlflow.pyfunc.spark_udf, which needs a model URI; the student is "
+        f"{kind}. Supported kinds: models:/<name>/<version>, models:/<name>@<alias>, models:/<model_id>, "
+        "runs:/<run_id>/<path>"
     )
 
 
@@ -199,7 +201,8 @@ class SparkEngine:
         ``attack_engine="spark"``, else on the driver)."""
         if teacher is None or student is None or self.uris is None:
             raise MetaCompressInputError(
-                "the spark engine runs models: it needs a teacher and a student, bound (SparkEngine.bind) before the loop"
+                "the spark engine runs models: it needs a teacher and a student, "
+                "bound (SparkEngine.bind) before the loop"
             )
         from .spark_transforms import spark_column_transforms
         from .variants import SourceInputs, adversarial, transformed
@@ -210,7 +213,7 @@ class SparkEngine:
             teacher,
             student,
             (self.uris["teacher"], self.uris["student"]),
-            lambda: transformed(SourceInputs(df, cfg, None, None), compute=spark_column_transforms),  # type: ignore[arg-type]
+            lambda: transformed(SourceInputs(df, cfg, None, None), compute=spark_column_transforms),
         )
         reports = functools.partial(_attacks_on_executors, uris=self.uris) if cfg.attack_engine == "spark" else None
         return (lambda inputs, models: produced, functools.partial(adversarial, attack_reports=reports))

@@ -16,6 +16,7 @@ e.g. ``student_speedup: ">= 2"``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -64,7 +65,7 @@ def speed_metrics(
         return {}
     rows = batch_of(df, list(cfg.code_columns or ()), BATCH)
     with timing_threads(threads=cfg.threads):
-        best = side_by_side({n: (lambda m=m: m.predict(rows)) for n, m in models.items()}, repeats, clock)
+        best = side_by_side({n: functools.partial(m.predict, rows) for n, m in models.items()}, repeats, clock)
     t_ms, s_ms = 1000 * best["teacher"] / BATCH, 1000 * best["student"] / BATCH
     return {
         "student_speedup": t_ms / s_ms if s_ms > 0 else float("inf"),

@@ -71,13 +71,14 @@ class VariantSet:
 @dataclass(frozen=True, eq=False)
 class SourceInputs:
     """What every producer may read: the data (index reset), the resolved config, the labels
-    as class indices (or None), both models' predictions on the original inputs and the
+    as class indices (or None), both models' predictions on the original inputs (None for a
+    producer run before any model, as the Spark engine runs the transformations) and the
     class names in the teacher's order (None when the models do not name them)."""
 
     df: pd.DataFrame
     cfg: EvaluatorConfig
     labels: np.ndarray | None
-    base: PairPredictions
+    base: PairPredictions | None
     classes: list[str] | None = None
 
 
@@ -153,7 +154,7 @@ def transform_variants(
         frame = base.copy()
         for col in transform_columns:
             col_changed = results[col].changed[name]
-            frame.loc[col_changed, col] = [c for c, k in zip(results[col].codes[name], col_changed) if k]
+            frame.loc[col_changed, col] = [c for c, k in zip(results[col].codes[name], col_changed, strict=True) if k]
             changed |= col_changed
         changed &= ~skipped
         rates[name] = float(changed.sum() / max(1, (~skipped).sum()))
@@ -193,19 +194,21 @@ def transformed(
     inputs: SourceInputs, models: ModelPair | None = None, compute: ComputeColumns | None = None
 ) -> VariantSet:
     """One variant per transformation that changed some sample, pooled as ``/metamorphic``;
-    metrics ``transform_parse_failures``, ``transform_over_limit`` and ``transform_applicable_rate/<t>``.
-    Needs no model. ``compute``: where the transformations run, when not here (the Spark
-    engine's executors, :mod:`.spark_transforms`); the results are the same."""
+    metrics ``transform_parse_failures``, ``transform_over_limit`` and
+    ``transform_applicable_rate/<t>``. Needs no model. ``compute``: where the transformations
+    run, when not here (the Spark engine's executors, :mod:`.spark_transforms`); the results
+    are the same."""
     cfg = inputs.cfg
     names = cfg.transform_names()
-    if not names:
+    language = cfg.language
+    if not names or language is None:  # transform_names() refuses transformations without a language
         return VariantSet()
     code_columns, transform_columns = list(cfg.code_columns or ()), list(cfg.transform_columns or ())
     computed = None
     if compute is not None:
-        computed = compute(inputs.df, transform_columns, names, cfg.language, cfg.seed)
+        computed = compute(inputs.df, transform_columns, names, language, cfg.seed)
     result = transform_variants(
-        inputs.df, code_columns, transform_columns, names, cfg.language, cfg.seed, cfg.progress, computed
+        inputs.df, code_columns, transform_columns, names, language, cfg.seed, cfg.progress, computed
     )
     metrics = {
         "transform_parse_failures": float(len(result.parse_failures)),
@@ -270,8 +273,12 @@ def adversarial(
     cfg = inputs.cfg
     if not cfg.attacks:
         return VariantSet()
-    if models is None or inputs.labels is None:
+    if models is None or inputs.labels is None or inputs.base is None:
         raise MetaCompressInputError("attacks need both models and labels (targets=<label column>)")
+    base = inputs.base
+    language = cfg.language
+    if language is None:  # parse_config detects it whenever attacks are asked for
+        raise MetaCompressInputError("attacks need the code's language; set evaluator_config['language']")
     from ..attacks.runner import run_attack
     from .pair import attack_victim
 
@@ -287,8 +294,8 @@ def adversarial(
     for attack in cfg.attacks:
         drops, reports = {}, {}
         for role, predictor, probs in (
-            ("teacher", models.teacher, inputs.base.teacher),
-            ("student", models.student, inputs.base.student),
+            ("teacher", models.teacher, base.teacher),
+            ("student", models.student, base.student),
         ):
             clean_accuracy = float((probs[: len(frame)].argmax(axis=1) == y).mean())
             memo = _teacher_attack_key(role, predictor, attack, frame, y, cfg)
@@ -304,7 +311,7 @@ def adversarial(
                     frame,
                     code_columns,
                     y,
-                    cfg.language,
+                    language,
                     budget=cfg.attack_budget,
                     seed=cfg.seed,
                     progress=cfg.progress,

@@ -71,7 +71,8 @@ def promotion_lock(registry_uri: str, model_name: str, timeout: float | None = N
     """Hold the exclusive promotion lock of ``model_name`` for the ``with`` block.
 
     Raises :class:`PromotionLockError` naming the lock file after ``timeout`` seconds
-    (default :data:`DEFAULT_TIMEOUT_S`, read at call time). Yields the lock file path (None when locking is unavailable on this platform).
+    (default :data:`DEFAULT_TIMEOUT_S`, read at call time). Yields the lock file path
+    (None when locking is unavailable on this platform).
     """
     try:
         import fcntl

@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..metrics import base_name, greater_is_better
 from .bounds import bound_key, check_bound, compared_value, fmt, fmt_pair, interval_text
@@ -246,6 +246,8 @@ def _parse_rule(metric: str, rule: Any, source: str) -> Threshold:
     bound = None
     if isinstance(rule, str):
         m = _STRING_RULE.match(rule)
+        if m is None:  # e.g. a line break inside the rule
+            raise PolicyError(f"{where}: cannot read {rule!r}; expected e.g. '<= 0.1' or '<= 0.1 @ high'")
         direction, value, bound = (m.group(1) or None), m.group(2), m.group(3)
     elif isinstance(rule, Mapping):
         extra = set(rule) - {"direction", "threshold", "bound"}
@@ -301,11 +303,13 @@ def _judge(key: str, rule: Threshold, metrics: Mapping[str, Any]) -> CheckResult
 
     value = metrics[key]
     point = point_key(key) if rule.bound else key
-    extra = {"bound": rule.bound, **_interval_fields(point, metrics)}
+    extra = _interval_fields(point, metrics)
     try:
         actual = float(value)
     except (TypeError, ValueError):
-        return CheckResult(key, rule.direction, rule.value, None, False, f"{key} = {value!r} is not a number", **extra)
+        return CheckResult(
+            key, rule.direction, rule.value, None, False, f"{key} = {value!r} is not a number", rule.bound, **extra
+        )
     threshold = {key: MetricThreshold(threshold=float(rule.value), greater_is_better=rule.greater_is_better)}
     mlflow_logger = logging.getLogger("mlflow.models.evaluation.validation")
     level = mlflow_logger.level
@@ -320,15 +324,21 @@ def _judge(key: str, rule: Threshold, metrics: Mapping[str, Any]) -> CheckResult
         mlflow.validate_evaluation_results(threshold, candidate)
     except ModelValidationFailedException:
         why = "is NaN" if math.isnan(actual) else f"violates {rule.direction} {limit}"
-        return CheckResult(key, rule.direction, rule.value, actual, False, f"{head} {why}", **extra)
+        return CheckResult(key, rule.direction, rule.value, actual, False, f"{head} {why}", rule.bound, **extra)
     finally:
         mlflow_logger.setLevel(level)
     return CheckResult(
-        key, rule.direction, rule.value, actual, True, f"{head} satisfies {rule.direction} {limit}", **extra
+        key, rule.direction, rule.value, actual, True, f"{head} satisfies {rule.direction} {limit}", rule.bound, **extra
     )
 
 
-def _interval_fields(point: str, metrics: Mapping[str, Any]) -> dict[str, float | None]:
+class _Interval(TypedDict):
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+def _interval_fields(point: str, metrics: Mapping[str, Any]) -> _Interval:
     from ..statistics import interval_key
 
     def get(key: str) -> float | None:

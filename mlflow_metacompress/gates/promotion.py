@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .lock import DEFAULT_TIMEOUT_S, promotion_lock  # noqa: F401  (re-exported)
+from .lock import DEFAULT_TIMEOUT_S, promotion_lock  # noqa: F401 - DEFAULT_TIMEOUT_S re-exported for callers
 from .policy import CheckResult, GatePolicy, load_policy
 from .registry import (
     TAG_EVALUATED_AT,
@@ -70,8 +70,6 @@ __all__ = [
     "GateDecision",
     "PromotionRefusedError",
     "decision_json",
-    "gate_version",
-    "load_eval_data",
     "promote",
 ]
 

@@ -139,8 +139,10 @@ def plan_batches(widths: np.ndarray, batch_size: int = 32, max_tokens: int | Non
         ascending = np.argsort(lengths, kind="stable")
         return _fixed_size_runs(ascending, lengths[ascending], batch_size)[::-1]
     order = np.argsort(-lengths, kind="stable")
+    if not len(order):
+        return []
     batches: list[np.ndarray] = []
-    start, longest = 0, widths[order[0]].copy() if len(order) else None
+    start, longest = 0, widths[order[0]].copy()
     for pos in range(1, len(order)):
         grown = np.maximum(longest, widths[order[pos]])
         if (pos - start + 1) * int(grown.sum()) > max_tokens:
@@ -148,8 +150,7 @@ def plan_batches(widths: np.ndarray, batch_size: int = 32, max_tokens: int | Non
             start, longest = pos, widths[order[pos]].copy()
         else:
             longest = grown
-    if len(order):
-        batches.append(order[start:])
+    batches.append(order[start:])
     return batches
 
 
@@ -211,7 +212,8 @@ def collate(tok: Tokenised, rows: np.ndarray, pad_id: int, left: bool = False, p
 
     names = (("input_ids", "attention_mask"), ("input_ids_b", "attention_mask_b"))
     out: dict[str, Any] = {}
-    for (id_name, mask_name), col in zip(names, tok.ids):
+    # one or two model inputs: the second pair of names is used only for two
+    for (id_name, mask_name), col in zip(names, tok.ids, strict=False):
         ids, mask = pad_rows([col[i] for i in rows], pad_id, left)
         for name, arr in ((id_name, ids), (mask_name, mask)):
             t = torch.from_numpy(arr)

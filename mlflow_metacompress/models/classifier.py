@@ -23,7 +23,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -32,8 +32,12 @@ from .._optional import require
 require("torch", "model mode (code classifiers)")
 require("transformers", "model mode (code classifiers)")
 
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+# imported after the require() checks, so that a missing extra fails with its install command
+import torch  # noqa: E402 - after require()
+from torch import nn  # noqa: E402 - after require()
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +75,7 @@ class ClassificationHead(nn.Module):
 class CodeClassifier(nn.Module):
     """Encoder + head; returns logits, and hidden states when asked (for distillation)."""
 
-    def __init__(self, encoder: nn.Module, meta: ClassifierMeta, dropout: float = 0.1) -> None:
+    def __init__(self, encoder: PreTrainedModel, meta: ClassifierMeta, dropout: float = 0.1) -> None:
         super().__init__()
         self.encoder = encoder
         self.meta = meta
@@ -155,7 +159,8 @@ class CodeClassifier(nn.Module):
             hidden_act=hidden_act,
             hidden_dropout_prob=dropout,
             attention_probs_dropout_prob=dropout,
-            position_embedding_type=position_embedding_type,
+            # a RobertaConfig field up to transformers 4.x; later versions keep it as an extra attribute
+            position_embedding_type=position_embedding_type,  # type: ignore[call-arg]
             pad_token_id=pad_token_id,
             type_vocab_size=1,
         )
@@ -319,7 +324,7 @@ def _pad_id(tokenizer: Any, encoder: nn.Module) -> int:
     return int(pad)
 
 
-def _load_encoder(auto: Any, path: Any) -> nn.Module:
+def _load_encoder(auto: Any, path: Any) -> PreTrainedModel:
     """Load an encoder with SDPA attention and without the (unused) pooler, each where
     the architecture (and the installed transformers) allows it."""
     from transformers.utils import logging as hf_logging

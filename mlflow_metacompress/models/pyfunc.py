@@ -19,6 +19,7 @@ from typing import Any
 
 import mlflow
 import pandas as pd
+from mlflow.pyfunc import PythonModel
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ MODEL_CODE = Path(__file__).with_name("pyfunc_model.py")  # the models-from-code
 PRECISION_ENV = "METACOMPRESS_PRECISION"
 
 
-class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
+class CodeClassifierPyfunc(PythonModel):
     """``predict`` → DataFrame of class probabilities.
 
     ``model_config`` keys: ``code_columns`` (one or two column names; default: the
@@ -53,19 +54,21 @@ class CodeClassifierPyfunc(mlflow.pyfunc.PythonModel):
 
         directory = Path(context.artifacts[HF_ARTIFACT])
         self._config = dict(getattr(context, "model_config", None) or {})
+        import torch
+
+        device = self._config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+        # exactly one of _model (a CodeClassifier directory) and _hf (any other transformers model) is set
+        self._model: CodeClassifier | None = None
+        self._hf: Any = None
         if (directory / META_FILE).exists():
             self._model, self._tokenizer = CodeClassifier.load(directory)
-            self._hf = None
+            self._model.to(device)
         else:
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
             self._hf = AutoModelForSequenceClassification.from_pretrained(directory).eval()
             self._tokenizer = AutoTokenizer.from_pretrained(directory)
-            self._model = None
-        import torch
-
-        device = self._config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
-        (self._model if self._model is not None else self._hf).to(device)
+            self._hf.to(device)
         self._device = device
 
     @property

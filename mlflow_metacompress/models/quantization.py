@@ -142,7 +142,8 @@ def state_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
         if isinstance(value, torch.Tensor):
             out[name] = value
         elif isinstance(value, tuple):  # (weight, bias) of a packed dynamic Linear
-            for part, tensor in zip(("weight", "bias"), value):
+            # the packed tuple is (weight, bias); only those two parts are named
+            for part, tensor in zip(("weight", "bias"), value, strict=False):
                 if isinstance(tensor, torch.Tensor):
                     out[f"{name}.{part}"] = tensor
     return out
@@ -156,7 +157,7 @@ def stored_bytes(model: nn.Module) -> int:
     total = 0
     for tensor in state_tensors(model).values():
         if not tensor.is_quantized:  # tied float tensors share a storage: count it once
-            key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.numel())
+            key = (tensor.untyped_storage().data_ptr(), int(tensor.storage_offset()), tensor.numel())
             if key in seen:
                 continue
             seen.add(key)

@@ -95,10 +95,10 @@ class StageClock:
             rate = self._rate(stage.kind)
             if rate is not None:
                 return stage.work * rate
-        done = [s for s in self.stages if s.seconds is not None]
-        same = [s.seconds for s in done if s.kind == stage.kind]
-        pool = same or [s.seconds for s in done]
-        return sum(pool) / len(pool) if pool else None  # type: ignore[arg-type]
+        done = [(s.kind, s.seconds) for s in self.stages if s.seconds is not None]
+        same = [seconds for kind, seconds in done if kind == stage.kind]
+        pool = same or [seconds for _, seconds in done]
+        return sum(pool) / len(pool) if pool else None
 
     def remaining(self) -> float | None:
         """Estimated seconds until the last stage ends; None before any stage has ended."""

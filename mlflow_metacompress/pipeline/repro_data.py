@@ -99,8 +99,8 @@ def load_study_data(
         teacher_train = load_bigclonebench(folder, str(train_file), functions)
         codebert = load_bigclonebench(folder, str(folder / CODEBERT_FILE), functions)
         oracle = cap_rows(codebert, min(oracle_rows, len(codebert) // 2), label, seed)
-        held = set(zip(oracle["idx1"], oracle["idx2"]))
-        keep = [(a, b) not in held for a, b in zip(codebert["idx1"], codebert["idx2"])]
+        held = set(zip(oracle["idx1"], oracle["idx2"], strict=True))
+        keep = [(a, b) not in held for a, b in zip(codebert["idx1"], codebert["idx2"], strict=True)]
         distill = codebert[keep].reset_index(drop=True)
         valid = load_bigclonebench(folder, "valid", functions)
         test = load_bigclonebench(folder, "test", functions)

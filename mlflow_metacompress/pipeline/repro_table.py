@@ -95,7 +95,7 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
     def paired_mean(m: str) -> float:  # over the seeds fidelity finished too, so the choice compares like with like
         pairs = [
             y
-            for x, y in zip(per_method["fidelity"][metric]["values"], per_method[m][metric]["values"])
+            for x, y in zip(per_method["fidelity"][metric]["values"], per_method[m][metric]["values"], strict=True)
             if finite([x]) and finite([y])
         ]
         return t_interval(pairs)[0] if pairs else math.inf
@@ -105,7 +105,11 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
     test = paired_test(f[metric]["values"], b[metric]["values"])
     acc = paired_test(f["student_accuracy"]["values"], b["student_accuracy"]["values"])
     # the means over the seeds both methods finished (a paired comparison)
-    both = [i for i, (x, y) in enumerate(zip(f[metric]["values"], b[metric]["values"])) if finite([x]) and finite([y])]
+    both = [
+        i
+        for i, (x, y) in enumerate(zip(f[metric]["values"], b[metric]["values"], strict=True))
+        if finite([x]) and finite([y])
+    ]
     f_mean = t_interval([f[metric]["values"][i] for i in both])[0]
     b_mean = t_interval([b[metric]["values"][i] for i in both])[0]
     ratio = f_mean / b_mean if b_mean > 0 else math.nan
@@ -176,9 +180,12 @@ def headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"phenomenon": name, "paper": paper, "metric": metric, "ours": None, "appears": None})
             continue
         method, r = max(cands, key=lambda c: c[1]["mean"])
+        appears: bool | None
         if kind == "gap":  # the paper's premise: students within 3 points of the teacher
             appears = all(c[1]["mean"] < paper for c in cands)
-        else:  # a violation/excess that is there beyond the seed noise (lower end above zero, or the mean with one seed)
+        else:
+            # a violation/excess that is there beyond the seed noise (lower end above zero, or
+            # the mean with one seed)
             low = r["t_low"] if not math.isnan(r["t_low"]) else r["mean"]
             appears = bool(low > 0.0 and r["mean"] >= 0.05) if kind == "max" else None
         rows.append(
@@ -221,9 +228,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"# MetaCompress reproduction on {report['dataset']} (CPU scale)",
         "",
         f"Teacher: scratch {t.get('arch', '')}, {t.get('teacher_size_mb', math.nan):.1f} MB, trained on "
-        f"{int(t.get('teacher_train_rows', 0))} labelled pairs in {t.get('teacher_train_seconds', math.nan) / 60:.1f} min "
-        f"({report['config']['threads']} thread(s)): test accuracy {t.get('teacher_test_acc', math.nan):.3f}, "
-        f"F1 {t.get('teacher_test_f1', math.nan):.3f}, {_pct(t.get('teacher_conf80_share'))} of "
+        f"{int(t.get('teacher_train_rows', 0))} labelled pairs in {t.get('teacher_train_seconds', math.nan) / 60:.1f} "
+        f"min ({report['config']['threads']} thread(s)): test accuracy {t.get('teacher_test_acc', math.nan):.3f}, F1 "
+        f"{t.get('teacher_test_f1', math.nan):.3f}, {_pct(t.get('teacher_conf80_share'))} of "
         f"{int(t.get('teacher_test_rows', 0))} test rows at confidence ≥ 0.8.",
         "",
         f"Students: {', '.join(report['config']['methods'])} at {report['config']['size_mb']} MB; seeds "
@@ -338,7 +345,7 @@ def write_reproduction(
                 f["per_seed_bootstrap"][str(seed)] = paired_bootstrap(
                     per_sample_violations(str(a["run_id"])), per_sample_violations(str(b["run_id"])), seed=seed
                 )
-    tmetrics = dict(MlflowClient().get_run(teacher.run_id).data.metrics)
+    tmetrics: dict[str, float | str] = dict(MlflowClient().get_run(teacher.run_id).data.metrics)
     b = cfg.teacher
     tmetrics["arch"] = (
         f"{b.layers} × {b.hidden} encoder, {b.vocab_size // 1000}k BPE vocabulary, max length {b.max_length}"

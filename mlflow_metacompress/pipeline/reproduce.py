@@ -400,7 +400,8 @@ def collect(cfg: StudyConfig, teacher: StageResult) -> dict[tuple[str, int], dic
             if size not in (None, "", "nan"):
                 metrics["size_mb"] = float(size)
             metrics["attack_excess_drop_pct"] = max_excess(metrics, cfg.attacks)
-            metrics["run_id"] = ev.run_id  # type: ignore[assignment]  # for the per-sample paired bootstrap
+            # a str among the floats: the run id that the per-sample paired bootstrap reads back
+            metrics["run_id"] = ev.run_id  # type: ignore[assignment]
             out[(method, seed)] = metrics
     return out
 

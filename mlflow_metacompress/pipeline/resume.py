@@ -68,7 +68,13 @@ def _experiment_id() -> str:
     import mlflow
     from mlflow.tracking.fluent import _get_experiment_id
 
-    return str(_get_experiment_id() or mlflow.get_experiment_by_name("Default").experiment_id)
+    active = _get_experiment_id()
+    if active:
+        return str(active)
+    default = mlflow.get_experiment_by_name("Default")
+    if default is None:  # was an AttributeError
+        raise ValueError("no active MLflow experiment and no 'Default' one: choose one with mlflow.set_experiment")
+    return str(default.experiment_id)
 
 
 def outputs_of(run: Any) -> dict[str, str]:

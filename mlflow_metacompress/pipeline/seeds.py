@@ -41,7 +41,7 @@ def paired_test(a: Sequence[float | None], b: Sequence[float | None]) -> dict[st
 
     pairs = [
         (float(x), float(y))
-        for x, y in zip(a, b)
+        for x, y in zip(a, b, strict=True)
         if x is not None and y is not None and not (math.isnan(float(x)) or math.isnan(float(y)))
     ]
     diff = [x - y for x, y in pairs]

@@ -97,7 +97,8 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
     from ..distill.arch import ArchSpec
     from ..distill.teacher import train_teacher
 
-    arch = ArchSpec(**profile.teacher_arch, max_length=profile.max_length)
+    fields: dict[str, Any] = {**profile.teacher_arch, "max_length": profile.max_length}  # ArchSpec checks them
+    arch = ArchSpec(**fields)
     result = train_teacher(
         data.frames,
         data.codexglue_task,

@@ -100,8 +100,7 @@ def _best(runs: Sequence[ReportData], name: str, variant: str) -> tuple[int | No
     whether its interval overlaps another student's."""
     from ..metrics import greater_is_better
 
-    values = [(i, d.metric(name, variant)) for i, d in enumerate(runs)]
-    values = [(i, v) for i, v in values if v is not None]
+    values = [(i, v) for i, d in enumerate(runs) if (v := d.metric(name, variant)) is not None]
     if len(values) < 2 or name == "teacher_accuracy":
         return None, False
     try:
@@ -132,8 +131,7 @@ def forest(runs: Sequence[ReportData], name: str, variant: str) -> str:
     """Each student's point estimate and 95% interval on one metric, on one axis (SVG)."""
     from .svg import PALETTE
 
-    points = [(d, d.metric(name, variant), *d.interval(name, variant)) for d in runs]
-    points = [p for p in points if p[1] is not None]
+    points = [(d, v, *d.interval(name, variant)) for d in runs if (v := d.metric(name, variant)) is not None]
     if not points:
         return ""
     lo = min(min(v for v in (p[1], p[2]) if v is not None) for p in points)
@@ -150,10 +148,10 @@ def forest(runs: Sequence[ReportData], name: str, variant: str) -> str:
 
     parts = []
     for k in range(5):
-        v = lo + (hi - lo) * k / 4
+        tick = lo + (hi - lo) * k / 4
         parts.append(
-            f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="22" y2="{h - 22}" stroke="#e2e8f0"/>'
-            f'<text x="{x(v):.1f}" y="{h - 8}" text-anchor="middle">{v:.2f}</text>'
+            f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="22" y2="{h - 22}" stroke="#e2e8f0"/>'
+            f'<text x="{x(tick):.1f}" y="{h - 8}" text-anchor="middle">{tick:.2f}</text>'
         )
     for i, (d, v, a, b) in enumerate(points):
         y = 34 + row * i
@@ -172,8 +170,8 @@ def forest(runs: Sequence[ReportData], name: str, variant: str) -> str:
     title = name if variant == "original" else f"{name}/{variant}"
     parts.append(f'<text x="8" y="14" class="svg-title">{escape(title)}</text>')
     return (
-        f'<figure class="fig"><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" class="plot interval-plot" role="img" '
-        f'aria-label="{escape(title)} by student">{"".join(parts)}</svg></figure>'
+        f'<figure class="fig"><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" class="plot interval-plot" '
+        f'role="img" aria-label="{escape(title)} by student">{"".join(parts)}</svg></figure>'
     )
 
 
@@ -192,10 +190,13 @@ def render_comparison(runs: Sequence[ReportData], title: str | None = None) -> s
         cells = "".join(_cell(d, name, variant, i == best, overlaps) for i, d in enumerate(runs))
         body.append(f'<tr><th scope="row">{escape(label)}</th>{cells}</tr>')
     table = (
-        f'<section id="table"><h2>Side by side</h2><p class="note">Best student per row in bold; ≈ marks a best whose 95% '
-        f"interval overlaps another student's (not a clear difference). Intervals appear when the evaluations logged them.</p>"
-        f'<div class="scroll"><table class="compare"><thead><tr><th>metric</th>{heads}</tr></thead><tbody>{"".join(body)}</tbody>'
-        f"</table></div></section>"
+        '<section id="table"><h2>Side by side</h2><p class="note">Best student per row in bold; ≈ marks a best whose '
+        "95% "
+        "interval overlaps another student's (not a clear difference). Intervals appear when the evaluations logged "
+        "them.</p>"
+        f'<div class="scroll"><table class="compare"><thead><tr><th>metric</th>{heads}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody>"
+        "</table></div></section>"
     )
     plots = "".join(forest(runs, n, v) for n, v in FOREST)
     plots = (
@@ -205,13 +206,16 @@ def render_comparison(runs: Sequence[ReportData], title: str | None = None) -> s
     prov_rows = "".join(
         f'<tr><th scope="row">{escape(_label(d))}</th><td><code>{escape(_uri(d))}</code></td>'
         f"<td><code>{escape(str(d.provenance.get('run_id')))}</code></td>"
-        f"<td>{escape(str(d.provenance.get('student_version') or '–'))}</td><td>{escape(str(d.provenance.get('evaluated_at') or '–'))}</td></tr>"
+        f"<td>{escape(str(d.provenance.get('student_version') or '–'))}</td>"
+        f"<td>{escape(str(d.provenance.get('evaluated_at') or '–'))}</td></tr>"
         for d in runs
     )
     prov = (
         f'<section id="provenance"><h2>Provenance</h2><p>Teacher <code>{escape(teacher_identity(first))}</code> · data '
-        f"{escape(str(first.get('data_name') or '–'))}, digest <code>{escape(str(first.get('data_digest') or '–'))}</code></p>"
-        f'<div class="scroll"><table class="runs"><thead><tr><th>student</th><th>model URI</th><th>run</th><th>version</th><th>evaluated</th>'
+        f"{escape(str(first.get('data_name') or '–'))}, digest "
+        f"<code>{escape(str(first.get('data_digest') or '–'))}</code></p>"
+        '<div class="scroll"><table class="runs"><thead><tr><th>student</th><th>model URI</th><th>run</th>'
+        "<th>version</th><th>evaluated</th>"
         f"</tr></thead><tbody>{prov_rows}</tbody></table></div></section>"
     )
     subtitle = f"{len(runs)} students against teacher <code>{escape(teacher_identity(first))}</code>"

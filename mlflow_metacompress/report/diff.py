@@ -41,10 +41,10 @@ def side_by_side(original: str, rewritten: str, left: str = "original", right: s
         out_b.append(f"<ins>{escape(new)}</ins>" if new.strip() else escape(new))
     more = '<span class="clip">… (cut)</span>'
     return (
-        f'<div class="diff" data-changes="{changed}">'
-        f'<div><div class="pane-title">{escape(left)}</div><pre class="code">{"".join(out_a)}{more if cut_a else ""}</pre></div>'
-        f'<div><div class="pane-title">{escape(right)}</div><pre class="code">{"".join(out_b)}{more if cut_b else ""}</pre></div>'
-        f"</div>"
+        f'<div class="diff" data-changes="{changed}"><div><div class="pane-title">{escape(left)}</div><pre '
+        f'class="code">{"".join(out_a)}{more if cut_a else ""}</pre></div><div><div '
+        f'class="pane-title">{escape(right)}</div><pre class="code">{"".join(out_b)}{more if cut_b else ""}</pre></div>'
+        "</div>"
     )
 
 

@@ -46,7 +46,10 @@ def nested(value: Any) -> str:
             cols = list(dict.fromkeys(k for v in value for k in v))
             head = "".join(f"<th>{escape(str(c))}</th>" for c in cols)
             rows = "".join("<tr>" + "".join(f"<td>{nested(v.get(c))}</td>" for c in cols) + "</tr>" for v in value)
-            return f'<div class="scroll"><table class="kv rows"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+            return (
+                f'<div class="scroll"><table class="kv rows"><thead><tr>{head}</tr></thead>'
+                f"<tbody>{rows}</tbody></table></div>"
+            )
         return escape(", ".join(_scalar(v) for v in value)) or "[]"
     return escape(_scalar(value))
 
@@ -143,7 +146,8 @@ def provenance(data: ReportData) -> str:
         source = sources.get(key, "")
         shown = detected.get(key, cfg.get(key)) if source in ("inferred", "detected") else cfg.get(key)
         cfg_rows.append(
-            f'<tr class="src-{escape(source)}"><th scope="row">{escape(key)}</th><td><code>{escape(_value(shown))}</code></td>'
+            f'<tr class="src-{escape(source)}"><th scope="row">{escape(key)}</th><td>'
+            f"<code>{escape(_value(shown))}</code></td>"
             f"<td>{escape(source)}</td></tr>"
         )
     notes = {k: v for k, v in data.summary.items() if k not in SKIPPED_NOTES}

@@ -7,12 +7,12 @@ report does and find it in the rendered DOM.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 DASH = "–"
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """A finite real number (bool excluded)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
 

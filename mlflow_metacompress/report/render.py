@@ -55,7 +55,10 @@ def who(data: ReportData) -> str:
     """ "student X against teacher Y", or the probability columns in static mode (HTML)."""
     cfg, p = data.config, data.provenance
     if cfg.get("teacher_prob_columns"):
-        cols = lambda key: escape(", ".join(map(str, cfg.get(key) or ())))  # noqa: E731
+
+        def cols(key: str) -> str:
+            return escape(", ".join(map(str, cfg.get(key) or ())))
+
         return (
             f"static mode: student probabilities <code>{cols('student_prob_columns')}</code> against teacher "
             f"probabilities <code>{cols('teacher_prob_columns')}</code>"

@@ -78,12 +78,13 @@ def _pct(value: float | None) -> str:
 def _verdict(data: ReportData) -> str:
     """The headline in words, from the logged numbers only (no threshold is invented here)."""
     parts = [
-        f"The student predicts another class than the teacher on <b>{_pct(data.metric('mr1_violation_rate'))}</b> of the "
-        f"original inputs"
+        f"The student predicts another class than the teacher on <b>{_pct(data.metric('mr1_violation_rate'))}</b> of "
+        "the original inputs"
     ]
     if data.metric("mr1_violation_rate", "metamorphic") is not None:
         parts.append(
-            f" and on <b>{_pct(data.metric('mr1_violation_rate', 'metamorphic'))}</b> of the semantically equivalent rewrites"
+            f" and on <b>{_pct(data.metric('mr1_violation_rate', 'metamorphic'))}</b> of the semantically equivalent "
+            "rewrites"
         )
     sentence = "".join(parts) + "."
     drop = data.metric("accuracy_drop")
@@ -102,7 +103,10 @@ def _verdict(data: ReportData) -> str:
         default=None,
     )
     if worst is not None and worst[1] is not None:
-        sentence += f" The rewrite that breaks it most is <b>{escape(worst[0])}</b> ({_pct(worst[1])} of changed samples violate a relation)."
+        sentence += (
+            f" The rewrite that breaks it most is <b>{escape(worst[0])}</b> ({_pct(worst[1])} of changed samples "
+            "violate a relation)."
+        )
     asr = [(a, data.metric(f"attack_{a}/student_asr")) for a in data.attack_names()]
     asr = [(a, v) for a, v in asr if v is not None]
     if asr:
@@ -116,7 +120,8 @@ def headline(data: ReportData) -> str:
     cards = []
     if data.metric("teacher_accuracy") is not None or data.metric("student_accuracy") is not None:
         cards.append(
-            f'<div class="card"><div class="label">Teacher accuracy</div>{num(data, "teacher_accuracy", css="big num")}</div>'
+            '<div class="card"><div class="label">Teacher '
+            f"accuracy</div>{num(data, 'teacher_accuracy', css='big num')}</div>"
         )
         cards.append(
             f'<div class="card"><div class="label">Student accuracy</div>{num(data, "student_accuracy", css="big num")}'
@@ -124,17 +129,20 @@ def headline(data: ReportData) -> str:
         )
         p = data.metric("accuracy_drop_pvalue")
         ptext = (
-            f'<span class="p" data-metric="accuracy_drop_pvalue" data-value="{p!r}">{fmt.pvalue(p)} (McNemar, exact)</span>'
+            f'<span class="p" data-metric="accuracy_drop_pvalue" data-value="{p!r}">{fmt.pvalue(p)} (McNemar, '
+            "exact)</span>"
             if p is not None
             else ""
         )
         cards.append(
-            f'<div class="card"><div class="label">Accuracy drop</div>{num(data, "accuracy_drop", style="signed", css="big num")}'
+            '<div class="card"><div class="label">Accuracy '
+            f"drop</div>{num(data, 'accuracy_drop', style='signed', css='big num')}"
             f"{ci(data, 'accuracy_drop')}{ptext}</div>"
         )
     cards.append(
-        f'<div class="card key"><div class="label">Any violation rate</div>{num(data, "any_violation_rate", css="big num")}'
-        f'{ci(data, "any_violation_rate")}<div class="hint">share of samples breaking at least one relation</div></div>'
+        '<div class="card key"><div class="label">Any violation '
+        f"rate</div>{num(data, 'any_violation_rate', css='big num')}{ci(data, 'any_violation_rate')}<div "
+        'class="hint">share of samples breaking at least one relation</div></div>'
     )
     variants = [v for v in data.variants() if v in ("original", "metamorphic") or v.startswith("attack_")]
     verdict = f'<p class="verdict">{_verdict(data)}</p>'
@@ -151,8 +159,9 @@ def headline(data: ReportData) -> str:
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
     return (
-        f'<section id="headline"><h2>Headline</h2>{verdict}<div class="cards">{"".join(cards)}</div>{table}'
-        f'<p class="note">Intervals are 95% percentile-bootstrap intervals over samples, shown when the evaluation logged them.</p></section>'
+        f'<section id="headline"><h2>Headline</h2>{verdict}<div class="cards">{"".join(cards)}</div>{table}<p '
+        'class="note">Intervals are 95% percentile-bootstrap intervals over samples, shown when the evaluation logged '
+        "them.</p></section>"
     )
 
 
@@ -181,13 +190,14 @@ def transformations(data: ReportData) -> str:
         )
         cls = ' class="total"' if v == "metamorphic" else ""
         rows.append(
-            f'<tr{cls}><th scope="row">{escape(_variant_label(v))}</th><td class="n" data-sort="{n}">{fmt.count(n)}</td>{cells}</tr>'
+            f'<tr{cls}><th scope="row">{escape(_variant_label(v))}</th><td class="n" '
+            f'data-sort="{n}">{fmt.count(n)}</td>{cells}</tr>'
         )
     head = "".join(f"<th>{escape(label)}</th>" for _, label in cols)
     return (
-        f'<section id="transformations"><h2>Per transformation</h2>'
-        f'<p class="note">Rates over the samples each transformation changed (n); flips: the model\'s own prediction changed '
-        f"from the original. Worst first; click a header to sort.</p>"
+        '<section id="transformations"><h2>Per transformation</h2><p class="note">Rates over the samples each '
+        "transformation changed (n); flips: the model's own prediction changed "
+        "from the original. Worst first; click a header to sort.</p>"
         f'<div class="scroll"><table class="sortable"><thead><tr><th>transformation</th><th>n</th>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div></section>"
     )
@@ -214,9 +224,9 @@ def slices(data: ReportData) -> str:
                 f'<td class="n" data-sort="{n if n is not None else -1}">{fmt.count(n)}</td>{cells}</tr>'
             )
         tables.append(
-            f'<h3>{escape(column)}</h3><div class="scroll"><table class="sortable slice"><thead><tr><th>value</th><th>n</th>'
-            f"{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table></div>"
+            f'<h3>{escape(column)}</h3><div class="scroll"><table class="sortable slice"><thead><tr><th>value</th>'
+            "<th>n</th>"
+            f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         )
     return (
         f'<section id="slices"><h2>Slices</h2><p class="note">Rates on the original inputs of each value of a '
@@ -267,7 +277,7 @@ def worst(data: ReportData) -> str:
     originals: dict[int, str] = {}
     if "code" in per:
         orig = per[per["variant"] == "original"]
-        originals = dict(zip(orig["row"].astype(int), orig["code"]))
+        originals = dict(zip(orig["row"].astype(int), orig["code"], strict=True))
     items = []
     for rank, (_, row) in enumerate(failing.iterrows(), start=1):
         r = row.to_dict()
@@ -281,9 +291,11 @@ def worst(data: ReportData) -> str:
             else:
                 code = code_block(r["code"])
         items.append(
-            f'<article class="example"><h3>#{rank} · {escape(_variant_label(variant))} · row {int(r["row"])}{label}</h3>'
-            f'<div class="facts"><span>KL <b>{fmt.prob(r.get("kl"))}</b></span><span>violated: <b>{_violated(r)}</b></span>'
-            f"<span>teacher → {escape(data.classes[int(r['teacher_pred'])])}, student → {escape(data.classes[int(r['student_pred'])])}</span></div>"
+            f'<article class="example"><h3>#{rank} · {escape(_variant_label(variant))} · row '
+            f'{int(r["row"])}{label}</h3><div class="facts"><span>KL <b>{fmt.prob(r.get("kl"))}</b></span>'
+            f"<span>violated: <b>{_violated(r)}</b></span>"
+            f"<span>teacher → {escape(data.classes[int(r['teacher_pred'])])}, student → "
+            f"{escape(data.classes[int(r['student_pred'])])}</span></div>"
             f"{_probabilities(r, data.classes)}{code}</article>"
         )
     if len(items) > OPEN_EXAMPLES:
@@ -293,10 +305,11 @@ def worst(data: ReportData) -> str:
         ]
     total = int(per["any_violation"].astype(bool).sum())
     return (
-        f'<section id="worst"><h2>Worst discrepancies</h2><p class="note">{len(failing)} of the {total:,} violating rows (all '
-        f"variants; <code>max_examples</code> = {data.max_examples}), by KL(P_T‖P_S): each sample's worst variant first, then "
-        f"further variants of the same samples. Rewritten code is shown beside its original, changed tokens highlighted.</p>"
-        f"{''.join(items)}</section>"
+        f'<section id="worst"><h2>Worst discrepancies</h2><p class="note">{len(failing)} of the {total:,} violating '
+        "rows (all "
+        f"variants; <code>max_examples</code> = {data.max_examples}), by KL(P_T‖P_S): each sample's worst variant "
+        "first, then further variants of the same samples. Rewritten code is shown beside its original, changed tokens "
+        f"highlighted.</p>{''.join(items)}</section>"
     )
 
 
@@ -337,7 +350,8 @@ def attacks(data: ReportData) -> str:
         rows = "".join(
             f'<tr><th scope="row">{role}</th><td>{num(data, f"{k}/{role}_asr")}</td>'
             f"<td>{num(data, f'{k}/{role}_mean_queries', style='count')}</td>"
-            f"<td>{num(data, f'{k}/{role}_accuracy_under_attack')}</td><td>{num(data, f'{k}/{role}_accuracy_drop')}</td></tr>"
+            f"<td>{num(data, f'{k}/{role}_accuracy_under_attack')}</td>"
+            f"<td>{num(data, f'{k}/{role}_accuracy_drop')}</td></tr>"
             for role in ("teacher", "student")
         )
         summary = (
@@ -359,19 +373,23 @@ def attacks(data: ReportData) -> str:
                     if "original_probs" in r
                     else ""
                 )
+                pair = side_by_side(
+                    r.get("original_code", ""), r.get("adversarial_code", ""), "original", "adversarial"
+                )
                 parts.append(
                     f'<article class="example"><h3>row {int(r["index"])} · {fmt.count(r.get("queries"))} queries · '
-                    f"prediction {_cls(data, r.get('original_prediction'))} → {_cls(data, r.get('adversarial_prediction'))}</h3>"
-                    f'<div class="facts">{probs}</div>{_renaming(r.get("renaming"))}'
-                    f"{side_by_side(r.get('original_code', ''), r.get('adversarial_code', ''), 'original', 'adversarial')}</article>"
+                    f"prediction {_cls(data, r.get('original_prediction'))} → "
+                    f"{_cls(data, r.get('adversarial_prediction'))}</h3>"
+                    f'<div class="facts">{probs}</div>{_renaming(r.get("renaming"))}{pair}</article>'
                 )
             if parts:
                 examples = (
                     f"<h4>Successful adversarial examples against the student ({len(parts)} shown)</h4>{''.join(parts)}"
                 )
         blocks.append(
-            f'<div class="attack"><h3>{escape(a)}</h3><div class="scroll"><table><thead><tr><th></th><th>success rate</th>'
-            f"<th>mean queries</th><th>accuracy under attack</th><th>accuracy drop</th></tr></thead><tbody>{rows}</tbody></table></div>"
-            f"{summary}{examples}</div>"
+            f'<div class="attack"><h3>{escape(a)}</h3><div class="scroll"><table><thead><tr><th></th><th>success '
+            "rate</th>"
+            "<th>mean queries</th><th>accuracy under attack</th><th>accuracy drop</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></div>{summary}{examples}</div>"
         )
     return f'<section id="attacks"><h2>Attacks</h2>{"".join(blocks)}</section>'

@@ -54,7 +54,8 @@ class _Axes:
         p.append(f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="none" stroke="#a0aec0"/>')
         p.append(f'<text x="{(L + W - R) / 2:.1f}" y="{H - 8}" text-anchor="middle">{escape(xlabel)}</text>')
         p.append(
-            f'<text transform="translate(14 {(T + H - B) / 2:.1f}) rotate(-90)" text-anchor="middle">{escape(ylabel)}</text>'
+            f'<text transform="translate(14 {(T + H - B) / 2:.1f}) rotate(-90)" '
+            f'text-anchor="middle">{escape(ylabel)}</text>'
         )
         p.append(f'<text x="{L}" y="18" class="svg-title">{escape(title)}</text>')
 
@@ -156,10 +157,11 @@ def kl_histogram(per: pd.DataFrame, kl_threshold: float = 0.1, nbins: int = 30) 
     thr = math.log10(kl_threshold)
     if lo <= thr <= hi:
         ax.parts.append(
-            f'<line x1="{ax.x(thr):.1f}" x2="{ax.x(thr):.1f}" y1="{T}" y2="{H - B}" stroke="{BAD}" stroke-dasharray="4 3"/>'
+            f'<line x1="{ax.x(thr):.1f}" x2="{ax.x(thr):.1f}" y1="{T}" y2="{H - B}" stroke="{BAD}" stroke-dasharray="4 '
+            '3"/>'
         )
     legend = []
-    for i, ((name, group), share) in enumerate(zip(groups, shares)):
+    for i, ((name, group), share) in enumerate(zip(groups, shares, strict=True)):
         color = PALETTE[i % len(PALETTE)]
         pts = [f"{ax.x(edges[0]):.1f},{ax.y(0):.1f}"]
         for k, v in enumerate(share):
@@ -198,10 +200,12 @@ def confidence_scatter(per: pd.DataFrame, classes: list[str], confidence_thresho
     )
     tau = confidence_threshold
     ax.parts.append(
-        f'<line x1="{ax.x(tau):.1f}" x2="{ax.x(tau):.1f}" y1="{T}" y2="{H - B}" stroke="#4a5568" stroke-dasharray="4 3"/>'
+        f'<line x1="{ax.x(tau):.1f}" x2="{ax.x(tau):.1f}" y1="{T}" y2="{H - B}" stroke="#4a5568" stroke-dasharray="4 '
+        '3"/>'
     )
     ax.parts.append(
-        f'<line x1="{L}" x2="{W - R}" y1="{ax.y(tau):.1f}" y2="{ax.y(tau):.1f}" stroke="#4a5568" stroke-dasharray="4 3"/>'
+        f'<line x1="{L}" x2="{W - R}" y1="{ax.y(tau):.1f}" y2="{ax.y(tau):.1f}" stroke="#4a5568" stroke-dasharray="4 '
+        '3"/>'
     )
     r = 2.6 if len(idx) <= 300 else 1.8
     for i in idx:

@@ -63,7 +63,7 @@ def _edited_copy(src: Source, edits: Sequence[Edit]) -> Any:
     tree = src.tree.copy()
     for start, end, _, text in reversed(edits):
         new = text.encode("utf-8")
-        start_point = _point(newlines, start)  # type: ignore[arg-type]
+        start_point = _point(newlines, start)
         lines = new.count(b"\n")
         if lines:
             new_end_point = (start_point[0] + lines, len(new) - new.rfind(b"\n") - 1)
@@ -76,7 +76,7 @@ def _edited_copy(src: Source, edits: Sequence[Edit]) -> Any:
             start_point=start_point,
             old_end_point=_point(newlines, end),
             new_end_point=new_end_point,
-        )  # type: ignore[arg-type]
+        )
     return tree
 
 

@@ -146,7 +146,8 @@ def _c_declaration(src: Source, node: Node) -> tuple[str, Node | None] | None:
         return ("param", src.enclosing(node, _FUNCTION))
     if node.field != "declarator":
         return None
-    child, cur = node, parent
+    child: Node = node
+    cur: Node | None = parent
     while cur is not None and cur.type in _C_DECLARATOR_WRAPPERS | {"function_declarator"}:
         if cur.type == "function_declarator" and child is node:
             return None
@@ -187,7 +188,7 @@ def macro_names(src: Source) -> set[str]:
                 for tok in _WORD.findall(src.data[node.start : node.end]):
                     names.add(tok.decode())
         src.cache["macros"] = names
-    return names  # type: ignore[return-value]
+    return names
 
 
 def _c_analyse(src: Source, out: Analysis) -> None:
@@ -356,9 +357,9 @@ def _py_analyse(src: Source, out: Analysis) -> None:
             if node.type in ("function_definition", "class_definition")
             else [n for n in node.walk() if n.type == "identifier"]
         )
-        for ident in idents:
-            if ident is not None:
-                out.blocked.add(src.text(ident))
+        for named in idents:
+            if named is not None:
+                out.blocked.add(src.text(named))
     for node in src.nodes("interpolation"):
         if any(ch.type == "=" for ch in node.children):
             out.blocked.update(src.text(n) for n in node.walk() if n.type == "identifier")

@@ -138,7 +138,7 @@ class Source:
             tree = _parser(language).parse(self.data)
         self.tree: Any = tree  # kept so outputs can be re-parsed incrementally; dropped by release()
         self.has_error: bool = tree.root_node.has_error
-        self.cache: dict[str, object] = {}
+        self.cache: dict[str, Any] = {}  # per-source memo of derived analyses, one kind per key
         self.by_type: dict[str, list[Node]] = {}
         self.depth = 0
         self._enclosing: dict[frozenset[str], dict[int, Node | None]] = {}
@@ -198,10 +198,11 @@ class Source:
                 if not to_parent():
                     self.depth = depth
                     return root
-                current = current.parent  # type: ignore[assignment]
-                if current is None:
+                parent = current.parent
+                if parent is None:
                     self.depth = depth
                     return root
+                current = parent
 
     def enclosing(self, node: Node, types: frozenset[str]) -> Node | None:
         """The nearest proper ancestor of ``node`` whose type is in ``types`` (memoised, so

@@ -10,7 +10,7 @@ import contextlib
 import gc
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from mlflow_metacompress.transforms._checks import DEFAULT_LIMITS, TransformLimits
 from mlflow_metacompress.transforms._tree import LANGUAGES, Source, TransformError, _parser, encode_code
@@ -60,9 +60,9 @@ def transform(
     src, reason = _over_limit(code, language, limits)
     if src is not None:
         src.require_clean()
-    if reason is not None:
+    if src is None or reason is not None:  # no source comes only with a reason (too_large)
         return TransformResult(code, TransformStatus.NOT_APPLICABLE, name, reason)
-    return run(src, name, seed)  # type: ignore[arg-type]
+    return run(src, name, seed)
 
 
 def apply_transform(code: str, name: str, language: str, seed: int = 0, limits: TransformLimits | None = None) -> str:
@@ -116,7 +116,7 @@ def transform_many(
         get(name, language)
     limits = limits or DEFAULT_LIMITS
     out: dict[str, list[TransformResult]] = {name: [] for name in names}
-    iterator = codes
+    iterator: Iterable[str] = codes
     if progress:
         from tqdm.auto import tqdm
 
@@ -194,11 +194,9 @@ def detect_language(code: str) -> str:
     if not isinstance(code, str) or not code.strip():
         raise ValueError("cannot detect the language of empty code")
     data = encode_code(code)
-    best = None
-    for lang in LANGUAGES:
+
+    def key(lang: str) -> tuple[bool, int]:
         clean = not _parser(lang).parse(data).root_node.has_error
-        score = sum(len(re.findall(p, code, re.M)) for p in _HINTS[lang])
-        key = (clean, score)
-        if best is None or key > best[0]:
-            best = (key, lang)
-    return best[1]  # type: ignore[index]
+        return clean, sum(len(re.findall(p, code, re.M)) for p in _HINTS[lang])
+
+    return max(LANGUAGES, key=key)  # the first of equally good languages, in LANGUAGES' order

@@ -187,7 +187,7 @@ def parses_cleanly_memo(src: Source, code: str, base: Source | None = None) -> b
     so a standalone transformation with the same output (or compose's own final output)
     is not parsed a second time. ``code`` is a rewrite of ``base`` (default ``src``), which
     lets :mod:`._reparse` parse it incrementally from the edits that made it."""
-    memo: dict[str, bool] = src.cache.setdefault("clean_outputs", {})  # type: ignore[assignment]
+    memo: dict[str, bool] = src.cache.setdefault("clean_outputs", {})
     clean = memo.get(code)
     if clean is None:
         clean = memo[code] = parses_cleanly_from(base or src, code)

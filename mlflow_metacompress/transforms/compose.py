@@ -40,7 +40,7 @@ def compose(src: Source, rng: random.Random) -> str | None:
                 final, applied = result.code, applied + 1
             continue  # never keep a broken step (run() verifies the final output)
         following = source_from(current, result.code)  # incremental: re-uses current's untouched subtrees
-        src.cache.setdefault("clean_outputs", {})[result.code] = not following.has_error  # type: ignore[index]
+        src.cache.setdefault("clean_outputs", {})[result.code] = not following.has_error
         if following.has_error:  # never build on a broken step
             following.release()
             continue

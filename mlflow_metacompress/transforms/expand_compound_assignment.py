@@ -43,17 +43,18 @@ def _java_declarations(src: Source) -> dict[str, list[Node]]:
             if ident is not None:
                 index.setdefault(src.text(ident), []).append(decl)
         src.cache["java_declarations"] = index
-    return index  # type: ignore[return-value]
+    return index
 
 
 def _java_type(src: Source, target: Node) -> str | None:
     """Declared (element) type of a Java target, or None if unknown."""
-    base, dims = target, 0
-    while base.type == "array_access":
+    base: Node | None = target
+    dims = 0
+    while base is not None and base.type == "array_access":
         base, dims = base.child("array"), dims + 1
-        if base is None:
-            return None
-    if base.type == "field_access" and base.child("object") is not None and base.child("object").type == "this":
+    if base is None:
+        return None
+    if base.type == "field_access" and (obj := base.child("object")) is not None and obj.type == "this":
         base = base.child("field")
     if base is None or base.type != "identifier":
         return None
@@ -80,9 +81,9 @@ def _py_scalar(src: Source, target: Node) -> bool:
         return False
     scope = src.enclosing(target, _PY_SCOPES) or src.root
     summaries = src.cache.setdefault("py_scalar", {})
-    summary = summaries.get(id(scope))  # type: ignore[union-attr]
+    summary = summaries.get(id(scope))
     if summary is None:
-        summary = summaries[id(scope)] = _py_scalar_summary(src, scope)  # type: ignore[index]
+        summary = summaries[id(scope)] = _py_scalar_summary(src, scope)
     return summary.get(src.data[target.start : target.end], False)
 
 

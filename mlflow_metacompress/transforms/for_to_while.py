@@ -46,7 +46,7 @@ def _continue_targets(src: Source, loop: Node, body: Node) -> bool:
             if target is not None:
                 targeted.add(id(target))
         src.cache["continued_loops"] = (targeted, labelled)
-    targeted, labelled = src.cache["continued_loops"]  # type: ignore[misc]
+    targeted, labelled = src.cache["continued_loops"]
     return id(loop) in targeted or any(body.contains(n) for n in labelled)
 
 
@@ -84,7 +84,7 @@ def _python_rewrite(src: Source, edits: Edits, node: Node, fresh: NameFactory) -
         a.type in ("keyword_argument", "list_splat", "dictionary_splat") for a in args.named_children
     ):
         return False
-    if not py_block_on_own_lines(src, node, body):
+    if body is None or not py_block_on_own_lines(src, node, body):
         return False
     indent = py_indent(src, node)
     body_indent = py_indent(src, body)

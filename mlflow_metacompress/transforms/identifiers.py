@@ -97,7 +97,7 @@ def get_analysis(src: Source) -> Analysis:
     """Scope analysis of ``src``, computed once per parsed sample."""
     if "analysis" not in src.cache:
         src.cache["analysis"] = analyse(src)
-    return src.cache["analysis"]  # type: ignore[return-value]
+    return src.cache["analysis"]
 
 
 def _all_identifiers(src: Source) -> set[str]:
@@ -105,7 +105,7 @@ def _all_identifiers(src: Source) -> set[str]:
         names = {src.text(n) for t, nodes in src.by_type.items() if t.endswith("identifier") for n in nodes}
         names |= macro_names(src)
         src.cache["all_identifiers"] = names
-    return src.cache["all_identifiers"]  # type: ignore[return-value]
+    return src.cache["all_identifiers"]
 
 
 def all_identifiers(code: str, language: str) -> set[str]:
@@ -131,7 +131,7 @@ def renamable_identifiers(code: str, language: str) -> list[str]:
 def _function_sites(src: Source) -> dict[str, list[Node]]:
     """Renamable function/method names mapped to every byte range that names them."""
     if "function_sites" in src.cache:
-        return src.cache["function_sites"]  # type: ignore[return-value]
+        return src.cache["function_sites"]
     if src.language == "c":  # C needs only the macro names, not the whole scope analysis
         sites = _c_function_sites(src, macro_names(src))
     else:
@@ -161,9 +161,9 @@ def _c_function_sites(src: Source, macros: set[str]) -> dict[str, list[Node]]:
 
 def _java_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
     classes = {
-        src.text(c.child("name"))
+        src.text(name)
         for c in src.nodes("class_declaration", "interface_declaration", "enum_declaration", "record_declaration")
-        if c.child("name") is not None
+        if (name := c.child("name")) is not None
     }
     sites: dict[str, list[Node]] = {}
     banned: set[str] = set(JDK_METHODS)
@@ -235,8 +235,8 @@ def _py_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
             continue
         sites.setdefault(src.text(name), []).append(name)
     for cls in src.nodes("class_definition"):
-        if cls.child("name") is not None:
-            sites.pop(src.text(cls.child("name")), None)
+        if (cls_name := cls.child("name")) is not None:
+            sites.pop(src.text(cls_name), None)
     imported = {
         src.text(n)
         for s in src.nodes("import_statement", "import_from_statement")
@@ -245,10 +245,10 @@ def _py_function_sites(src: Source, a: Analysis) -> dict[str, list[Node]]:
     }
     words = set(re.findall(rb"\w+", strings))  # whole words, as a word-boundary search
     out = {}
-    for name, defs in sites.items():
-        if name in a.params or name in a.macros or name.encode() in words or name in imported:
+    for site, defs in sites.items():
+        if site in a.params or site in a.macros or site.encode() in words or site in imported:
             continue
-        out[name] = defs + list(a.occurrences.get(name, []))
+        out[site] = defs + list(a.occurrences.get(site, []))
     return out
 
 

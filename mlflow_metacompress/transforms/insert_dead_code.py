@@ -110,6 +110,8 @@ def insert_dead_code(src: Source, rng: random.Random) -> str | None:
     lines = _dead_body(rng, name, src.language)
     edits = Edits(src.data)
     if src.language == "python":
+        if block.parent is None:  # a block always sits under its statement's header
+            return None
         try:
             _insert_python(src, block, edits, lines, block.parent)
         except ValueError:

@@ -56,7 +56,7 @@ def _swap_python(src: Source, edits: Edits, node: Node) -> bool:
     body_a = py_block_lines(src, cons, edits.render_node(cons))
     if first.type == "else_clause" and len(alts) == 1:
         else_block = first.child("body")
-        if not py_block_on_own_lines(src, first, else_block):
+        if else_block is None or not py_block_on_own_lines(src, first, else_block):
             return False
         body_b = py_block_lines(src, else_block, edits.render_node(else_block))
     else:

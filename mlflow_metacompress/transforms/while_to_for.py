@@ -28,7 +28,12 @@ def _braced(src: Source, edits: Edits, node: Node) -> bool:
 
 def _python(src: Source, edits: Edits, node: Node, fresh: NameFactory) -> bool:
     cond, body = node.child("condition"), node.child("body")
-    if cond is None or node.child("alternative") is not None or not py_block_on_own_lines(src, node, body):
+    if (
+        cond is None
+        or body is None
+        or node.child("alternative") is not None
+        or not py_block_on_own_lines(src, node, body)
+    ):
         return False
     indent, body_indent = py_indent(src, node), py_indent(src, body)
     unit = body_indent[len(indent) :] or "    "

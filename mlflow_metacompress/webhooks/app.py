@@ -96,7 +96,7 @@ def create_app(
     app = FastAPI(title="metacompress gates", docs_url=None, redoc_url=None, openapi_url=None)
     state: dict[str, Any] = {"counts": None, "limiter": None}
 
-    async def record(delivery_id: str, event: str, specs: list) -> list[int] | None:  # type: ignore[type-arg]
+    async def record(delivery_id: str, event: str, specs: list) -> list[int] | None:
         if state["limiter"] is None:  # created inside the event loop
             state["limiter"] = anyio.CapacityLimiter(QUEUE_THREADS)
         call = functools.partial(queue.record_delivery, delivery_id, event, specs, timeout_s=QUEUE_WAIT_S)

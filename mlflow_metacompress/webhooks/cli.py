@@ -65,7 +65,7 @@ def add_webhooks(sub: argparse._SubParsersAction) -> None:
     uninstall.set_defaults(func=_uninstall)
 
 
-def _guarded(args: argparse.Namespace, body) -> int:  # type: ignore[no-untyped-def]
+def _guarded(args: argparse.Namespace, body) -> int:
     from mlflow.exceptions import MlflowException
 
     try:

@@ -15,16 +15,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal
 
 from ..gates.registry import TAG_TEACHER
 from .config import WebhookConfig
 from .queue import EVALUATE, GUARD, JobSpec
 
-CREATED = "model_version.created"
-TAG_SET = "model_version_tag.set"
-ALIAS_CREATED = "model_version_alias.created"
-EVENTS = (CREATED, TAG_SET, ALIAS_CREATED)
+CREATED: Final = "model_version.created"
+TAG_SET: Final = "model_version_tag.set"
+ALIAS_CREATED: Final = "model_version_alias.created"
+EventName = Literal["model_version.created", "model_version_tag.set", "model_version_alias.created"]
+EVENTS: tuple[EventName, ...] = (CREATED, TAG_SET, ALIAS_CREATED)
 _VERSION = re.compile(r"[1-9][0-9]*")
 
 

@@ -104,7 +104,7 @@ class DeadlineH11Protocol(H11Protocol):
         self.transport.close()
 
     def _peer(self) -> str:
-        return "%s:%d" % self.client if self.client else "?"
+        return f"{self.client[0]}:{self.client[1]:d}" if self.client else "?"
 
     @classmethod
     def _warn(cls, message: str) -> None:
@@ -120,6 +120,7 @@ class DeadlineH11Protocol(H11Protocol):
         return self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR)
 
     # -- uvicorn's protocol interface -----------------------------------------------------------
+    # uvicorn's signature, which narrows asyncio.Protocol's BaseTransport (uvicorn ignores it too)
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm()

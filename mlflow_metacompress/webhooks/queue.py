@@ -193,6 +193,8 @@ class JobQueue:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (spec.kind, spec.model, spec.version, spec.alias, delivery_id, now, now),
         )
+        if cur.lastrowid is None:  # sqlite sets it for every successful INSERT
+            raise sqlite3.DatabaseError("the job queue returned no id for an inserted job")
         return int(cur.lastrowid)
 
     def claim(self, kinds: Iterable[str], timeout_s: float | None = None) -> Job | None:

@@ -45,6 +45,7 @@ _HTTP_DEFAULTS = {
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
 }
 MAX_HEAD_BYTES = 16 * 1024  # request line and headers (h11_max_incomplete_event_size); MLflow sends < 1 KiB
+_DEFAULT_LIMITS = HttpLimits()  # frozen: one shared default is safe
 # asyncio accepts up to ``backlog`` connections per wake-up of the listening socket, before any
 # protocol sees them (and can close one to make room), and a closed connection frees its
 # descriptor a few loop iterations later. So asyncio is given a small ``backlog`` (its accept
@@ -208,7 +209,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     queue_only: bool = False,
-    limits: HttpLimits = HttpLimits(),
+    limits: HttpLimits = _DEFAULT_LIMITS,
 ) -> None:
     """Run the service until SIGINT/SIGTERM.
 
@@ -249,7 +250,8 @@ def serve(
                 lifespan="off",
                 loop="asyncio",
                 http=limited_protocol(limits),
-                timeout_keep_alive=limits.idle_timeout_s,
+                # uvicorn annotates an int but passes it to loop.call_later, which takes float seconds
+                timeout_keep_alive=limits.idle_timeout_s,  # type: ignore[arg-type]
                 limit_concurrency=cap + 1,
                 h11_max_incomplete_event_size=MAX_HEAD_BYTES,
                 backlog=ACCEPT_BATCH,

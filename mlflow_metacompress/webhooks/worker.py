@@ -240,11 +240,8 @@ class Worker(threading.Thread):
                 message = tag_error(self.client, job, exc)
             except Exception as tag_exc:  # noqa: BLE001 - the server went away while tagging: retry
                 if is_transient(tag_exc) or not tracking_reachable(self.tracking_uri):
-                    self._write(
-                        lambda: self.queue.retry_later(
-                            job.id, backoff_s(job.attempts), f"tracking server unavailable: {tag_exc}"
-                        )
-                    )
+                    reason = f"tracking server unavailable: {tag_exc}"
+                    self._write(lambda: self.queue.retry_later(job.id, backoff_s(job.attempts), reason))
                     return
                 logger.exception("could not tag %s v%s with the error", job.model, job.version)
         self._write(lambda: self.queue.finish(job.id, "error", message))

@@ -98,7 +98,8 @@ class RenameSpace:
             kept.append(norm)
             codes.append(code)
         results = self.goal.get_results(codes)
-        return [Candidate(m, r) for m, r in zip(kept, results)]
+        # the goal stops at its query budget: results cover a prefix of ``kept``
+        return [Candidate(m, r) for m, r in zip(kept, results, strict=False)]
 
 
 def best(candidates: Sequence[Candidate]) -> Candidate | None:

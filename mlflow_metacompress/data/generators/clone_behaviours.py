@@ -160,17 +160,22 @@ _SCALAR = [
         "digit_sum",
         "scalar",
         custom=(
-            "int $acc = 0;\nif ($n < 0) {\n    $n = -$n;\n}\nwhile ($n > 0) {\n    $acc += $n % 10;\n    $n /= 10;\n}\nreturn $acc;",
-            "int $acc = 0;\nint $t = $n < 0 ? -$n : $n;\nfor (; $t != 0; $t = $t / 10) {\n    $acc = $acc + $t % 10;\n}\nreturn $acc;",
-            "int $t = $n;\nint $acc = 0;\nif ($t < 0) {\n    $t = -$t;\n}\nwhile ($t) {\n    int $x = $t % 10;\n    $acc += $x;\n    $t = $t / 10;\n}\nreturn $acc;",
+            "int $acc = 0;\nif ($n < 0) {\n    $n = -$n;\n}\nwhile ($n > 0) {\n    $acc += $n % 10;\n    $n /= 10;\n}\n"
+            "return $acc;",
+            "int $acc = 0;\nint $t = $n < 0 ? -$n : $n;\nfor (; $t != 0; $t = $t / 10) {\n    $acc = $acc + $t % 10;\n"
+            "}\nreturn $acc;",
+            "int $t = $n;\nint $acc = 0;\nif ($t < 0) {\n    $t = -$t;\n}\nwhile ($t) {\n    int $x = $t % 10;\n"
+            "    $acc += $x;\n    $t = $t / 10;\n}\nreturn $acc;",
         ),
     ),
     Behaviour(
         "fibonacci",
         "scalar",
         custom=(
-            "int $x = 0;\nint $y = 1;\nfor (int $i = 0; $i < $n; $i++) {\n    int $t = $x + $y;\n    $x = $y;\n    $y = $t;\n}\nreturn $x;",
-            "int $y = 1;\nint $x = 0;\nint $i = 0;\nwhile ($i < $n) {\n    $y = $x + $y;\n    $x = $y - $x;\n    $i++;\n}\nreturn $x;",
+            "int $x = 0;\nint $y = 1;\nfor (int $i = 0; $i < $n; $i++) {\n    int $t = $x + $y;\n    $x = $y;\n"
+            "    $y = $t;\n}\nreturn $x;",
+            "int $y = 1;\nint $x = 0;\nint $i = 0;\nwhile ($i < $n) {\n    $y = $x + $y;\n    $x = $y - $x;\n"
+            "    $i++;\n}\nreturn $x;",
         ),
     ),
 ]
@@ -180,8 +185,10 @@ _PAIR = [
         "pair",
         custom=(
             "while ($b != 0) {\n    int $t = $a % $b;\n    $a = $b;\n    $b = $t;\n}\nreturn $a;",
-            "for (;;) {\n    if ($b == 0) {\n        return $a;\n    }\n    int $t = $b;\n    $b = $a % $b;\n    $a = $t;\n}",
-            "int $x = $a;\nint $y = $b;\nwhile ($y) {\n    int $t = $x % $y;\n    $x = $y;\n    $y = $t;\n}\nreturn $x;",
+            "for (;;) {\n    if ($b == 0) {\n        return $a;\n    }\n    int $t = $b;\n    $b = $a % $b;\n"
+            "    $a = $t;\n}",
+            "int $x = $a;\nint $y = $b;\nwhile ($y) {\n    int $t = $x % $y;\n    $x = $y;\n    $y = $t;\n}\n"
+            "return $x;",
         ),
     ),
     Behaviour(

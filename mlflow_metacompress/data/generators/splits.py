@@ -50,7 +50,7 @@ def split_frame(
         parts["test"].extend(index[n_train + n_valid :])
     out = {}
     for name in SPLITS:
-        order = rng.permutation(np.asarray(parts[name], dtype=df.index.dtype))
+        order = rng.permutation(np.asarray(parts[name], dtype=df.index.to_numpy().dtype))
         out[name] = df.loc[order].reset_index(drop=True)
     return out
 

@@ -90,13 +90,13 @@ def validation_set(ctx: DistillContext, language: str, names: list[str], select:
     owner = np.zeros(len(variants), dtype=np.int64)
     for i, rows in enumerate(variant_of):
         owner[rows] = i
-    rows = CodeExamples(
+    pooled = CodeExamples(
         ctx.valid.texts + variants.texts,
         None if ctx.valid.texts_b is None else ctx.valid.texts_b + (variants.texts_b or []),
     )
-    logits, _ = teacher_outputs(ctx.teacher_uri, rows, ctx.cache_dir, progress=ctx.fit_config.progress)
+    logits, _ = teacher_outputs(ctx.teacher_uri, pooled, ctx.cache_dir, progress=ctx.fit_config.progress)
     labels = None if ctx.valid.labels is None else np.concatenate([ctx.valid.labels, ctx.valid.labels[owner]])
-    return CodeExamples(rows.texts, rows.texts_b, labels, logits)
+    return CodeExamples(pooled.texts, pooled.texts_b, labels, logits)
 
 
 def choose_architecture(ctx: DistillContext, options: Options, tokenizers: dict) -> tuple[ArchSpec, dict[str, Any]]:
@@ -109,12 +109,18 @@ def choose_architecture(ctx: DistillContext, options: Options, tokenizers: dict)
     if options.arch != "teacher_shaped":
         raise ValueError(f"fidelity option arch must be 'teacher_shaped' or 'avatar', got {options.arch!r}")
     kw = {k: getattr(options, k) for k in ("head_dim", "ffn_ratio", "max_layers") if getattr(options, k) is not None}
-    shape = dict(num_labels=len(ctx.labels), pair_mode=ctx.pair_mode, max_length=ctx.max_length)
     explicit = options.min_vocab is not None
-    floors = [options.min_vocab] if explicit else [4000, 1000]  # an explicit floor is not relaxed
+    floors = [options.min_vocab] if options.min_vocab is not None else [4000, 1000]  # an explicit floor is not relaxed
     for floor in floors:
         try:
-            choice = teacher_shaped(ctx.size_mb, **shape, **kw, min_vocab=floor)
+            choice = teacher_shaped(
+                ctx.size_mb,
+                num_labels=len(ctx.labels),
+                pair_mode=ctx.pair_mode,
+                max_length=ctx.max_length,
+                **kw,
+                min_vocab=floor,
+            )
         except ValueError:
             if explicit:
                 raise

@@ -80,7 +80,7 @@ def morph_search(
 
     def objectives(cs: list[ArchSpec]) -> np.ndarray:
         a, f = acc.predict(cs), flips.predict(cs)
-        return np.array([[size_mb(c, k, pm), fi, gflops(c, k, pm), -ai] for c, ai, fi in zip(cs, a, f)])
+        return np.array([[size_mb(c, k, pm), fi, gflops(c, k, pm), -ai] for c, ai, fi in zip(cs, a, f, strict=True)])
 
     result = moo_search(
         pruned,
@@ -98,7 +98,7 @@ def morph_search(
             {**p.config.to_dict(), "val_acc": p.val_acc, "flip_rate": p.flip_rate, "metamorphic_acc": p.metamorphic_acc}
             for p in probes
         ],
-        "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F)],
+        "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F, strict=True)],
         "evaluated": result.evaluated,
         "fallback": None,
     }

@@ -58,13 +58,13 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     if not ctx.teacher_uri:
         raise ValueError("the quantize method needs the teacher's URI (ctx.teacher_uri is empty)")
     teacher, tokenizer = load_teacher_classifier(ctx.teacher_uri, needs="the quantize method quantizes its weights")
-    if teacher.meta.extra.get("quantization"):  # type: ignore[attr-defined]
+    if teacher.meta.extra.get("quantization"):
         raise ValueError(
             f"teacher {ctx.teacher_uri} is already quantized "
             f"({teacher.meta.extra['quantization']}); quantize a float teacher"
-        )  # type: ignore[attr-defined]
+        )
     spec = QuantSpec(dtype=options.dtype, embeddings=options.embeddings, per_channel=options.per_channel)
-    model = quantize_classifier(teacher, spec)  # type: ignore[arg-type]
+    model = quantize_classifier(teacher, spec)
     before, after = measure_model(teacher), measure_model(model)
     logging.getLogger(__name__).info(
         "quantized %s to %s: %.3f MB → %.3f MB (%.2f×)",

@@ -27,7 +27,13 @@ def train_kind_tokenizer(texts: list[str], c: ArchSpec) -> Any:
     """A tokenizer of ``c.tokenizer`` kind with at most ``c.vocab_size`` entries."""
     from ...models.tokenizer import train_tokenizer
 
-    return train_tokenizer(texts, vocab_size=c.vocab_size, kind=c.tokenizer, model_max_length=c.max_length)  # type: ignore[arg-type]
+    # c.tokenizer is a plain str in the config; train_tokenizer refuses an unknown kind by name
+    return train_tokenizer(
+        texts,
+        vocab_size=c.vocab_size,
+        kind=c.tokenizer,  # type: ignore[arg-type]
+        model_max_length=c.max_length,
+    )
 
 
 def materialise(

@@ -80,7 +80,7 @@ def fitness(spec: ArchSpec, target_mb: float) -> float:
 
 
 def _decode(genome: np.ndarray, space: SearchSpace, base: ArchSpec, sound: bool = False) -> ArchSpec:
-    values = {g: getattr(space, g)[int(i)] for g, i in zip(space.genes, genome)}
+    values = {g: getattr(space, g)[int(i)] for g, i in zip(space.genes, genome, strict=True)}
     if sound:
         values = repair(values, space.num_attention_heads, space.intermediate_size)
     while values["hidden_size"] % values["num_attention_heads"]:  # repair: heads must divide hidden

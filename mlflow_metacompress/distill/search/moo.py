@@ -80,7 +80,7 @@ def decode(x: np.ndarray, pruned: PrunedSpace) -> ArchSpec:
     """Genes (one real per gene, rounded to a grid index) → config; heads repaired to
     the largest feasible count ≤ the gene's that divides the hidden size."""
     vals: dict[str, Any] = {}
-    for gene, value in zip(GENES, x):
+    for gene, value in zip(GENES, x, strict=True):
         grid = pruned.grid(gene)
         vals[gene] = grid[int(np.clip(np.rint(value), 0, len(grid) - 1))]
     if pruned.sound:
@@ -168,8 +168,9 @@ def moo_search(
 ) -> MooResult:
     """Minimise ``objectives(configs) -> (n, n_obj)`` over the pruned space with
     NSGA-II (``"nsga2"``) or AGE-MOEA (``"agemoea"``), subject to the size band and
-    ``constraints(configs) -> (n, n_constraints)`` (feasible where ≤ 0). Returns the feasible non-dominated configurations of
-    everything evaluated (none when nothing was feasible: see :func:`.objective.fallback`).
+    ``constraints(configs) -> (n, n_constraints)`` (feasible where ≤ 0). Returns the
+    feasible non-dominated configurations of everything evaluated (none when nothing was
+    feasible: see :func:`.objective.fallback`).
 
     ``seeds`` (e.g. known feasible configurations) start the initial population, each at
     its nearest grid point (:func:`encode`), the rest drawn by pymoo's seeded random
@@ -199,10 +200,10 @@ def moo_search(
             configs = [decode(x, pruned) for x in X]
             new = [c for c in dict.fromkeys(configs) if c not in seen]
             if new:
-                for c, f in zip(new, np.atleast_2d(objectives(new))):
+                for c, f in zip(new, np.atleast_2d(objectives(new)), strict=True):
                     seen[c] = np.asarray(f, dtype=np.float64)
                 if constraints is not None:
-                    for c, g in zip(new, np.atleast_2d(constraints(new))):
+                    for c, g in zip(new, np.atleast_2d(constraints(new)), strict=True):
                         extra[c] = np.asarray(g, dtype=np.float64)
             out["F"] = np.stack([seen[c] for c in configs])
             sizes = np.array([size_mb(c, pruned.num_labels, pruned.pair_mode) for c in configs])
@@ -242,7 +243,9 @@ def moo_search(
     F = np.stack([seen[c] for c in feasible])
     mask = non_dominated(F)
     logger.info("%s: %d evaluated, %d feasible, %d non-dominated", algorithm, len(seen), len(feasible), int(mask.sum()))
-    return MooResult([c for c, keep in zip(feasible, mask) if keep], F[mask], len(seen), feasible, F, list(seen))
+    return MooResult(
+        [c for c, keep in zip(feasible, mask, strict=True) if keep], F[mask], len(seen), feasible, F, list(seen)
+    )
 
 
 def _sampling(seeds: Sequence[ArchSpec], pruned: PrunedSpace, population: int, random: Any) -> Any:

@@ -83,11 +83,18 @@ def avatar_search(
         seeds = _seeds(ref, [p.config for p in probes], pruned)
         cost = model.predict_ms
         if np.isfinite(budget):
-            constraints = lambda cs: np.array([[model.predict_ms(c) - budget] for c in cs])  # noqa: E731
+            limit = float(budget)
+
+            def over_budget(cs: list[ArchSpec]) -> np.ndarray:
+                return np.array([[model.predict_ms(c) - limit] for c in cs])
+
+            constraints = over_budget
 
     def objectives(configs: list[ArchSpec]) -> np.ndarray:
         acc = surrogate.predict(configs)
-        return np.array([[abs(size_mb(c, k, pm) - ctx.size_mb), -a, cost(c)] for c, a in zip(configs, acc)])
+        return np.array(
+            [[abs(size_mb(c, k, pm) - ctx.size_mb), -a, cost(c)] for c, a in zip(configs, acc, strict=True)]
+        )
 
     result = moo_search(
         pruned,
@@ -107,7 +114,7 @@ def avatar_search(
         "choices": pruned.choices,
         "z3_checks": pruned.checks,
         "probes": [{**p.config.to_dict(), "val_acc": p.val_acc} for p in probes],
-        "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F)],
+        "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F, strict=True)],
         "evaluated": result.evaluated,
         "fallback": None,
     }

@@ -78,10 +78,9 @@ def subset(examples: CodeExamples, n: int | None, seed: int = 0) -> CodeExamples
     if n is None or len(examples) <= n:
         return examples
     idx = np.sort(np.random.default_rng(seed).choice(len(examples), n, replace=False))
-    pick = lambda xs: None if xs is None else [xs[i] for i in idx]  # noqa: E731
     return CodeExamples(
-        pick(examples.texts),
-        pick(examples.texts_b),
+        [examples.texts[i] for i in idx],
+        None if examples.texts_b is None else [examples.texts_b[i] for i in idx],
         None if examples.labels is None else examples.labels[idx],
         None if examples.teacher_logits is None else examples.teacher_logits[idx],
     )

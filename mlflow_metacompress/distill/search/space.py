@@ -134,7 +134,8 @@ class PrunedSpace:
 
     def search_space(self) -> AvatarSpace:
         """An :class:`AvatarSpace` restricted to the feasible bounds."""
-        return replace(self.space, **self.bounds, **self.choices)
+        narrowed: dict[str, Any] = {**self.bounds, **self.choices}  # field name → its restricted range or grid
+        return replace(self.space, **narrowed)
 
     def feasible(self, c: ArchSpec) -> bool:
         return satisfies(c, self.target_mb, self.lower, self.upper, self.num_labels, self.pair_mode, self.sound)
@@ -274,7 +275,7 @@ def enumerate_feasible(
     import z3
 
     enc = _Encoding(space, target_mb, lower, upper, num_labels, pair_mode, sound)
-    found = []
+    found: list[ArchSpec] = []
     keys = [*enc.v.values(), *enc.idx.values()]
     while len(found) < limit and enc.sat():
         model = enc.solver.model()

@@ -22,9 +22,20 @@ the wider one, then the larger vocabulary.
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import TypedDict
 
 from ..arch import ArchSpec, param_count
 from .space import size_mb
+
+
+class _Shape(TypedDict):
+    """The ArchSpec fields a teacher shape fixes (the vocabulary is sized from what is left)."""
+
+    num_hidden_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    intermediate_size: int
+    max_length: int
 
 
 def teacher_shaped(
@@ -50,7 +61,7 @@ def teacher_shaped(
         if hidden % 16:
             continue  # AVATAR's constraint: hidden size a multiple of 16
         for layers in range(1, max_layers + 1):
-            shape = dict(
+            shape = _Shape(
                 num_hidden_layers=layers,
                 hidden_size=hidden,
                 num_attention_heads=hidden // head_dim,

@@ -1,7 +1,10 @@
-"""The package's architecture rules (issue 11):
+"""The package's architecture rules (issues 11 and 24):
 
 - no import cycles between modules of ``mlflow_metacompress``, counting imports inside
   functions (``if TYPE_CHECKING:`` blocks aside), checked on an AST import graph;
+- no two top-level packages (or top-level modules such as ``cli.py``) import each other:
+  every joint between them points one way, on the same graph;
+- a local evaluation never imports a Spark module (the engine is chosen once);
 - extensions are one file: a copy of an attack recipe or of a transformation saved
   under a new module name, with its name string changed, is discovered and runs;
 - commands leave the working directory empty (caches and runs go elsewhere).
@@ -182,6 +185,148 @@ def test_no_import_cycles_between_modules():
     assert not cycles, "import cycles (function-level imports included):\n" + "\n".join(
         describe(c, graph) for c in cycles
     )
+
+
+# --------------------------------------------------------------------------- joints between packages
+
+
+def top_level(module: str) -> str | None:
+    """The top-level package or module of ``module`` (``attacks`` for
+    ``mlflow_metacompress.attacks.runner``, ``cli`` for ``mlflow_metacompress.cli``); None
+    for the root package itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def package_edges(graph: dict[str, dict[str, list[int]]]) -> dict[tuple[str, str], dict[tuple[str, int], str]]:
+    """``{(importer's top level, imported top level): {(importing module, line): imported module}}``
+    for every edge of ``graph`` that crosses from one top-level package or module to another
+    (the most specific imported module per importing line)."""
+    out: dict[tuple[str, str], dict[tuple[str, int], str]] = {}
+    for importer, targets in graph.items():
+        for target, lines in targets.items():
+            a, b = top_level(importer), top_level(target)
+            if a is None or b is None or a == b:
+                continue
+            found = out.setdefault((a, b), {})
+            for line in set(lines):
+                known = found.get((importer, line))
+                if known is None or len(target) > len(known):
+                    found[(importer, line)] = target
+    return out
+
+
+def mutual_pairs(edges: dict[tuple[str, str], dict[tuple[str, int], str]]) -> list[tuple[str, str]]:
+    """The pairs of top-level packages that import each other, each sorted, in order."""
+    return sorted({tuple(sorted(pair)) for pair in edges if (pair[1], pair[0]) in edges})  # type: ignore[misc]
+
+
+def describe_pair(pair: tuple[str, str], edges: dict[tuple[str, str], dict[tuple[str, int], str]]) -> str:
+    """The pair and every importing line, both ways, with the line's text."""
+    files = module_names()
+    out = [f"  {pair[0]} <-> {pair[1]}:"]
+    for a, b in (pair, pair[::-1]):
+        for (importer, line), target in sorted(edges[(a, b)].items()):
+            path = files[importer]
+            text = path.read_text(encoding="utf-8").splitlines()[line - 1].strip()
+            out.append(f"    {path.relative_to(PACKAGE.parent)}:{line} ({a} -> {b}: {target}): {text}")
+    return "\n".join(out)
+
+
+def test_package_edges_find_mutual_pairs_and_name_the_lines():
+    graph = {
+        "mlflow_metacompress": {"mlflow_metacompress.cli": [1]},
+        "mlflow_metacompress.cli": {"mlflow_metacompress.attacks.cli": [30]},
+        "mlflow_metacompress.attacks": {},
+        "mlflow_metacompress.attacks.cli": {
+            "mlflow_metacompress.cli": [77],
+            "mlflow_metacompress.attacks.runner": [5],
+        },
+        "mlflow_metacompress.attacks.runner": {
+            "mlflow_metacompress.evaluation.predictors": [38],
+            "mlflow_metacompress.evaluation": [38],
+        },
+        "mlflow_metacompress.evaluation": {},
+        "mlflow_metacompress.evaluation.predictors": {},
+    }
+    edges = package_edges(graph)
+    assert edges[("attacks", "evaluation")] == {
+        ("mlflow_metacompress.attacks.runner", 38): "mlflow_metacompress.evaluation.predictors"
+    }
+    assert ("attacks", "attacks") not in edges  # inside one package is no joint
+    assert mutual_pairs(edges) == [("attacks", "cli")]  # the root package's own imports are no joint
+    edges[("evaluation", "attacks")] = {("mlflow_metacompress.evaluation.predictors", 1): "mlflow_metacompress.attacks"}
+    assert mutual_pairs(edges) == [("attacks", "cli"), ("attacks", "evaluation")]
+    # the real graph: a known one-way joint is seen (the evaluator's variants run the attacks)
+    real = package_edges(import_graph())
+    assert ("evaluation", "attacks") in real and ("evaluation", "relations") in real
+
+
+def test_no_two_top_level_packages_import_each_other():
+    """Every joint between top-level packages and modules points one way (imports inside
+    functions counted): the failure names each pair and the importing lines both ways."""
+    edges = package_edges(import_graph())
+    pairs = mutual_pairs(edges)
+    assert not pairs, "top-level packages that import each other (function-level imports included):\n" + "\n".join(
+        describe_pair(p, edges) for p in pairs
+    )
+
+
+_LOCAL_EVALUATION = r"""
+import json, sys
+
+import mlflow
+import numpy as np
+import pandas as pd
+
+codes = [
+    "int add(int a, int b) {\n  int count = a + b;\n  return count;\n}\n",
+    "int sub(int x, int y) {\n  int total = x - y;\n  for (int i = 0; i < 3; i++) total++;\n  return total;\n}\n",
+] * 4
+frame = pd.DataFrame({"func": codes, "target": [1, 0] * 4})  # both models right on every row
+
+
+def model(df):
+    p = np.array([0.85 if "count" in c else 0.15 for c in df["func"]])
+    return np.stack([1 - p, p], axis=1)
+
+
+with mlflow.start_run():
+    result = mlflow.models.evaluate(
+        model=model, data=frame, targets="target", model_type="metacompress", evaluators="metacompress",
+        evaluator_config={"teacher": model, "language": "c", "transforms": ["rename_variables"],
+                          "attacks": ["wir_random_zeng_2022"], "attack_budget": 5, "progress": False,
+                          "bootstrap_samples": 0},
+    )
+local = sorted(m for m in sys.modules if m.startswith("mlflow_metacompress") and "spark" in m)
+from mlflow_metacompress.evaluation.config import parse_config
+from mlflow_metacompress.evaluation.engines import get_engine
+
+spark_cfg = parse_config({"teacher": "models:/t/1", "engine": "spark", "transforms": []}, frame, model_given=True)
+chosen = get_engine(spark_cfg)
+print(json.dumps({"metrics": sorted(result.metrics), "local": local, "chosen": chosen.name,
+                  "after": sorted(m for m in sys.modules if m.startswith("mlflow_metacompress") and "spark" in m)}))
+"""
+
+
+def test_a_local_evaluation_never_imports_a_spark_module(tracking):
+    """The engine is chosen once (evaluation/engines.py): an evaluation through the real
+    entry point with transformations and an attack on the local engine imports none of the
+    package's Spark modules (MLflow itself imports pyspark when it is installed); choosing
+    ``spark`` imports the Spark engine. A fresh interpreter, so other tests' imports do not count."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE.parent), os.environ.get("PYTHONPATH", "")])}
+    env["MLFLOW_TRACKING_URI"] = tracking
+    done = subprocess.run(
+        [sys.executable, "-c", _LOCAL_EVALUATION], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "mr1_violation_rate/rename_variables" in seen["metrics"]
+    assert "attack_wir_random_zeng_2022/student_asr" in seen["metrics"]  # the attack ran
+    assert seen["local"] == []
+    assert seen["chosen"] == "spark" and "mlflow_metacompress.evaluation.spark_engine" in seen["after"]
 
 
 # --------------------------------------------------------------------------- one-file extensions

@@ -177,3 +177,27 @@ def test_report_without_labels_or_code(k):
     assert "teacher_accuracy" not in parsed.numbers and "agreement with teacher" in page  # label-free reliability
     assert float(parsed.numbers["mr1_violation_rate"][0]) == pytest.approx(float((t.argmax(1) != s.argmax(1)).mean()))
     assert '<pre class="code">' not in page
+
+
+def test_the_evaluators_results_satisfy_the_reports_contract():
+    """The report reads an evaluation through its own protocols (report/contract.py), never
+    through the evaluation package: the evaluator's Outcome and config satisfy them, and a
+    plain stand-in with the same members renders the same page."""
+    from types import SimpleNamespace
+
+    from mlflow_metacompress.report.contract import EvaluationResults, EvaluationSettings
+
+    df, y = _static_frame(40)
+    cfg = parse_config(
+        {"teacher_prob_columns": ["t0", "t1"], "student_prob_columns": ["s0", "s1"]}, df, model_given=False
+    )
+    outcome = run_evaluation(df, y, cfg, None, None)
+    assert isinstance(outcome, EvaluationResults) and isinstance(cfg, EvaluationSettings)
+    assert not isinstance(SimpleNamespace(metrics={}), EvaluationResults)
+    fields = ("metrics", "per_sample", "classes", "extra_tables", "notes")
+    stand_in = SimpleNamespace(**{f: getattr(outcome, f) for f in fields})
+    assert isinstance(stand_in, EvaluationResults)
+    provenance = {"run_id": "r", "mode": "static"}
+    assert render_report(from_outcome(stand_in, cfg, provenance)) == render_report(
+        from_outcome(outcome, cfg, provenance)
+    )

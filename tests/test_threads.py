@@ -238,7 +238,7 @@ def test_student_speedup_is_timed_on_the_evaluation_threads_and_tagged(
     import mlflow
     import torch
 
-    from mlflow_metacompress.distill import speed
+    from mlflow_metacompress.adapters import timing as speed  # the evaluator's timings (adapters/timing.py)
     from mlflow_metacompress.models.pyfunc import log_code_classifier
 
     tok, big, small = tiny_classifiers

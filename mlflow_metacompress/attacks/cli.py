@@ -11,7 +11,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .recipes import list_attacks
 
@@ -74,6 +73,6 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m mlflow_metacompress.attacks``: the same as ``metacompress attack``."""
-    from ..cli import main as metacompress
+    from ..cli_common import alias_main
 
-    return metacompress(["attack", *(sys.argv[1:] if argv is None else argv)])
+    return alias_main(add_attack, "attack", argv)

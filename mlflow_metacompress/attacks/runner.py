@@ -2,7 +2,7 @@
 
 ``run_attack`` wraps the victim (a ``predict(df) -> N×K`` callable, an MLflow
 ``PyFuncModel`` or a model URI such as ``models:/name/1``) with the evaluator's
-predictor adapter (:func:`~mlflow_metacompress.evaluation.predictors.resolve_model`,
+model adapter (:func:`~mlflow_metacompress.adapters.predictors.resolve_model`,
 uncached: the attack's query cache is in memory), primes the query cache with one
 batched forward pass over all original inputs, checks the labels with the evaluator's
 label check, attacks every row with the named recipe and returns an
@@ -33,9 +33,9 @@ def victim_predict(
     model: Any, code_columns: Sequence[str], batch_size: int = 256
 ) -> Callable[[pd.DataFrame], np.ndarray]:
     """A validated ``predict(df) -> N×K`` for a callable, a ``PyFuncModel``, a model URI or an
-    evaluator :class:`~mlflow_metacompress.evaluation.predictors.Predictor` (one adapter for
+    :class:`~mlflow_metacompress.adapters.predictors.Predictor` (one adapter for
     the evaluator and attacks)."""
-    from ..evaluation.predictors import Predictor, resolve_model
+    from ..adapters.predictors import Predictor, resolve_model
 
     if isinstance(model, Predictor):
         predictor = model.uncached()
@@ -54,7 +54,7 @@ def _check_label_count(labels: Any, n: int) -> np.ndarray:
 
 def _class_indices(labels: np.ndarray, k: int) -> np.ndarray:
     """Labels as class indices 0..k-1 (the evaluator's :func:`encode_labels`), the error naming the culprit."""
-    from ..evaluation.validation import MetaCompressInputError, encode_labels
+    from ..adapters.checks import MetaCompressInputError, encode_labels
 
     try:
         return encode_labels(labels, None, k, column="labels")

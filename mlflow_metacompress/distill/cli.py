@@ -147,9 +147,9 @@ def _method_names() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m mlflow_metacompress.distill``: the same as ``metacompress distill``."""
-    from ..cli import main as metacompress
+    from ..cli_common import alias_main
 
-    return metacompress(["distill", *(sys.argv[1:] if argv is None else argv)])
+    return alias_main(add_distill, "distill", argv)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -274,7 +274,7 @@ def load_data(args: argparse.Namespace) -> Any:
 
     rows = args.generated_rows
     if rows is None:
-        from ..pipeline.profiles import get_profile
+        from ..profiles import get_profile
 
         rows = get_profile("quick").generated_rows
     if rows < 30:

@@ -39,14 +39,14 @@ import os
 import platform
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..adapters.timing import timing_threads
 from .arch import ArchSpec
 
 logger = logging.getLogger(__name__)
@@ -155,18 +155,6 @@ def device_name(device: str = "cpu") -> str:
     except OSError:
         pass
     return f"cpu:{model} ×{os.cpu_count()}"
-
-
-@contextmanager
-def timing_threads(device: str = "cpu", threads: int | str | None = TIMING_THREADS) -> Iterator[int]:
-    """Run the block with ``threads`` torch threads (default: the inference threads,
-    :func:`mlflow_metacompress.threads.resolve`), restored afterwards; yields the count
-    in effect. ``device`` is kept for callers: on a GPU the host threads still tokenise
-    and launch kernels, so the same count applies."""
-    from ..threads import using
-
-    with using(threads) as count:
-        yield count
 
 
 def time_shape(spec: ArchSpec, seq_len: int, batch_size: int, *, device: str = "cpu", repeats: int = 3) -> float:

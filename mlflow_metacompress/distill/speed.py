@@ -17,7 +17,7 @@ registering if it delivers that on the machine at hand, so every student gets:
   ``estimated`` (codecarbon's model of the CPU's power; CPU-only containers often have
   no counters). Without codecarbon, no energy tag is written.
 
-Timings run on the threads inference uses (:func:`..latency.timing_threads`: the
+Timings run on the threads inference uses (:func:`mlflow_metacompress.adapters.timing.timing_threads`: the
 distillation run's ``threads``, ``$METACOMPRESS_THREADS``, else the cores less one;
 :mod:`mlflow_metacompress.threads`), and the tag says how many: a speedup is a property
 of the pair *and* the thread count (the same pair read 11.8× on one thread and 6.3× on
@@ -28,46 +28,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ..adapters.timing import BATCH, REPEATS, Clock, batch_of, side_by_side, timing_threads
+
 logger = logging.getLogger(__name__)
 
-BATCH = 32
-REPEATS = 5
 TAG = "metacompress."
-Clock = Callable[[], float]
-
-
-def side_by_side(
-    runs: Mapping[str, Callable[[], Any]], repeats: int = REPEATS, clock: Clock = time.perf_counter, warmup: bool = True
-) -> dict[str, float]:
-    """Best wall time (seconds) of each callable over ``repeats`` alternating rounds
-    (round ``r`` runs every callable once, in order), after one warm-up call each."""
-    if repeats < 1:
-        raise ValueError(f"repeats must be ≥ 1, got {repeats}")
-    if warmup:
-        for fn in runs.values():
-            fn()
-    best = {name: float("inf") for name in runs}
-    for _ in range(repeats):
-        for name, fn in runs.items():
-            t = clock()
-            fn()
-            best[name] = min(best[name], clock() - t)
-    return best
-
-
-def batch_of(frame: pd.DataFrame, columns: Sequence[str], n: int = BATCH) -> pd.DataFrame:
-    """``n`` rows of ``frame``'s code ``columns`` (cycled when it has fewer)."""
-    if len(frame) == 0:
-        raise ValueError("cannot time models on an empty table")
-    rows = frame[list(columns)].reset_index(drop=True)
-    return rows.iloc[[i % len(rows) for i in range(n)]].reset_index(drop=True)
 
 
 def has_power_counters() -> bool:
@@ -144,7 +116,7 @@ def measure(
     import mlflow
     import torch
 
-    from .latency import device_name, timing_threads
+    from .latency import device_name
 
     s = mlflow.pyfunc.load_model(student) if isinstance(student, str) else student
     t = mlflow.pyfunc.load_model(teacher) if isinstance(teacher, str) else teacher

@@ -1,8 +1,8 @@
 """The ``metacompress`` MLflow evaluator plugin, one arrow per module:
 
 config (``evaluator_config`` resolved once, language detection included → frozen
-:class:`~.config.EvaluatorConfig`) → validation → predictors (models → N×K
-probabilities) → pair (teacher and student side by side) → variants (original,
+:class:`~.config.EvaluatorConfig`) → validation → model adapters (models → N×K
+probabilities, :mod:`mlflow_metacompress.adapters`) → pair (teacher and student side by side) → variants (original,
 transformed and adversarial inputs, one interface) → engine (one loop: predict, judge,
 collect per variant; computes, never logs) → artifacts → evaluator (logs metrics and
 artifacts in one go).

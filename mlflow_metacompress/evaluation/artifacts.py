@@ -6,7 +6,8 @@
 - ``per_sample.parquet``: one row per (variant, sample) with both models' probabilities,
   predictions, KL and every relation flag (and the code of rewritten variants);
 - ``worst_discrepancies.csv``: the failing examples (CheckList's lesson), by KL, distinct
-  samples first (:func:`worst_discrepancies`);
+  samples first (:func:`mlflow_metacompress.report.data.worst_discrepancies`, the order
+  the report shows);
 - ``reliability.png``: teacher and student reliability curves on one plot;
 - ``kl_histogram.png``: the per-sample KL(P_T‖P_S) as one ECDF per variant group and one box
   per variant, with the MR2 threshold drawn;
@@ -17,7 +18,7 @@
 The plots are drawn by :mod:`.plots`; with ``slice_columns`` set, ``summary.json`` also has
 ``slices`` (:mod:`.slices`: the values sliced, their sample counts and the values skipped).
 When a model is a Hugging Face pipeline, ``input_limits`` names, per role, the most tokens
-its inputs were cut to and where that number comes from (:func:`.hf_pipeline.input_limit`).
+its inputs were cut to and where that number comes from (:func:`mlflow_metacompress.adapters.hf_pipeline.input_limit`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from ..report.data import worst_discrepancies
 from .plots import confusion_counts, write_plots
 
 if TYPE_CHECKING:
     from .config import EvaluatorConfig
     from .engine import Outcome
+
+__all__ = ["worst_discrepancies", "write_artifacts"]
 
 
 def write_artifacts(outcome: Outcome, cfg: EvaluatorConfig, out: Path) -> list[str]:
@@ -67,14 +69,3 @@ def write_artifacts(outcome: Outcome, cfg: EvaluatorConfig, out: Path) -> list[s
             table.to_csv(path, index=False)
         written.append(str(path.relative_to(out)))
     return written
-
-
-def worst_discrepancies(per_sample: pd.DataFrame, limit: int) -> pd.DataFrame:
-    """The ``limit`` violating rows to show first: each sample's (``row``'s) largest-KL
-    variant, by KL(P_T‖P_S), then the other variants by KL, so one sample's rewrites
-    cannot fill the top of the list (the report shows the same order)."""
-    failing = per_sample[per_sample["any_violation"].astype(bool)].sort_values("kl", ascending=False, kind="stable")
-    if "row" in failing:
-        first = ~failing["row"].duplicated()
-        failing = pd.concat([failing[first], failing[~first]])
-    return failing.head(limit)

@@ -18,6 +18,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..cli_common import json_object  # shared with `metacompress gate`; importable from here as before
+
 # The metrics printed, in order; each also appears with a "/metamorphic" suffix when the
 # evaluation ran transformations or attacks.
 HEADLINE = (
@@ -62,18 +64,6 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def json_object(text: str, option: str = "--evaluator-config") -> dict[str, Any]:
-    """``text`` parsed as a JSON object; ``ValueError`` naming ``option`` for invalid JSON or a
-    non-object (shared by ``metacompress evaluate`` and ``metacompress gate``)."""
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{option} is not valid JSON: {exc}") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{option} must be a JSON object, got {type(config).__name__}")
-    return config
-
-
 def parse_config(text: str, teacher: str) -> dict[str, Any]:
     """``{"teacher": teacher, **json}``; ``ValueError`` for invalid JSON, a non-object or a second teacher."""
     config = json_object(text)
@@ -109,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate ``args.student`` against ``args.teacher`` on ``args.data``; exit code 0."""
     import mlflow
 
+    from ..adapters.model_refs import check_model_uri
     from ..data.tables import read_table
     from .config import check_config
-    from .model_refs import check_model_uri
 
     config = parse_config(args.evaluator_config, args.teacher)
     if args.threads is not None:

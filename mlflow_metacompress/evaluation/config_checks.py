@@ -116,8 +116,11 @@ def check_values(cfg: EvaluatorConfig) -> None:
         raise MetaCompressInputError(
             "evaluator_config['measure_speed'] needs models; static mode has only probabilities"
         )
-    if cfg.engine not in ("local", "spark"):
-        raise MetaCompressInputError(f"evaluator_config['engine'] must be 'local' or 'spark'; got {cfg.engine!r}")
+    from .engines import engine_names
+
+    if cfg.engine not in engine_names():
+        known = " or ".join(map(repr, engine_names()))
+        raise MetaCompressInputError(f"evaluator_config['engine'] must be {known}; got {cfg.engine!r}")
     if cfg.attack_engine not in ("driver", "spark"):
         raise MetaCompressInputError(
             f"evaluator_config['attack_engine'] must be 'driver' or 'spark'; got {cfg.attack_engine!r}"

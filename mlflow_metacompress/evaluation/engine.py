@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..relations import RelationConfig, evaluate_relations, predict
+from .engines import Engine, LocalEngine
 from .pair import ModelPair, PairPredictions, static_predictions
 from .validation import MetaCompressInputError, encode_labels
 from .variants import (
@@ -27,14 +28,12 @@ from .variants import (
     Variant,
     VariantSet,
     VariantSource,
-    adversarial,
     original_variant,
-    transformed,
 )
 
 if TYPE_CHECKING:
+    from ..adapters.predictors import Predictor
     from .config import EvaluatorConfig
-    from .predictors import Predictor
 
 logger = logging.getLogger(__name__)
 
@@ -89,27 +88,29 @@ def run_evaluation(
     cfg: EvaluatorConfig,
     teacher: Predictor | None,
     student: Predictor | None,
-    model_uris: tuple[str, str] | None = None,
+    engine: Engine | None = None,
 ) -> Outcome:
     """Compute every metric and table of one metacompress evaluation (``cfg`` from
     :func:`~.config.parse_config`; ``teacher``/``student`` None in static mode).
 
-    With ``cfg.engine == "spark"`` (``model_uris``: teacher's and student's URIs), the
-    transformations and both models' inference run on a SparkSession first
-    (:mod:`.spark_engine`), and with ``cfg.attack_engine == "spark"`` the attacks too
-    (:mod:`.spark_attacks`); the loop below then judges the collected predictions.
+    ``engine`` (:mod:`.engines`) is where the heavy work runs: the evaluator passes the one
+    ``cfg`` chose (:func:`~.engines.get_engine`, bound to the models); by default, this
+    process. The loop below enters the engine's session, takes its variant producers and
+    judges what they produce, whatever the engine (the Spark engine transforms and predicts
+    on executors first, :mod:`.spark_engine`).
 
     In model mode, inference and the speed timings run on ``cfg.threads`` torch threads
     (:mod:`mlflow_metacompress.threads`: default the enclosing run's, ``$METACOMPRESS_THREADS``
     or the cores less one), recorded as ``notes["threads"]`` (and ``notes["speed_threads"]``
     with ``measure_speed``) for ``summary.json``."""
     df = df.reset_index(drop=True)
+    engine = engine if engine is not None else LocalEngine()
     if cfg.static or teacher is None or student is None:
-        return _evaluate(df, y, cfg, teacher, student, model_uris)
+        return _evaluate(df, y, cfg, teacher, student, engine)
     from ..threads import using
 
     with using(cfg.threads, source="evaluator_config['threads']") as threads:
-        outcome = _evaluate(df, y, cfg, teacher, student, model_uris)
+        outcome = _evaluate(df, y, cfg, teacher, student, engine)
     notes = {**outcome.notes, "threads": threads}
     if cfg.measure_speed and "student_speedup" in outcome.metrics:
         notes["speed_threads"] = threads
@@ -122,24 +123,10 @@ def _evaluate(
     cfg: EvaluatorConfig,
     teacher: Predictor | None,
     student: Predictor | None,
-    model_uris: tuple[str, str] | None,
+    engine: Engine,
 ) -> Outcome:
-    if cfg.engine == "spark" and teacher is not None and student is not None and model_uris is not None:
-        from .spark_engine import prepare
-        from .spark_session import session
-
-        with session():
-            produced = prepare(
-                df, cfg, teacher, student, model_uris, lambda: transformed(SourceInputs(df, cfg, None, None))
-            )
-            uris = {"teacher": model_uris[0], "student": model_uris[1]}
-            replaced: dict[VariantSource, VariantSource] = {
-                transformed: lambda inputs, models: produced,
-                adversarial: lambda inputs, models: adversarial(inputs, models, uris),
-            }
-            sources = tuple(replaced.get(s, s) for s in SOURCES)
-            return _run(df, y, cfg, teacher, student, sources)
-    return _run(df, y, cfg, teacher, student, SOURCES)
+    with engine.session():
+        return _run(df, y, cfg, teacher, student, engine.sources(df, cfg, teacher, student))
 
 
 def _run(

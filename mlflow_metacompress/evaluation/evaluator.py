@@ -17,9 +17,13 @@ import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow.models.evaluation.base import EvaluationArtifact, EvaluationResult, ModelEvaluator
+
+if TYPE_CHECKING:
+    from .config import EvaluatorConfig
+    from .engine import Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -50,20 +54,18 @@ class MetaCompressEvaluator(ModelEvaluator):
         predictions: Any = None,
         **kwargs: Any,
     ) -> EvaluationResult:
+        from ..adapters.predictors import resolve_model
         from .config import parse_config
         from .engine import run_evaluation
-        from .predictors import resolve_model
+        from .engines import get_engine
         from .validation import check_nonempty, encode_labels
 
         df = dataset.features_data
         y = dataset.labels_data
         check_nonempty(df)
         cfg = parse_config(evaluator_config, df, model_given=model is not None, labels_given=y is not None)
-        uris = None
-        if cfg.engine == "spark" and not cfg.static:  # spark_udf ships models by URI (evaluation/spark_engine.py)
-            from .spark_engine import student_uri, teacher_uri
-
-            uris = (teacher_uri(cfg.teacher), student_uri(model, kwargs.get("model_id")))
+        engine = get_engine(cfg)  # chosen once: local, or spark (only the chosen engine's module is imported)
+        engine.bind(cfg, model, kwargs.get("model_id"))  # before any model loads
         teacher = student = None
         if not cfg.static:
             kw = dict(cache_dir=cfg.cache_path, batch_size=cfg.batch_size, progress=cfg.progress)
@@ -71,7 +73,7 @@ class MetaCompressEvaluator(ModelEvaluator):
             student = resolve_model(model, "student", **kw)
             if y is not None and teacher.classes is not None:  # labels checked before any model runs
                 encode_labels(y, teacher.classes, len(teacher.classes), index_labels=teacher.index_labels)
-        outcome = run_evaluation(df, y, cfg, teacher, student, uris)
+        outcome = run_evaluation(df, y, cfg, teacher, student, engine)
         prefix = cfg.metric_prefix or ""
         metrics = {f"{prefix}{k}": float(v) for k, v in outcome.metrics.items() if not math.isnan(float(v))}
         from ..report.provenance import at_evaluation
@@ -82,9 +84,15 @@ class MetaCompressEvaluator(ModelEvaluator):
 
     @staticmethod
     def _log(
-        run_id: str, metrics: dict[str, float], outcome: Any, cfg: Any, provenance: dict[str, Any] | None = None
+        run_id: str,
+        metrics: dict[str, float],
+        outcome: Outcome,
+        cfg: EvaluatorConfig,
+        provenance: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Write artifacts, then log every metric in batches and the artifact folder."""
+        """Write artifacts, then log every metric in batches and the artifact folder. The
+        report reads ``outcome`` and ``cfg`` through its own contract
+        (:mod:`mlflow_metacompress.report.contract`), which they satisfy structurally."""
         import time
 
         from mlflow.entities import Metric

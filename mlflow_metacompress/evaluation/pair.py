@@ -17,8 +17,8 @@ import pandas as pd
 from .validation import align_classes, check_probabilities
 
 if TYPE_CHECKING:
+    from ..adapters.predictors import Predictor
     from .config import EvaluatorConfig
-    from .predictors import Predictor
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +43,7 @@ class PairPredictions:
 
 @dataclass(frozen=True)
 class ModelPair:
-    """The two models under comparison, as :class:`~.predictors.Predictor` adapters."""
+    """The two models under comparison, as :class:`~mlflow_metacompress.adapters.predictors.Predictor` adapters."""
 
     teacher: Predictor
     student: Predictor

@@ -59,12 +59,12 @@ def _attack_partition(
     """Runs on an executor: load the model once, then every attack on this partition's samples."""
     from pyspark import SparkFiles
 
+    from mlflow_metacompress.adapters.predictors import resolve_model
     from mlflow_metacompress.attacks.attack import AttackData
     from mlflow_metacompress.attacks.goal import QueryModel
     from mlflow_metacompress.attacks.recipes import ATTACKS
     from mlflow_metacompress.attacks.runner import attack_positions, victim_predict
     from mlflow_metacompress.evaluation.pair import attack_victim
-    from mlflow_metacompress.evaluation.predictors import resolve_model
 
     positions = [int(p) for batch in batches for p in batch[POS]]
     if not positions:

@@ -1,6 +1,10 @@
 """The spark engine (``evaluator_config={"engine": "spark"}``): inference and transformations
 on a SparkSession, relations and artifacts shared with the local engine.
 
+:class:`SparkEngine` is this engine behind the one engine interface
+(:class:`~.engines.Engine`): :func:`~.engines.get_engine` imports this module only when
+the configuration chooses ``spark``, and the evaluation loop never asks which engine runs.
+
 What runs where:
 
 - **executors**: the semantics-preserving transformations (``mapInPandas``,
@@ -21,7 +25,7 @@ it, so every changed sample's code comes back from ``mapInPandas`` and goes out 
 Spark's default ``spark.driver.maxResultSize`` (1 GB) stops that at roughly 50,000 samples
 with all ten transformations; raise it with the driver's memory, or evaluate in chunks.
 
-Predictions pass through the same cache as the local engine (:mod:`.predictors`), keyed
+Predictions pass through the same cache as the local engine (:mod:`mlflow_metacompress.adapters.predictors`), keyed
 by model identity and a digest of the rows, so a second student against the same teacher
 reads the teacher's predictions instead of running it again; the engine's loop then finds
 every prediction in memory and judges exactly as the local engine does.
@@ -29,22 +33,25 @@ every prediction in memory and judges exactly as the local engine does.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from .. import cache
+from ..adapters.predictors import KIND
 from ..cache import rows_digest
-from .predictors import KIND
 from .validation import MetaCompressInputError, check_probabilities
 
 if TYPE_CHECKING:
+    from ..adapters.predictors import Predictor
+    from ..attacks.results import AttackReport
     from .config import EvaluatorConfig
-    from .predictors import Predictor
-    from .variants import VariantSet
+    from .variants import VariantSet, VariantSource
 
 logger = logging.getLogger(__name__)
 
@@ -154,3 +161,59 @@ def prepare(
     for predictor, uri in ((teacher, uris[0]), (student, uris[1])):
         predict_frames(spark, predictor, uri, frames, columns)
     return produced
+
+
+def _attacks_on_executors(
+    frame: pd.DataFrame, labels: np.ndarray, cfg: EvaluatorConfig, classes: list[str] | None, uris: dict[str, str]
+) -> Mapping[tuple[str, str], AttackReport]:
+    """``attack_engine="spark"``: every attack's samples split across the executors."""
+    from .spark_attacks import spark_attack_reports
+
+    return spark_attack_reports(frame, labels, cfg, uris, classes)
+
+
+class SparkEngine:
+    """Transformations on the executors (``mapInPandas``), both models' inference through
+    ``spark_udf`` over the originals and every variant at once, and with
+    ``attack_engine="spark"`` the attacks on the executors too; the loop then finds every
+    prediction in the cache and judges as the local engine does."""
+
+    name = "spark"
+
+    def __init__(self) -> None:
+        self.uris: dict[str, str] | None = None  # role -> model URI, set by bind
+
+    def bind(self, cfg: EvaluatorConfig, student: Any, model_id: str | None = None) -> None:
+        """``spark_udf`` ships models by URI: both models must have one (a callable or a
+        loaded model without a run or model id is refused, naming the supported kinds)."""
+        self.uris = {"teacher": teacher_uri(cfg.teacher), "student": student_uri(student, model_id)}
+
+    def session(self) -> AbstractContextManager[Any]:
+        from .spark_session import session
+
+        return session()
+
+    def sources(
+        self, df: pd.DataFrame, cfg: EvaluatorConfig, teacher: Predictor | None, student: Predictor | None
+    ) -> tuple[VariantSource, ...]:
+        """The transformed set computed here and now (executors), both models run over every
+        variant; the attacks produced as the loop reaches them (on the executors with
+        ``attack_engine="spark"``, else on the driver)."""
+        if teacher is None or student is None or self.uris is None:
+            raise MetaCompressInputError(
+                "the spark engine runs models: it needs a teacher and a student, "
+                "bound (SparkEngine.bind) before the loop"
+            )
+        from .spark_transforms import spark_column_transforms
+        from .variants import SourceInputs, adversarial, transformed
+
+        produced = prepare(
+            df,
+            cfg,
+            teacher,
+            student,
+            (self.uris["teacher"], self.uris["student"]),
+            lambda: transformed(SourceInputs(df, cfg, None, None), compute=spark_column_transforms),
+        )
+        reports = functools.partial(_attacks_on_executors, uris=self.uris) if cfg.attack_engine == "spark" else None
+        return (lambda inputs, models: produced, functools.partial(adversarial, attack_reports=reports))

@@ -5,7 +5,7 @@ Both models must be local pyfuncs (``PyFuncModel`` objects loaded in this proces
 ``mlflow.models.evaluate`` makes of ``models:/`` and ``runs:/`` URIs): a callable or a
 served endpoint would time the network or the wrapper, not the model. They run on the
 same 32 rows of the evaluation data, alternating teacher and student, best of several
-runs (:func:`mlflow_metacompress.distill.speed.side_by_side`), on the torch threads of the
+runs (:func:`mlflow_metacompress.adapters.timing.side_by_side`), on the torch threads of the
 evaluation's inference (``evaluator_config["threads"]``, default ``$METACOMPRESS_THREADS``
 or the cores less one; :mod:`mlflow_metacompress.threads`), as the distillation's speed
 tags are. ``summary.json`` records the count (``speed_threads``) and the run is tagged
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
+    from ..adapters.predictors import Predictor
     from .config import EvaluatorConfig
-    from .predictors import Predictor
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +53,7 @@ def speed_metrics(
     """``student_speedup`` (teacher time / student time), ``student_latency_ms`` and
     ``teacher_latency_ms`` (per sample) on a batch of 32 rows; ``{}`` with a warning
     when either model is not a local pyfunc."""
-    from ..distill.latency import timing_threads
-    from ..distill.speed import BATCH, batch_of, side_by_side
+    from ..adapters.timing import BATCH, batch_of, side_by_side, timing_threads
 
     models = {"teacher": local_pyfunc(teacher), "student": local_pyfunc(student)}
     missing = [name for name, m in models.items() if m is None]

@@ -20,6 +20,7 @@ A producer never predicts for the evaluator and never touches an outcome: it ret
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -79,6 +80,15 @@ class SourceInputs:
     labels: np.ndarray | None
     base: PairPredictions | None
     classes: list[str] | None = None
+
+
+ComputeColumns = Callable[[pd.DataFrame, list[str], list[str], str, int], dict[str, ColumnTransforms]]
+"""``(df, transform columns, transformation names, language, seed) -> {column: results}``:
+the transformations computed somewhere other than this process (the Spark engine)."""
+
+AttackReports = Callable[[pd.DataFrame, np.ndarray, "EvaluatorConfig", list[str] | None], Mapping[tuple[str, str], Any]]
+"""``(attacked rows, labels, config, class names) -> {(attack, role): AttackReport}``: the
+attacks run somewhere other than this process (the Spark engine's executors)."""
 
 
 class VariantSource(Protocol):
@@ -180,10 +190,14 @@ def pooled_variant(variants: list[Variant], name: str = "metamorphic") -> Varian
     )
 
 
-def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> VariantSet:
+def transformed(
+    inputs: SourceInputs, models: ModelPair | None = None, compute: ComputeColumns | None = None
+) -> VariantSet:
     """One variant per transformation that changed some sample, pooled as ``/metamorphic``;
     metrics ``transform_parse_failures``, ``transform_over_limit`` and
-    ``transform_applicable_rate/<t>``. Needs no model."""
+    ``transform_applicable_rate/<t>``. Needs no model. ``compute``: where the transformations
+    run, when not here (the Spark engine's executors, :mod:`.spark_transforms`); the results
+    are the same."""
     cfg = inputs.cfg
     names = cfg.transform_names()
     language = cfg.language
@@ -191,10 +205,8 @@ def transformed(inputs: SourceInputs, models: ModelPair | None = None) -> Varian
         return VariantSet()
     code_columns, transform_columns = list(cfg.code_columns or ()), list(cfg.transform_columns or ())
     computed = None
-    if cfg.engine == "spark":  # transformations on the Spark executors (mapInPandas)
-        from .spark_transforms import spark_column_transforms
-
-        computed = spark_column_transforms(inputs.df, transform_columns, names, language, cfg.seed)
+    if compute is not None:
+        computed = compute(inputs.df, transform_columns, names, language, cfg.seed)
     result = transform_variants(
         inputs.df, code_columns, transform_columns, names, language, cfg.seed, cfg.progress, computed
     )
@@ -245,15 +257,18 @@ def _teacher_attack_key(
     )
 
 
-def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, str] | None = None) -> VariantSet:
+def adversarial(
+    inputs: SourceInputs, models: ModelPair | None, attack_reports: AttackReports | None = None
+) -> VariantSet:
     """Attack teacher and student separately with each configured attack; the student's
     successful adversarial examples become variant ``attack_<a>``.
 
     Metrics ``attack_<a>/<teacher|student>_<m>`` (ASR, queries, accuracy under attack and
     its drop), ``attack_<a>/excess_drop`` (student drop − teacher drop) and, when the
     teacher's accuracy dropped, ``attack_<a>/excess_drop_pct``; table ``attacks/<a>``.
-    With ``attack_engine="spark"`` (``uris``: role → model URI) the samples are attacked on
-    Spark executors (:mod:`.spark_attacks`), with the same results.
+    ``attack_reports``: where the attacks run, when not here (with ``attack_engine="spark"`` the
+    Spark engine attacks the samples on executors, :mod:`.spark_attacks`, with the same
+    results): ``{(attack, role): AttackReport}`` for every configured attack and role.
     """
     cfg = inputs.cfg
     if not cfg.attacks:
@@ -275,11 +290,7 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, 
     metrics: dict[str, float] = {}
     tables: dict[str, pd.DataFrame] = {}
     variants = []
-    on_spark = None
-    if cfg.attack_engine == "spark" and uris is not None:
-        from .spark_attacks import spark_attack_reports
-
-        on_spark = spark_attack_reports(frame, y, cfg, uris, inputs.classes)
+    elsewhere = attack_reports(frame, y, cfg, inputs.classes) if attack_reports is not None else None
     for attack in cfg.attacks:
         drops, reports = {}, {}
         for role, predictor, probs in (
@@ -288,8 +299,8 @@ def adversarial(inputs: SourceInputs, models: ModelPair | None, uris: dict[str, 
         ):
             clean_accuracy = float((probs[: len(frame)].argmax(axis=1) == y).mean())
             memo = _teacher_attack_key(role, predictor, attack, frame, y, cfg)
-            if on_spark is not None:
-                report = on_spark[(attack, role)]
+            if elsewhere is not None:
+                report = elsewhere[(attack, role)]
             elif memo is not None and memo in _TEACHER_ATTACKS:
                 report = _TEACHER_ATTACKS[memo]
                 logger.info("attack %s: the teacher's report on these rows is reused from this process", attack)

@@ -79,7 +79,7 @@ def run_gate(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from ..evaluation.cli import json_object
+    from ..cli_common import json_object
     from ..stores import existing_store
     from .gate import gate_version
     from .policy import load_policy

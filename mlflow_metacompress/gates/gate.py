@@ -68,8 +68,8 @@ def gate_version(
     """
     import mlflow
 
+    from ..adapters.model_refs import check_model_uri
     from ..evaluation.config import check_config
-    from ..evaluation.model_refs import check_model_uri
     from .promotion import PromotionRefusedError, _client, promote, version_text
 
     check_config(evaluator_config)  # a config typo fails before any model loads or any run starts

@@ -1,6 +1,6 @@
 """The whole path of ``mlflow run .``: data (:mod:`.data`) → teacher → one student per
 distillation method → MetaCompress evaluation → registry gate (:mod:`.stages`) →
-comparison table (:mod:`.report`), with budgets from :mod:`.profiles`; assembled by
+comparison table (:mod:`.report`), with budgets from :mod:`mlflow_metacompress.profiles`; assembled by
 :func:`.run.run_pipeline`.
 
     from mlflow_metacompress.pipeline import PipelineConfig, run_pipeline

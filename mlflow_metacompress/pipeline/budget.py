@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .profiles import Profile
+    from ..profiles import Profile
 
 FORWARD = 1.0 / 3.0  # a forward pass's share of a training step on the same rows
 STUDENT = 0.5  # a student's forward pass, relative to the teacher's

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data.sampling import cap_rows
-from .profiles import Profile
+from ..profiles import Profile
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ def judged_rows(model_uri: str, split: str = "test") -> pd.DataFrame:
 
     from ..distill.soft_labels import resolve_model_uri
     from ..gates.registry import TAG_RUN
-    from .profiles import get_profile
+    from ..profiles import get_profile
 
     pinned = resolve_model_uri(model_uri)
     if not pinned.startswith("models:/"):

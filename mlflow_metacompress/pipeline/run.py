@@ -114,11 +114,11 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     from ..distill.devices import TrainerSettings
     from ..gates.policy import load_policy
     from ..heartbeat import on_terminal
+    from ..profiles import get_profile, resolve_policy
     from ..quiet import quiet_libraries
     from .budget import pipeline_work, transform_count
     from .data import load_task_data
     from .interrupts import CleanExit, failed_runs
-    from .profiles import get_profile, resolve_policy
     from .progress import StageClock
     from .report import comparison_table, log_comparison
     from .stages import gate_stage, resolve_methods, student_stage, teacher_stage

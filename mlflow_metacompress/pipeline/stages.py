@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..profiles import Profile
 from .data import TaskData
-from .profiles import Profile
 
 logger = logging.getLogger(__name__)
 

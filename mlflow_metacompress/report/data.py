@@ -1,6 +1,7 @@
-"""What a report needs, gathered once: from an evaluation's :class:`~..evaluation.engine.Outcome`
-while it is logged, or from a finished run's logged artifacts (``metacompress/summary.json``,
-``per_sample.parquet``, ``attacks/<a>.parquet``, ``provenance.json``) without any model.
+"""What a report needs, gathered once: from an evaluation's results
+(:class:`~.contract.EvaluationResults`, the evaluator's ``Outcome``) while it is logged, or
+from a finished run's logged artifacts (``metacompress/summary.json``, ``per_sample.parquet``,
+``attacks/<a>.parquet``, ``provenance.json``) without any model.
 
 Both paths give the same :class:`ReportData`, so ``metacompress report RUN_ID`` rebuilds
 the page the evaluation logged.
@@ -22,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
-    from ..evaluation.config import EvaluatorConfig
-    from ..evaluation.engine import Outcome
+    from .contract import EvaluationResults, EvaluationSettings
 
 logger = logging.getLogger(__name__)
 
@@ -126,13 +126,15 @@ class ReportData:
         return sorted(names | set(self.attacks))
 
 
-def from_outcome(outcome: Outcome, cfg: EvaluatorConfig, provenance: dict[str, Any] | None = None) -> ReportData:
+def from_outcome(
+    outcome: EvaluationResults, cfg: EvaluationSettings, provenance: dict[str, Any] | None = None
+) -> ReportData:
     """The report's data from an evaluation that is being logged."""
     summary = {
         "config": cfg.as_loggable(),
         "config_sources": cfg.config_sources(),
         "detected": cfg.detected_values(),
-        "classes": outcome.classes,
+        "classes": list(outcome.classes),
         **outcome.notes,
     }
     attacks = {
@@ -140,6 +142,18 @@ def from_outcome(outcome: Outcome, cfg: EvaluatorConfig, provenance: dict[str, A
     }
     metrics = {k: float(v) for k, v in outcome.metrics.items()}
     return ReportData(metrics, outcome.per_sample, list(outcome.classes), summary, attacks, dict(provenance or {}))
+
+
+def worst_discrepancies(per_sample: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """The ``limit`` violating rows to show first: each sample's (``row``'s) largest-KL
+    variant, by KL(P_T‖P_S), then the other variants by KL, so one sample's rewrites
+    cannot fill the top of the list (the report and ``worst_discrepancies.csv`` show the
+    same order)."""
+    failing = per_sample[per_sample["any_violation"].astype(bool)].sort_values("kl", ascending=False, kind="stable")
+    if "row" in failing:
+        first = ~failing["row"].duplicated()
+        failing = pd.concat([failing[first], failing[~first]])
+    return failing.head(limit)
 
 
 @contextmanager

@@ -14,7 +14,10 @@ import platform
 import re
 from datetime import datetime, timezone
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .contract import EvaluationSettings
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +99,7 @@ def data_digest(features: Any, labels: Any, columns: Any = None) -> str | None:
     return h.hexdigest()[:16]
 
 
-def digest_columns(cfg: Any) -> list[str] | None:
+def digest_columns(cfg: EvaluationSettings) -> list[str] | None:
     """The feature columns :func:`data_digest` covers: every column in model mode (the teacher
     is identified by its URI); in static mode the code columns and the teacher's probability
     columns, so the student's own probabilities and any other student's in the same frame
@@ -107,7 +110,9 @@ def digest_columns(cfg: Any) -> list[str] | None:
     return [*(cfg.code_columns or ()), *(cfg.teacher_prob_columns or ())]
 
 
-def at_evaluation(cfg: Any, model: Any, dataset: Any, model_id: str | None, run_id: str) -> dict[str, Any]:
+def at_evaluation(
+    cfg: EvaluationSettings, model: Any, dataset: Any, model_id: str | None, run_id: str
+) -> dict[str, Any]:
     """The provenance of an evaluation as it is logged (nothing here fails the evaluation)."""
     from mlflow import MlflowClient
 

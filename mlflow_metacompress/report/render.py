@@ -16,8 +16,7 @@ from .data import ReportData, from_outcome, from_run
 from .page import page
 
 if TYPE_CHECKING:
-    from ..evaluation.config import EvaluatorConfig
-    from ..evaluation.engine import Outcome
+    from .contract import EvaluationResults, EvaluationSettings
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +68,12 @@ def who(data: ReportData) -> str:
     return f"student <code>{student}</code> against teacher <code>{teacher}</code>"
 
 
-def write_evaluation_report(outcome: Outcome, cfg: EvaluatorConfig, out: Path, provenance: dict[str, Any]) -> list[str]:
+def write_evaluation_report(
+    outcome: EvaluationResults, cfg: EvaluationSettings, out: Path, provenance: dict[str, Any]
+) -> list[str]:
     """The evaluator's hook: write ``report.html`` and ``provenance.json`` into ``out``
-    (the ``metacompress/`` artifact folder); return their names."""
+    (the ``metacompress/`` artifact folder); return their names. ``outcome`` and ``cfg``
+    are read through the report's contract (:mod:`.contract`)."""
     (out / PROVENANCE_NAME).write_text(json.dumps(provenance, indent=2, sort_keys=True, default=str))
     (out / REPORT_NAME).write_text(render_report(from_outcome(outcome, cfg, provenance)), encoding="utf-8")
     return [PROVENANCE_NAME, REPORT_NAME]

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from . import fmt
-from .data import ReportData
+from .data import ReportData, worst_discrepancies
 from .diff import code_block, side_by_side
 
 MRS = (
@@ -271,8 +271,6 @@ def worst(data: ReportData) -> str:
     per = data.per_sample
     if per.empty or "any_violation" not in per or data.max_examples == 0:
         return ""
-    from ..evaluation.artifacts import worst_discrepancies
-
     failing = worst_discrepancies(per, data.max_examples)
     if failing.empty:
         return '<section id="worst"><h2>Worst discrepancies</h2><p>No sample violates a relation.</p></section>'

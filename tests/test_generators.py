@@ -278,3 +278,10 @@ def test_the_clone_label_is_in_the_text_a_pairwise_ngram_model_learns_it():
 
     model = LogisticRegression(C=10, max_iter=5000).fit(pairs(train), train.label)
     assert model.score(pairs(test), test.label) >= 0.9
+
+
+def test_large_generations_draw_no_bar_into_a_file(capsys):
+    """Bars only on a terminal: captured stderr (a file, not a TTY) holds no progress bar."""
+    generate_vulnerability(5000, seed=1)
+    generate_clones(5000, seed=1)
+    assert "generating" not in capsys.readouterr().err

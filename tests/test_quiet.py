@@ -90,3 +90,23 @@ def test_classifiers_are_logged_from_code_without_pickle_warnings(tracking, tiny
     frame = pd.DataFrame({"func": TOY_CODE})
     expected = model.predict_proba(tok, TOY_CODE)
     assert loaded.predict(frame).to_numpy() == pytest.approx(expected, abs=1e-5)
+
+
+def test_quiet_fits_hide_lightnings_notices_under_every_package_name(caplog):
+    """The search's probes logged "GPU available" and "💡 Tip" through the standalone
+    ``pytorch_lightning`` package's logger, and warned about a fit without validation rows
+    (issue 22's main job output); inside a quiet fit none of it reaches the log or warnings."""
+    import logging
+    import warnings
+
+    from mlflow_metacompress.distill.training import _quiet_lightning
+
+    with caplog.at_level(logging.INFO), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with _quiet_lightning(True):
+            for name in ("lightning.pytorch.utilities.rank_zero", "pytorch_lightning.utilities.rank_zero"):
+                logging.getLogger(name).info("💡 Tip: try installing litlogger")
+            warnings.warn("You defined a `validation_step` but have no `val_dataloader`. Skipping val loop.")
+        assert not caplog.records and not caught
+        logging.getLogger("pytorch_lightning.utilities.rank_zero").info("GPU available: False")  # not quiet: shown
+    assert [r.getMessage() for r in caplog.records] == ["GPU available: False"]

@@ -220,7 +220,11 @@ def _quiet_lightning(quiet: bool) -> Iterator[None]:
         if not quiet:
             yield
             return
-        names = ("lightning.pytorch", "lightning.fabric")
+        # a fit without validation rows (the search's probes) is meant to have none
+        warnings.filterwarnings("ignore", message=r"You defined a `validation_step` but have no `val_dataloader`")
+        # the standalone pytorch_lightning/lightning_fabric packages log under their own names
+        # when installed beside lightning (the probes' notices came from them)
+        names = ("lightning.pytorch", "lightning.fabric", "pytorch_lightning", "lightning_fabric")
         levels = {name: logging.getLogger(name).level for name in names}
         for name in names:
             logging.getLogger(name).setLevel(logging.WARNING)

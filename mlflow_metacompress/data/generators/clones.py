@@ -124,7 +124,8 @@ def generate_clones(n: int = 1000, seed: int = 0):
     rng = random.Random(f"clone:{seed}")
     names = list(BEHAVIOURS)
     rows = []
-    for i in tqdm(range(n), desc="generating clone pairs", disable=n < 5000, leave=False):
+    # disable=None: tqdm draws the bar only on a terminal, never into a log file
+    for i in tqdm(range(n), desc="generating clone pairs", disable=True if n < 5000 else None, leave=False):
         first = names[(i // 2) % len(names)]
         label = (i + i // 2) % 2
         second = first if label else _pick_other(rng, first)

@@ -106,7 +106,7 @@ def test_quiet_fits_hide_lightnings_notices_under_every_package_name(caplog):
         with _quiet_lightning(True):
             for name in ("lightning.pytorch.utilities.rank_zero", "pytorch_lightning.utilities.rank_zero"):
                 logging.getLogger(name).info("💡 Tip: try installing litlogger")
-            warnings.warn("You defined a `validation_step` but have no `val_dataloader`. Skipping val loop.")
+            warnings.warn("You defined a `validation_step` but have no `val_dataloader`.", UserWarning, stacklevel=1)
         assert not caplog.records and not caught
         logging.getLogger("pytorch_lightning.utilities.rank_zero").info("GPU available: False")  # not quiet: shown
     assert [r.getMessage() for r in caplog.records] == ["GPU available: False"]

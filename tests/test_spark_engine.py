@@ -24,9 +24,14 @@ TRANSFORMS = ["rename_variables", "for_to_while", "swap_if_else", "rename_functi
 
 @pytest.fixture(scope="module")
 def spark():
-    """One local[2] session for the module (Spark startup is the slow part)."""
+    """One local[2] session for the module (Spark startup is the slow part). PySpark's
+    SparkContext installs its own SIGINT handler; it is put back afterwards, so later test
+    files in the same worker process see Python's default."""
+    import signal
+
     from pyspark.sql import SparkSession
 
+    previous = signal.getsignal(signal.SIGINT)
     session = (
         SparkSession.builder.master("local[2]")
         .appName("metacompress-tests")
@@ -36,6 +41,7 @@ def spark():
     )
     yield session
     session.stop()
+    signal.signal(signal.SIGINT, previous)
 
 
 def _log_model(weight: float, columns: list[str], calls: Path, example: pd.DataFrame) -> str:

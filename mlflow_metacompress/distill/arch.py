@@ -23,7 +23,7 @@ POSITION_TYPES = ("absolute", "rotary")
 def pair_mode_of(value: str | None) -> PairMode | None:
     """``value`` as a classifier pair mode; ValueError naming it when it is not one (a
     configuration holds it as a plain string)."""
-    from ..models.classifier import PAIR_MODES
+    from ..models.batching import PAIR_MODES
 
     if value is not None and value not in PAIR_MODES:
         raise ValueError(f"pair_mode must be one of {list(PAIR_MODES)} or None, got {value!r}")
@@ -158,7 +158,9 @@ def param_count(c: Any, num_labels: int = 2, pair_mode: str | None = None, rotar
     layers, a final LayerNorm ``2h`` and ESM's contact head ``L·A + 1``.
     """
     V, L, h, A, i = c.vocab_size, c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size
-    m = {"concat_cls": 2, "siamese": 4}.get(pair_mode or "", 1)
+    from ..models.batching import TWO_INPUTS
+
+    m = TWO_INPUTS.get(pair_mode or "", 1)
     layers = L * (4 * h * h + 2 * h * i + 9 * h + i)
     head = m * h * h + h + h * num_labels + num_labels
     absolute = (V + c.max_length + 3) * h + 2 * h + layers + head
@@ -208,6 +210,7 @@ def _measure_shape(spec: ArchSpec) -> tuple[int, int]:
     from torch.utils.flop_counter import FlopCounterMode
     from transformers.utils import logging as hf_logging
 
+    from ..models.batching import TWO_INPUTS
     from ..models.classifier import parameter_count
 
     previous = hf_logging.get_verbosity()
@@ -221,11 +224,8 @@ def _measure_shape(spec: ArchSpec) -> tuple[int, int]:
         with counter, torch.no_grad():
             # no attention mask: a full-length input, and meta tensors cannot be inspected
             inner = model.encoder(input_ids=ids).last_hidden_state[:, 0, :]
-            if spec.pair_mode == "concat_cls":
-                inner = torch.cat([inner, model.encoder(input_ids=ids).last_hidden_state[:, 0, :]], dim=-1)
-            elif spec.pair_mode == "siamese":  # the second encoding and the |u - v|, u * v features
-                other = model.encoder(input_ids=ids).last_hidden_state[:, 0, :]
-                inner = torch.cat([inner, other, (inner - other).abs(), inner * other], dim=-1)
+            if spec.pair_mode in TWO_INPUTS:  # the second encoding and the head's pair features
+                inner = model.pair_features(inner, model.encoder(input_ids=ids).last_hidden_state[:, 0, :])
             model.head(inner)
         return params, int(counter.get_total_flops())
     finally:

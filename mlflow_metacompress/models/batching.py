@@ -25,6 +25,11 @@ from typing import Any
 import numpy as np
 
 PRECISIONS = ("fp32", "bf16", "fp16")
+# how a clone classifier reads two functions (:mod:`.classifier`); here, without torch, so
+# tokenisation and the size formulas of ``distill.arch`` share the one table
+PAIR_MODES: tuple[str, ...] = ("concat_cls", "single_sequence", "siamese")
+# pair modes that encode the two functions as two inputs, and the head's input width in hidden sizes
+TWO_INPUTS: dict[str, int] = {"concat_cls": 2, "siamese": 4}
 
 
 @dataclass
@@ -66,7 +71,7 @@ def tokenise_all(
         seqs = [list(tokenizer(texts, texts_b, **kw)["input_ids"])] if texts else [[]]
     else:
         seqs = [list(tokenizer(texts, **kw)["input_ids"])] if texts else [[]]
-        if pair_mode in ("concat_cls", "siamese"):  # classifier.TWO_INPUTS (not imported: no torch here)
+        if pair_mode in TWO_INPUTS:
             if texts_b is None:
                 raise ValueError(f"a {pair_mode} pair classifier needs two code columns")
             seqs.append(list(tokenizer(texts_b, **kw)["input_ids"]) if texts_b else [])

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .._optional import require
+from .batching import TWO_INPUTS
 
 require("torch", "model mode (code classifiers)")
 require("transformers", "model mode (code classifiers)")
@@ -41,10 +42,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-PairMode = Literal["concat_cls", "single_sequence", "siamese"]
-PAIR_MODES: tuple[str, ...] = ("concat_cls", "single_sequence", "siamese")
-# pair modes that encode the two functions as two inputs, and the head's input width in hidden sizes
-TWO_INPUTS: dict[str, int] = {"concat_cls": 2, "siamese": 4}
+PairMode = Literal["concat_cls", "single_sequence", "siamese"]  # batching.PAIR_MODES, as a type
 META_FILE = "metacompress.json"
 
 
@@ -124,10 +122,14 @@ class CodeClassifier(nn.Module):
         if mode in TWO_INPUTS:
             if input_ids_b is None or attention_mask_b is None:
                 raise ValueError(f"a {mode} pair classifier needs input_ids_b and attention_mask_b")
-            cls_b, _ = self._cls(input_ids_b, attention_mask_b, False)
-            parts = [cls, cls_b] if mode == "concat_cls" else [cls, cls_b, (cls - cls_b).abs(), cls * cls_b]
-            cls = torch.cat(parts, dim=-1)
+            cls = self.pair_features(cls, self._cls(input_ids_b, attention_mask_b, False)[0])
         return self.head(cls), states
+
+    def pair_features(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """The head's input for two pooled functions: ``[u, v]`` (``concat_cls``) or
+        ``[u, v, |u - v|, u * v]`` (``siamese``)."""
+        parts = [u, v] if self.meta.pair_mode == "concat_cls" else [u, v, (u - v).abs(), u * v]
+        return torch.cat(parts, dim=-1)
 
     # ------------------------------------------------------------------ building
     @classmethod

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from mlflow_metacompress.pipeline.profiles import get_profile
     from mlflow_metacompress.pipeline.stages import resolve_methods, student_stage
 
-    profile = get_profile(args.profile)
+    profile = get_profile(args.profile, args.task)
     methods = resolve_methods(args.methods)
     data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
     with job_run(f"distill-{data.dataset}"), tempfile.TemporaryDirectory(prefix="metacompress-distill-") as cache:

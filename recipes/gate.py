@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     from mlflow_metacompress.pipeline.profiles import get_profile, resolve_policy
     from mlflow_metacompress.pipeline.stages import gate_stage
 
-    profile = get_profile(args.profile)
+    profile = get_profile(args.profile, args.task)
     policy = resolve_policy(args.policy, profile)
     with job_run(f"gate-{args.model_name}-v{args.version}") as run:
         if args.evaluation_run_id:

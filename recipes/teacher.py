@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     from mlflow_metacompress.pipeline.profiles import get_profile
     from mlflow_metacompress.pipeline.stages import teacher_stage
 
-    profile = get_profile(args.profile)
+    profile = get_profile(args.profile, args.task)
     data = load_task_data(args.task, args.data_dir or None, profile, args.seed)
     with job_run(f"teacher-{data.dataset}"):
         result = teacher_stage(data, profile, args.seed, bars(args), trainer=devices)

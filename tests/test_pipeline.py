@@ -215,6 +215,17 @@ def test_profiles():
     assert quick.attack_budget < paper.attack_budget
 
 
+def test_a_profile_applies_its_task_s_overrides_and_nothing_else():
+    from dataclasses import replace
+
+    quick, vuln = get_profile("quick"), get_profile("quick", "vulnerability")
+    assert (vuln.generated_rows, vuln.train_rows, vuln.teacher_epochs, vuln.student_epochs) == (24000, 19200, 8, 1)
+    assert vuln.size_mb == quick.size_mb and vuln.policy == quick.policy and vuln.name == quick.name
+    assert get_profile("quick", "clone") is quick and get_profile("quick", None) is quick
+    with pytest.raises(ValueError, match="unknown profile field"):
+        replace(quick, task_overrides={"clone": {"teacher_epoch": 3}}).for_task("clone")
+
+
 def test_resolve_policy():
     quick, paper = get_profile("quick"), get_profile("paper")
     assert resolve_policy("auto", quick) is QUICK_POLICY and resolve_policy("", quick) is QUICK_POLICY

@@ -276,7 +276,7 @@ def load_data(args: argparse.Namespace) -> Any:
     if rows is None:
         from ..profiles import get_profile
 
-        rows = get_profile("quick").generated_rows
+        rows = get_profile("quick", args.task).generated_rows
     if rows < 30:
         raise ValueError(f"--generated-rows must be at least 30 (every split needs both labels); got {rows}")
     logger.info("generated %s-shaped data (%d samples, seed %d): embedded, not real", args.task, rows, args.seed)

@@ -149,7 +149,7 @@ def judged_rows(model_uri: str, split: str = "test") -> pd.DataFrame:
     data = load_task_data(
         params["pipeline.task"],
         None if source == "generated" else source,
-        get_profile(params["pipeline.profile"]),
+        get_profile(params["pipeline.profile"], params["pipeline.task"]),
         int(params["pipeline.seed"]),
     )
     if split not in data.frames:

@@ -123,7 +123,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     from .report import comparison_table, log_comparison
     from .stages import gate_stage, resolve_methods, student_stage, teacher_stage
 
-    profile = get_profile(config.profile)
+    profile = get_profile(config.profile, config.task)
     methods = resolve_methods(config.methods)  # fail before any training
     from ..threads import describe, parse_threads, using
 

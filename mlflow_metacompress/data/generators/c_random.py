@@ -4,9 +4,11 @@ The Juliet test suite (NIST SARD, Boland & Black 2012) varies each CWE template 
 control-flow variants (``if (GLOBAL_CONST_TRUE)``, ``while (1) { …; break; }``,
 ``switch``) so that a detector must find the flaw, not the shape. This module supplies
 that variation plus identifier choices and benign "noise" statements that reuse the
-tokens a fix or a flaw is made of (``NULL`` checks, ``free``, ``<=`` loops, format
+tokens a fix or a flaw is made of (``NULL`` checks, ``free``, ``strcpy``, format
 strings, ``isalnum``, ``INT_MAX``), drawn independently of the label, so no single
-surface token gives the label away.
+surface token gives the label away. Noise reuses tokens, not a flaw's shape: its loops
+are bounded with ``<`` (an off-by-one ``<=`` bound is a flaw of CWE-121/122, and noise
+that copied it taught the quick teacher that the shape means nothing; issue 22).
 
 Every name a generated function may call or read is declared in :data:`C_PRELUDE`, so
 ``C_PRELUDE + func`` is a complete translation unit for ``gcc -fsyntax-only``.
@@ -196,8 +198,7 @@ def _noise_null_ptr(cr: CRandom) -> list[str]:
 
 def _noise_loop(cr: CRandom) -> list[str]:
     k, a, hi = cr.name("idx"), cr.name("acc"), cr.rng.randrange(2, 9)
-    op = cr.pick(("<=", "<"))
-    return [f"int {a} = 0;", f"for (int {k} = 0; {k} {op} {hi}; {k}++) {{", f"    {a} += {k};", "}", f"print_int({a});"]
+    return [f"int {a} = 0;", f"for (int {k} = 0; {k} < {hi}; {k}++) {{", f"    {a} += {k};", "}", f"print_int({a});"]
 
 
 def _noise_format(cr: CRandom) -> list[str]:

@@ -6,7 +6,15 @@ contains the flaw and whose ``good`` variant is the same code with the flaw fixe
 two variants differ in a check, a bound, an argument or a statement order, never in the
 vocabulary alone: fixes come in several forms, and some flawed variants carry checks
 that do not prevent the flaw (a length check before a command is built, a sign check
-before a division).
+before a division, an ``INT_MAX`` bound that can never fire). Where a flaw is the absence
+of a statement, the flawed and fixed variants still differ in a statement each carries:
+the overflow and divide-by-zero flaws always carry their insufficient check, a leak
+overwrites its only reference (with a new ``malloc``, fixed by a second pointer, or with
+``realloc``'s result, fixed through a temporary) and
+a use after free is fixed by the
+use coming first and the dangling pointer being cleared (CERT MEM01-C). A scratch 2-layer
+teacher could not learn order-only and absence-only variants from thousands of rows
+(CWE-416 and CWE-401 near chance; issue 22).
 
 The flaw and its fix are *local*: the statements that make the difference (a sink and
 the guard or bound that protects it, a ``free`` and the use that follows it) form one
@@ -119,10 +127,10 @@ def cwe190_integer_overflow(cr: CRandom, bad: bool, fail: str) -> tuple[list[str
     a, r = v["a"], v["r"]
     if cr.chance(0.5):
         k = cr.rng.randrange(1, 100)
-        weak = cr.pick(([], _guard(f"{a} > INT_MAX", fail)))  # can never fire
+        weak = _guard(f"{a} > INT_MAX", fail)  # can never fire
         guard = weak if bad else _guard(f"{a} > INT_MAX - {k}", fail)
         return [f"int {a}"], [[*guard, f"int {r} = {a} + {k};"], [f"print_int({r});"]]
-    weak = cr.pick(([], _guard(f"{a} > INT_MAX / 2", fail)))  # insufficient
+    weak = _guard(f"{a} > INT_MAX / 2", fail)  # insufficient
     guard = weak if bad else _guard(f"{a} > INT_MAX / {v['b']}", fail)
     return [f"int {a}", f"int {v['b']}"], [
         _guard(f"{a} <= 0 || {v['b']} <= 0", fail),
@@ -151,7 +159,9 @@ def cwe416_use_after_free(cr: CRandom, bad: bool, fail: str) -> tuple[list[str],
     v = cr.names(p="ptr", src="str", n="len")
     p = v["p"]
     use = cr.pick((f"print_line({p});", f"print_int({p}[0]);", f"log_event({p}, 1);"))
-    tail = [f"free({p});", use] if bad else [use, f"free({p});"]
+    # the fix uses the memory first and clears the dangling pointer (CERT MEM01-C); the flaw
+    # reads it after the release
+    tail = [f"free({p});", use] if bad else [use, f"free({p});", f"{p} = NULL;"]
     return [f"const char *{v['src']}"], [
         [f"size_t {v['n']} = strlen({v['src']});"],
         [f"char *{p} = (char *)malloc({v['n']} + 1);"],
@@ -212,25 +222,37 @@ def cwe401_memory_leak(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], li
         _guard(f"{p} == NULL", fail),
         [f"memset({p}, 0, {v['n']});"],
     ]
-    if cr.chance(0.5):  # an early exit that leaks in the bad variant
-        early = [
-            f"if (rand_value() % {cr.rng.randrange(2, 7)} == 0) {{",
-            *([] if bad else [f"    free({p});"]),
+    if cr.chance(0.5):  # a second allocation overwrites the only reference to the first
+        q = p if bad else cr.name("ptr")  # the fix keeps both blocks and releases both
+        again = [f"{q} = (char *)malloc({v['n']} * 2);" if bad else f"char *{q} = (char *)malloc({v['n']} * 2);"]
+        release = [f"free({q});"] if bad else [f"free({q});", f"free({p});"]
+        check = _guard(f"{q} == NULL", fail)
+        if not bad:  # the first block is released on the failure path too
+            check = [check[0], f"    free({p});", *check[1:]]
+        return [f"int {v['n']}"], [*alloc, again, check, [f"print_line({q});"], release]
+    # p = realloc(p, …): when realloc fails, the only reference to the block is overwritten
+    # with NULL and the block leaks; the fix keeps it in a temporary and releases it (CERT MEM31-C)
+    grow, t = f"{v['n']} * 2", cr.name("tmp")
+    if bad:
+        resize = [f"{p} = (char *)realloc({p}, {grow});", *_guard(f"{p} == NULL", fail)]
+    else:
+        resize = [
+            f"char *{t} = (char *)realloc({p}, {grow});",
+            f"if ({t} == NULL) {{",
+            f"    free({p});",
             f"    {fail}",
             "}",
+            f"{p} = {t};",
         ]
-        return [f"int {v['n']}"], [*alloc, early, [f"print_int({p}[0]);"], [f"free({p});"]]
-    end = [] if bad else [f"free({p});"]  # returns without releasing it
-    return [f"int {v['n']}"], [*alloc, [f"print_line({p});", *end]]
+    return [f"int {v['n']}"], [*alloc, resize, [f"print_line({p});"], [f"free({p});"]]
 
 
 def cwe369_divide_by_zero(cr: CRandom, bad: bool, fail: str) -> tuple[list[str], list[list[str]]]:
     v = cr.names(a="num", b="num", r="acc")
     b = v["b"]
     op = cr.pick(("/", "%"))
-    guard = (
-        cr.pick(([], _guard(f"{b} < 0", fail))) if bad else _guard(cr.pick((f"{b} == 0", f"!{b}", f"{b} <= 0")), fail)
-    )
+    # the flawed check rejects negative divisors only; the fixed one rejects zero
+    guard = _guard(f"{b} < 0", fail) if bad else _guard(cr.pick((f"{b} == 0", f"!{b}", f"{b} <= 0")), fail)
     return [f"int {v['a']}", f"int {b}"], [[*guard, f"int {v['r']} = {v['a']} {op} {b};"], [f"print_int({v['r']});"]]
 
 

@@ -146,8 +146,7 @@ PROFILES: dict[str, Profile] = {
         # labelled rows (half the training split) up to 6 times at 1e-3, stopping after 2 epochs
         # without a better val_acc; 160 tokens hold 91% of the generated functions whole. Measured
         # (1 thread): generated clones reach val_acc 0.93 after 2 epochs, 0.95 after 4 (siamese
-        # pairs); generated vulnerability data 0.67-0.75 after 4 epochs (0.87 without its
-        # label-independent noise blocks), below the 0.90 issue 22 asks for
+        # pairs); vulnerability data needs more (task_overrides below)
         generated_rows=12000,
         train_rows=9600,
         valid_rows=120,

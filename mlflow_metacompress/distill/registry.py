@@ -9,7 +9,10 @@ A method module declares, once each:
 - ``run(ctx, options) -> StudentOutcome``;
 - optionally ``TRAINS = False`` for a method that trains nothing (post-training
   quantization): the pipeline's remaining-time estimate then budgets it no training
-  steps (:mod:`mlflow_metacompress.pipeline.budget`).
+  steps (:mod:`mlflow_metacompress.pipeline.budget`);
+- optionally ``TRAINING_VARIANTS = k`` for a method that adds ``k`` metamorphic variants
+  per unlabeled row to its training set (MORPH's 1): the estimate then budgets rewriting
+  them, the teacher's labels on them and epochs ``1 + k`` times as long.
 
 :func:`list_methods` imports every module of the package (``pkgutil``), so a new module
 dropped there is found with no other edit. An import error of a module that exists is
@@ -43,6 +46,7 @@ class Method:
     module: str
     summary: str = ""
     trains: bool = True
+    training_variants: int = 0
 
     def parse(self, values: Mapping[str, Any] | None = None) -> Any:
         """This method's ``Options`` from ``values`` (unknown keys refused by name)."""
@@ -73,6 +77,7 @@ def _method_of(module: ModuleType) -> Method:
         module.__name__,
         summary,
         bool(getattr(module, "TRAINS", True)),
+        int(getattr(module, "TRAINING_VARIANTS", 0)),
     )
 
 

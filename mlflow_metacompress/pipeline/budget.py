@@ -14,7 +14,11 @@ Work counted per stage, in teacher steps of ``batch_size`` rows:
 - **teacher**: ``teacher_epochs × ⌈labelled rows / batch⌉`` steps (``max_steps`` caps
   them), plus the forward passes of validation (each epoch) and the test split;
 - **distill** (method ``m``): ``epochs_for(m) × ⌈unlabeled rows / batch⌉`` student steps
-  (× ``1 + variants_per_step / 2`` for methods that also train on transformed variants), the
+  (× ``1 + variants_per_step / 2`` for methods that also train on transformed variants;
+  × ``1 + k`` for a method whose module says ``TRAINING_VARIANTS = k``, MORPH's 1, which
+  trains on each row's variants too), each at :data:`STUDENT` the cost of a teacher step;
+  the rows rewritten before training (MORPH's variants, and fidelity's one per
+  transformation) at :data:`REWRITE` per batch, with the teacher's labels on each; the
   search probes (``probes × probe_steps`` steps, and ``probe_valid`` rows each), the
   test split, the speed timings, and, in the first distillation only, the teacher's soft
   labels on the unlabeled rows (cached afterwards); a method whose module says
@@ -31,13 +35,15 @@ student), an architecture search (a method with a ``population``) :data:`SEARCH`
 and every stage a fixed :data:`OVERHEAD` (loading, logging and registering models; for a
 gate also rewriting code, bootstrap intervals, plots and the report).
 
-The fixed costs come from one quick main job on the shared 2-core machine (1 thread,
-load average 15–20): the teacher took 1,275 s for its 1,005 units (1.27 s each); AVATAR
-830 s, of which about 320 s before its first epoch (soft labels, latency calibration,
-probes, search) and Compressor about 350 s before its first; the first gate 324 s (about
-255 teacher units, of which predictions are under 60), the next ones 73–81 s (about 60):
-the first gate attacks and predicts with the teacher, which later gates read from the
-prediction cache.
+The fixed costs come from a quick main job on the idle 2-core machine (1 thread,
+generated vulnerability data, 2026-12-01, 1,218 s; ``tests/test_pipeline_budget.py``
+replays it): the teacher took 864 s; a distillation 51-113 s, of which MLflow's logging
+and registering are about 8 s whatever the method (``quantize``, which trains nothing,
+took 11 s), hence :data:`OVERHEAD`'s 100 units at a student's rate; gates 3-8 s.
+Before, student steps were priced as teacher steps, MORPH's and fidelity's rewritten
+variants were free and each kind's rate was mixed with the teacher's: the estimate was
++131% after the teacher and −60% near the end. With these budgets it is within ±28% of
+the truth at every stage's start from the third on.
 """
 
 from __future__ import annotations
@@ -54,10 +60,11 @@ FORWARD = 1.0 / 3.0  # a forward pass's share of a training step on the same row
 STUDENT = 0.5  # a student's forward pass, relative to the teacher's
 # fixed work per stage, in teacher steps: loading, logging and registering models; a gate also
 # rewrites code (tree-sitter), bootstraps intervals, draws plots and writes its report
-OVERHEAD = {"teacher": 20.0, "distill": 20.0, "gate": 40.0}
+OVERHEAD = {"teacher": 20.0, "distill": 100.0, "gate": 40.0}
 FIRST_GATE = 160.0  # the first gate's one-time work: attacking the teacher (cached for the others), loading grammars
 VARIANT = 0.5  # a training step's extra cost per transformed variant (fidelity: 1.5× a KD step, measured)
 SEARCH = 200.0  # an architecture search (latency calibration, GA/NSGA generations), in teacher steps
+REWRITE = 1.0  # rewriting a batch of rows (tree-sitter transformations), in teacher steps
 SPEED_ROWS = 6 * 32  # rows each model predicts for the speed tags (warm-up + 5 rounds of 32)
 
 
@@ -90,6 +97,17 @@ def trains(method: str) -> bool:
         return True
 
 
+def training_variants(method: str) -> int:
+    """Metamorphic variants per unlabeled row that a method adds to its training set (its
+    module's ``TRAINING_VARIANTS``: MORPH's 1); 0 for every other method and unknown names."""
+    from ..distill.registry import get_method
+
+    try:
+        return get_method(method).training_variants
+    except ValueError:
+        return 0
+
+
 def teacher_work(profile: Profile, sizes: dict[str, int]) -> float:
     labelled = sizes.get("train", 0) // 2
     steps = _steps(profile.teacher_epochs, labelled, profile.batch_size, profile.max_steps)
@@ -98,20 +116,31 @@ def teacher_work(profile: Profile, sizes: dict[str, int]) -> float:
     return steps + _forward(rows, profile.batch_size) + OVERHEAD["teacher"]
 
 
-def distill_work(profile: Profile, sizes: dict[str, int], method: str, first: bool, training: bool = True) -> float:
+def distill_work(
+    profile: Profile, sizes: dict[str, int], method: str, first: bool, training: bool = True, augments: int = 0
+) -> float:
     b = profile.batch_size
     unlabeled = sizes.get("train", 0) - sizes.get("train", 0) // 2
     options = profile.options_for(method)
     epochs = profile.epochs_for(method) if training else 0
-    steps = _steps(epochs, unlabeled, b, profile.max_steps) * (1 + VARIANT * int(options.get("variants_per_step", 0)))
+    # rows rewritten before training: MORPH's training variants (``augments`` per row, trained
+    # on like originals) and the variants a method draws from per step (fidelity: one per
+    # transformation); the teacher labels every one
+    per_step = int(options.get("variants_per_step", 0))
+    rewritten = unlabeled * (augments + (len(options.get("transforms") or ()) if per_step and training else 0))
+    steps = _steps(epochs, unlabeled * (1 + augments), b, profile.max_steps) * (1 + VARIANT * per_step)
     probes = int(options.get("probes", 0))
     if training:
         steps += probes * int(options.get("probe_steps", 0)) + (SEARCH if "population" in options else 0.0)
     student_rows = (
-        epochs * sizes.get("valid", 0) + probes * int(options.get("probe_valid", 0)) + sizes.get("test", 0) + SPEED_ROWS
+        epochs * sizes.get("valid", 0) * (1 + augments)
+        + probes * int(options.get("probe_valid", 0))
+        + sizes.get("test", 0)
+        + SPEED_ROWS
     )
-    teacher_rows = SPEED_ROWS + (unlabeled if first else 0)  # soft labels once, then cached
-    return steps + _forward(STUDENT * student_rows + teacher_rows, b) + OVERHEAD["distill"]
+    teacher_rows = SPEED_ROWS + (unlabeled if first else 0) + rewritten  # soft labels once, then cached
+    rewrite = REWRITE * rewritten / max(b, 1)
+    return STUDENT * steps + _forward(STUDENT * student_rows + teacher_rows, b) + rewrite + OVERHEAD["distill"]
 
 
 def gate_work(profile: Profile, sizes: dict[str, int], transforms: int, first: bool) -> float:
@@ -128,16 +157,20 @@ def pipeline_work(
     sizes: dict[str, int],
     transforms: int,
     training: dict[str, bool] | None = None,
+    augments: dict[str, int] | None = None,
 ) -> list[StageWork]:
     """Every stage of a pipeline run (teacher, then distill and gate per method) with its
     budgeted work; ``transforms``: the transformations each gate runs; ``training``:
     which methods train (default: :func:`trains`)."""
     training = training if training is not None else {m: trains(m) for m in methods}
+    augments = augments if augments is not None else {m: training_variants(m) for m in methods}
     out = [StageWork("teacher", "teacher", teacher_work(profile, sizes))]
     for i, method in enumerate(methods):
         out.append(
             StageWork(
-                "distill", f"distill {method}", distill_work(profile, sizes, method, i == 0, training.get(method, True))
+                "distill",
+                f"distill {method}",
+                distill_work(profile, sizes, method, i == 0, training.get(method, True), augments.get(method, 0)),
             )
         )
         out.append(StageWork("gate", f"gate {method}", gate_work(profile, sizes, transforms, i == 0)))

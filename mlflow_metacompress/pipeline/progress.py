@@ -86,8 +86,8 @@ class StageClock:
         alone while no stage of ``kind`` has finished; else every finished stage's."""
         done = [(s.kind, s.seconds / s.work) for s in self.stages if s.seconds is not None and s.work]
         same = [r for k, r in done if k == kind]
-        teacher = [r for k, r in done if k == "teacher"] if kind != "teacher" else []
-        pool = same + teacher or [r for _, r in done]
+        teacher = [r for k, r in done if k == "teacher"]
+        pool = same or teacher or [r for _, r in done]
         return statistics.median(pool) if pool else None
 
     def _estimate(self, stage: _Stage) -> float | None:

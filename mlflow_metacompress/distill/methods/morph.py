@@ -33,6 +33,7 @@ from ..search.probes import ProbeOptions
 from ..student import train_student
 
 NAME = "morph"
+TRAINING_VARIANTS = 1  # every unlabeled row adds one variant to the training set (pipeline.budget)
 logger = logging.getLogger(__name__)
 
 

@@ -96,3 +96,27 @@ def test_pair_teacher_trains_on_a_frame_dict(tracking):
     assert params["task"] == "bigclonebench" and params["train_rows"] == "18"
     with pytest.raises(KeyError, match=r"missing split\(s\) \['test'\]"):
         train_teacher({"train": df, "valid": df}, "bigclonebench", arch=SMALL, registered_name=None)
+
+
+def test_a_seed_fixes_the_initial_weights_whatever_ran_before():
+    """Torch seeds its default generator at random per process: a model built outside
+    ``seeded`` starts from other weights in every run (issue 22: two main jobs, teachers
+    of 0.92 and 0.89). Inside it, the weights depend on the seed only, and the global
+    generator is put back."""
+    import torch
+
+    from mlflow_metacompress.distill.arch import ArchSpec, seeded
+
+    spec = ArchSpec(vocab_size=50, num_hidden_layers=1, hidden_size=16, num_attention_heads=2, intermediate_size=32)
+
+    def weights(seed):
+        torch.rand(7)  # whatever ran before
+        with seeded(seed):
+            return torch.cat([p.detach().flatten() for p in spec.build().parameters()])
+
+    assert torch.equal(weights(3), weights(3)) and not torch.equal(weights(3), weights(4))
+    assert not torch.equal(weights(None), weights(None))
+    state = torch.get_rng_state()
+    with seeded(5):
+        torch.rand(3)
+    assert torch.equal(torch.get_rng_state(), state)

@@ -10,6 +10,8 @@ search can evaluate hundreds of candidates per second.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -18,6 +20,23 @@ if TYPE_CHECKING:
 
 
 POSITION_TYPES = ("absolute", "rotary")
+
+
+@contextmanager
+def seeded(seed: int | None) -> Iterator[None]:
+    """Torch's global generator seeded with ``seed`` inside the block and put back after
+    it; nothing when ``seed`` is None. Torch seeds its default generator at random in every
+    process, so a model built outside such a block starts from different weights in every
+    run: two quick main jobs with the same seed trained teachers of 0.92 and 0.89 test
+    accuracy (validation 0.97 and 0.87; issue 22)."""
+    if seed is None:
+        yield
+        return
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def pair_mode_of(value: str | None) -> PairMode | None:

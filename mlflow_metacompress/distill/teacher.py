@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from .._optional import require
-from .arch import ArchSpec, pair_mode_of
+from .arch import ArchSpec, pair_mode_of, seeded
 from .datasets import CodeExamples, load_splits, split_halves
 from .devices import TrainerSettings
 from .results import TrainingResult, accuracy_on, log_json, register
@@ -140,7 +140,8 @@ def train_teacher(
         mlflow.start_run(run_name=f"teacher-{dataset}", nested=mlflow.active_run() is not None) as run,
     ):
         logger.info("teacher training on %d torch thread(s)", threads)
-        model, tokenizer = build_teacher(init, texts, labels, pair_mode if spec.is_pair else None, arch)
+        with seeded(seed):  # the same initial weights in every run of this seed
+            model, tokenizer = build_teacher(init, texts, labels, pair_mode if spec.is_pair else None, arch)
         config = {
             "task": task,
             "init": init,

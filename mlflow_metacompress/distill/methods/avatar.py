@@ -57,7 +57,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     choice, record = avatar_search(
         ctx, options, tokenizers, objective=options.objective, latency_slack=options.latency_slack
     )
-    model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers)
+    model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers, ctx.seed)
     fit = train_student(
         model,
         tokenizer,

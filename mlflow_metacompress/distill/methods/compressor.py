@@ -46,7 +46,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     import mlflow
 
     from ...models.tokenizer import train_tokenizer
-    from ..arch import ArchSpec
+    from ..arch import ArchSpec, seeded
     from ..modules import soft_label_loss
     from ..search.ga import SearchSpace, search_architecture
     from ..search.objective import FALLBACK_KEY
@@ -76,7 +76,8 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
             )
     tokenizer = train_tokenizer(texts, vocab_size=result.best.vocab_size, kind="bpe", model_max_length=ctx.max_length)
     spec = replace(result.best, vocab_size=len(tokenizer))
-    model = spec.build(ctx.labels)
+    with seeded(ctx.seed):
+        model = spec.build(ctx.labels)
     fit = train_student(
         model,
         tokenizer,

@@ -167,7 +167,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
         if len(variants)
         else (np.zeros((0, t_o.shape[1]), np.float32), np.zeros((0, z_o.shape[1]), np.float32))
     )
-    model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers)
+    model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers, ctx.seed)
     module = FidelityModule(
         model,
         tokenizer,

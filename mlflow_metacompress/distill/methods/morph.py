@@ -138,7 +138,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     valid_variants, _ = metamorphic(ctx.valid, language, MORPH_TRANSFORMS, seed=ctx.seed + 7)
     tokenizers: dict = {}
     choice, record = morph_search(ctx, options, train, valid_variants, loss_fn, tokenizers)
-    model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers)
+    model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers, ctx.seed)
     # clean + metamorphic validation rows, equally many: val_acc is their mean accuracy
     selection_set = concat([ctx.valid, valid_variants])
     fit = train_student(model, tokenizer, train, selection_set, loss_fn, fit_config=ctx.fit_config, lr=options.lr)

@@ -13,7 +13,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from ..arch import ArchSpec
+from ..arch import ArchSpec, seeded
 
 logger = logging.getLogger(__name__)
 
@@ -42,14 +42,17 @@ def materialise(
     labels: list[str],
     pair_mode: str | None = None,
     tokenizers: dict[tuple[str, int], Any] | None = None,
+    seed: int | None = None,
 ) -> tuple[Any, Any, ArchSpec]:
     """``(model, tokenizer, spec)``: trains the tokenizer (memoised in ``tokenizers``)
     and builds the student with the vocabulary the tokenizer actually reached, for
-    ``labels`` and ``pair_mode``."""
+    ``labels`` and ``pair_mode``, from initial weights fixed by ``seed`` (:func:`..arch.seeded`)."""
     key = (c.tokenizer, c.vocab_size)
     cache = tokenizers if tokenizers is not None else {}
     if key not in cache:
         cache[key] = train_kind_tokenizer(texts, c)
     tokenizer = cache[key]
     real = replace(c, vocab_size=len(tokenizer), num_labels=len(labels), pair_mode=pair_mode)
-    return real.build(labels, pad_token_id=tokenizer.pad_token_id), tokenizer, real
+    with seeded(seed):
+        model = real.build(labels, pad_token_id=tokenizer.pad_token_id)
+    return model, tokenizer, real

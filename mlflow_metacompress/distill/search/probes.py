@@ -111,7 +111,7 @@ def probe(
     from ..training import FitConfig, fit
     from .build import materialise
 
-    model, tokenizer, _ = materialise(texts, config, labels, pair_mode, tokenizers)
+    model, tokenizer, _ = materialise(texts, config, labels, pair_mode, tokenizers, seed)
     module = ClassifierModule(model, loss_fn, extra_loss, lr=lr)
     data = train[0] if len(train) == 1 else ConcatDataset(list(train))
     fit(

@@ -80,10 +80,11 @@ class StageClock:
         raise KeyError(f"no pending stage {label!r}; stages: {[s.label for s in self.stages]}")
 
     def _rate(self, kind: str) -> float | None:
-        """Seconds per unit of work: the median over the finished stages of ``kind`` and
-        the teacher's (one outlier, such as a searched student that trains 2× slower per
-        step than the others, does not set the pace of every stage left); the teacher's
-        alone while no stage of ``kind`` has finished; else every finished stage's."""
+        """Seconds per unit of work: the median over the finished stages of ``kind`` (from
+        three on, one outlier does not set the pace of every stage left); the teacher's
+        while no stage of ``kind`` has finished; else every finished stage's. The teacher's
+        rate is not mixed into a kind's own: a student step costs a fraction of a teacher
+        step, and the mix put the estimate 131% over after the teacher (issue 22)."""
         done = [(s.kind, s.seconds / s.work) for s in self.stages if s.seconds is not None and s.work]
         same = [r for k, r in done if k == kind]
         teacher = [r for k, r in done if k == "teacher"]

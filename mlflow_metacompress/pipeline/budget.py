@@ -86,26 +86,26 @@ def _forward(rows: float, batch: int) -> float:
     return FORWARD * rows / max(batch, 1)
 
 
-def trains(method: str) -> bool:
-    """False for a method whose module declares ``TRAINS = False`` (e.g. post-training
-    quantization); True for every other method, and for a name not discovered."""
+def _declared(method: str, attribute: str, default: Any) -> Any:
+    """``attribute`` of the discovered method ``method``; ``default`` for an unknown name."""
     from ..distill.registry import get_method
 
     try:
-        return get_method(method).trains
+        return getattr(get_method(method), attribute)
     except ValueError:
-        return True
+        return default
+
+
+def trains(method: str) -> bool:
+    """False for a method whose module declares ``TRAINS = False`` (e.g. post-training
+    quantization); True for every other method, and for a name not discovered."""
+    return bool(_declared(method, "trains", True))
 
 
 def training_variants(method: str) -> int:
     """Metamorphic variants per unlabeled row that a method adds to its training set (its
     module's ``TRAINING_VARIANTS``: MORPH's 1); 0 for every other method and unknown names."""
-    from ..distill.registry import get_method
-
-    try:
-        return get_method(method).training_variants
-    except ValueError:
-        return 0
+    return int(_declared(method, "training_variants", 0))
 
 
 def teacher_work(profile: Profile, sizes: dict[str, int]) -> float:

@@ -179,3 +179,32 @@ def test_estimate_on_a_measured_quick_job_is_within_half_from_the_third_stage():
         assert max(abs(e) for e in errors.values()) <= 0.5, errors
         old = {n: e / t - 1 for n, e, t in _replay(part, times, clock_work=False) if n >= 3}
         assert max(abs(e) for e in old.values()) > 0.5  # the mean-duration estimate copies the teacher's time
+
+
+def test_fidelity_without_a_transforms_option_is_budgeted_for_every_transformation_of_its_language():
+    from mlflow_metacompress.transforms import list_transforms
+
+    quick = get_profile("quick")
+    named = quick.with_overrides(
+        method_options={**quick.method_options, "fidelity": {**quick.options_for("fidelity"), "transforms": ["a"]}}
+    )
+    every = quick.with_overrides(
+        method_options={**quick.method_options, "fidelity": {**quick.options_for("fidelity"), "transforms": None}}
+    )
+
+    def fidelity(profile, language):
+        stages = pipeline_work(profile, ["fidelity"], SIZES, transforms=1, language=language)
+        return {w.label: w.work for w in stages}["distill fidelity"]
+
+    one = fidelity(named, "c")
+    for language in ("c", "java"):
+        n = len(list_transforms(language))
+        assert n > 1
+        # each transformation rewrites every unlabeled row once more: work grows linearly in n
+        two = fidelity(
+            named.with_overrides(
+                method_options={"fidelity": {**named.options_for("fidelity"), "transforms": ["a", "b"]}}
+            ),
+            language,
+        )
+        assert fidelity(every, language) == pytest.approx(one + (n - 1) * (two - one))

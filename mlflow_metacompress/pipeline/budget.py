@@ -116,8 +116,26 @@ def teacher_work(profile: Profile, sizes: dict[str, int]) -> float:
     return steps + _forward(rows, profile.batch_size) + OVERHEAD["teacher"]
 
 
+def _variant_sources(options: dict[str, Any], language: str) -> int:
+    """How many transformations a method draws its per-step variants from: its
+    ``transforms`` option, or every transformation of ``language`` when that is None
+    (as :mod:`~mlflow_metacompress.distill.methods.fidelity` does)."""
+    names = options.get("transforms")
+    if names is None:
+        from ..transforms import list_transforms
+
+        return len(list_transforms(language))
+    return 1 if isinstance(names, str) else len(list(names))
+
+
 def distill_work(
-    profile: Profile, sizes: dict[str, int], method: str, first: bool, training: bool = True, augments: int = 0
+    profile: Profile,
+    sizes: dict[str, int],
+    method: str,
+    first: bool,
+    training: bool = True,
+    augments: int = 0,
+    language: str = "c",
 ) -> float:
     b = profile.batch_size
     unlabeled = sizes.get("train", 0) - sizes.get("train", 0) // 2
@@ -127,7 +145,7 @@ def distill_work(
     # on like originals) and the variants a method draws from per step (fidelity: one per
     # transformation); the teacher labels every one
     per_step = int(options.get("variants_per_step", 0))
-    rewritten = unlabeled * (augments + (len(options.get("transforms") or ()) if per_step and training else 0))
+    rewritten = unlabeled * (augments + (_variant_sources(options, language) if per_step and training else 0))
     steps = _steps(epochs, unlabeled * (1 + augments), b, profile.max_steps) * (1 + VARIANT * per_step)
     probes = int(options.get("probes", 0))
     if training:
@@ -158,10 +176,12 @@ def pipeline_work(
     transforms: int,
     training: dict[str, bool] | None = None,
     augments: dict[str, int] | None = None,
+    language: str = "c",
 ) -> list[StageWork]:
     """Every stage of a pipeline run (teacher, then distill and gate per method) with its
     budgeted work; ``transforms``: the transformations each gate runs; ``training``:
-    which methods train (default: :func:`trains`)."""
+    which methods train (default: :func:`trains`); ``language``: the code's language
+    (a method's ``transforms=None`` means each of its transformations)."""
     training = training if training is not None else {m: trains(m) for m in methods}
     augments = augments if augments is not None else {m: training_variants(m) for m in methods}
     out = [StageWork("teacher", "teacher", teacher_work(profile, sizes))]
@@ -170,7 +190,9 @@ def pipeline_work(
             StageWork(
                 "distill",
                 f"distill {method}",
-                distill_work(profile, sizes, method, i == 0, training.get(method, True), augments.get(method, 0)),
+                distill_work(
+                    profile, sizes, method, i == 0, training.get(method, True), augments.get(method, 0), language
+                ),
             )
         )
         out.append(StageWork("gate", f"gate {method}", gate_work(profile, sizes, transforms, i == 0)))

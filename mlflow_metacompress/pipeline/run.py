@@ -136,7 +136,9 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     data = load_task_data(config.task, config.data_dir, profile, config.seed)
     size_mb = float(config.size_mb) if config.size_mb else profile.size_mb
     bars = config.progress and on_terminal()
-    budget = pipeline_work(profile, methods, data.sizes(), transform_count(profile, data.language))
+    budget = pipeline_work(
+        profile, methods, data.sizes(), transform_count(profile, data.language), language=data.language
+    )
     clock = StageClock([(w.kind, w.label, w.work) for w in budget])
     logger.info(
         "torch threads: %s (threads=%s, %s)",

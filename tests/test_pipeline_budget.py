@@ -35,9 +35,11 @@ def test_budgets_follow_each_stage_s_own_size():
     work = {w.label: w.work for w in _work()}
     assert [w.label for w in _work()][:3] == ["teacher", "distill compressor", "gate compressor"]
     assert work["distill compressor"] > 2 * work["gate avatar"]
-    assert work["distill quantize"] < work["distill avatar"] / 4  # trains nothing
+    # trains nothing: measured 11 s against AVATAR's 54 s, and 22 s against 67 s (MEASURED*)
+    assert work["distill quantize"] < work["distill avatar"] / 3
     # MORPH trains on every unlabeled row and one variant of it, and rewrites them first
-    assert work["distill morph"] > 1.5 * work["distill compressor"]
+    # (measured 113 s against 51 s, and 220 s against 141 s with compressor first: 1.6-2.2x)
+    assert work["distill morph"] > 1.3 * work["distill compressor"]
     assert work["gate compressor"] > work["gate avatar"]  # the teacher's predictions are cached after the first gate
     quick = get_profile("quick")
     longer = {w.label: w.work for w in _work(replace(quick, teacher_epochs=2 * quick.teacher_epochs))}
@@ -151,14 +153,32 @@ MEASURED = {
 }
 
 
-def test_estimate_on_a_measured_quick_job_is_within_half_from_the_third_stage():
-    quick = replace(
+# Stage times of the fresh-clone quick main job after the vulnerability budget doubled (48,000
+# generated rows, 19,200 labelled, 6 teacher epochs; 1 thread, beside another 1-thread job,
+# 2026-12-02, 2,111 s in all). With the constants fitted to the first record alone its
+# estimate was +73% at the third stage; budget.py's constants are fitted to both.
+MEASURED_48K = {
+    "teacher": 1460,
+    "distill compressor": 141,
+    "gate compressor": 8,
+    "distill avatar": 67,
+    "gate avatar": 3,
+    "distill morph": 220,
+    "gate morph": 3,
+    "distill fidelity": 177,
+    "gate fidelity": 3,
+    "distill quantize": 22,
+    "gate quantize": 4,
+}
+
+
+def _pinned_quick(**budgets):
+    """The quick profile with the budgets a measured job ran under (later profile changes
+    must not move a record)."""
+    return replace(
         get_profile("quick"),
-        generated_rows=24000,
-        train_rows=19200,
         valid_rows=120,
         eval_rows=100,
-        teacher_epochs=8,
         teacher_patience=3,
         student_epochs=1,
         method_epochs={"fidelity": 1},
@@ -167,14 +187,34 @@ def test_estimate_on_a_measured_quick_job_is_within_half_from_the_third_stage():
         attack_budget=40,
         attack_max_samples=16,
         max_steps=-1,
+        **budgets,
     )
-    methods = ["avatar", "compressor", "fidelity", "morph", "quantize"]
-    sizes = {"train": 19200, "valid": 120, "test": 100}
+
+
+RECORDS = [
+    (
+        _pinned_quick(generated_rows=24000, train_rows=19200, teacher_epochs=8),
+        ["avatar", "compressor", "fidelity", "morph", "quantize"],
+        {"train": 19200, "valid": 120, "test": 100},
+        MEASURED,
+    ),
+    (
+        _pinned_quick(generated_rows=48000, train_rows=38400, teacher_epochs=6),
+        ["compressor", "avatar", "morph", "fidelity", "quantize"],
+        {"train": 38400, "valid": 120, "test": 100},
+        MEASURED_48K,
+    ),
+]
+
+
+@pytest.mark.parametrize("record", range(len(RECORDS)), ids=["24k-idle", "48k-fresh-clone"])
+def test_estimate_on_a_measured_quick_job_is_within_half_from_the_third_stage(record):
+    quick, methods, sizes, measured = RECORDS[record]
     training = {m: m != "quantize" for m in methods}
     stages = pipeline_work(quick, methods, sizes, transforms=10, training=training, augments={"morph": 1})
     for subset in (methods, methods[:3]):  # the whole job, and its first seven stages as a 3-method job
         part = stages[: 1 + 2 * len(subset)]
-        times = {w.label: MEASURED[w.label] for w in part}
+        times = {w.label: measured[w.label] for w in part}
         errors = {n: e / t - 1 for n, e, t in _replay(part, times) if n >= 3}
         assert max(abs(e) for e in errors.values()) <= 0.5, errors
         old = {n: e / t - 1 for n, e, t in _replay(part, times, clock_work=False) if n >= 3}

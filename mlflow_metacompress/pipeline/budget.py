@@ -29,21 +29,25 @@ Work counted per stage, in teacher steps of ``batch_size`` rows:
   :data:`FIRST_GATE` once.
 
 A forward pass over ``r`` rows counts ``r / (3 × batch)`` steps (the backward pass costs
-about twice the forward), a student's forward pass half the teacher's
+about twice the forward), a student's step or forward pass :data:`STUDENT` the teacher's
 (``benchmarks/bench_threads.py`` measures 1.5–1.9× the teacher's throughput for a quick
 student), an architecture search (a method with a ``population``) :data:`SEARCH` steps,
 and every stage a fixed :data:`OVERHEAD` (loading, logging and registering models; for a
 gate also rewriting code, bootstrap intervals, plots and the report).
 
-The fixed costs come from a quick main job on the idle 2-core machine (1 thread,
-generated vulnerability data, 2026-12-01, 1,218 s; ``tests/test_pipeline_budget.py``
-replays it): the teacher took 864 s; a distillation 51-113 s, of which MLflow's logging
-and registering are about 8 s whatever the method (``quantize``, which trains nothing,
-took 11 s), hence :data:`OVERHEAD`'s 100 units at a student's rate; gates 3-8 s.
-Before, student steps were priced as teacher steps, MORPH's and fidelity's rewritten
-variants were free and each kind's rate was mixed with the teacher's: the estimate was
-+131% after the teacher and −60% near the end. With these budgets it is within ±28% of
-the truth at every stage's start from the third on.
+The constants are fitted to two quick main jobs (1 thread, generated vulnerability data;
+``tests/test_pipeline_budget.py`` replays both): one on the idle 2-core machine with 24,000
+rows (2026-12-01, 1,218 s: teacher 864 s, distillations 51-113 s, gates 3-8 s) and one from
+a fresh clone with 48,000 rows beside another job (2026-12-02, 2,111 s: teacher 1,460 s,
+distillations 22-220 s). MLflow's logging and registering take about 8 s a distillation
+whatever the method (``quantize``, which trains nothing, took 11-22 s), hence
+:data:`OVERHEAD`; rewriting a batch of rows costs a tenth of a teacher step (the
+transformations run at ~600 rows/s, a teacher step takes ~0.2 s). Before, student steps were
+priced as teacher steps, MORPH's and fidelity's rewritten variants were free and each kind's
+rate was mixed with the teacher's: the estimate was +131% after the teacher and −60% near
+the end. With the first fit (one job) the second job's estimate was +73% at its third
+stage; with these constants both jobs are within ±28% of the truth at every stage's start
+from the third on.
 """
 
 from __future__ import annotations
@@ -57,14 +61,14 @@ if TYPE_CHECKING:
     from ..profiles import Profile
 
 FORWARD = 1.0 / 3.0  # a forward pass's share of a training step on the same rows
-STUDENT = 0.5  # a student's forward pass, relative to the teacher's
+STUDENT = 0.4  # a student's training step or forward pass, relative to the teacher's
 # fixed work per stage, in teacher steps: loading, logging and registering models; a gate also
 # rewrites code (tree-sitter), bootstraps intervals, draws plots and writes its report
-OVERHEAD = {"teacher": 20.0, "distill": 100.0, "gate": 40.0}
+OVERHEAD = {"teacher": 20.0, "distill": 150.0, "gate": 40.0}
 FIRST_GATE = 160.0  # the first gate's one-time work: attacking the teacher (cached for the others), loading grammars
 VARIANT = 0.5  # a training step's extra cost per transformed variant (fidelity: 1.5× a KD step, measured)
-SEARCH = 200.0  # an architecture search (latency calibration, GA/NSGA generations), in teacher steps
-REWRITE = 1.0  # rewriting a batch of rows (tree-sitter transformations), in teacher steps
+SEARCH = 300.0  # an architecture search (latency calibration, GA/NSGA generations), in teacher steps
+REWRITE = 0.1  # rewriting a batch of rows (tree-sitter transformations), in teacher steps
 SPEED_ROWS = 6 * 32  # rows each model predicts for the speed tags (warm-up + 5 rounds of 32)
 
 

@@ -47,7 +47,7 @@ priced as teacher steps, MORPH's and fidelity's rewritten variants were free and
 rate was mixed with the teacher's: the estimate was +131% after the teacher and −60% near
 the end. With the first fit (one job) the second job's estimate was +73% at its third
 stage; with these constants both jobs are within ±28% of the truth at every stage's start
-from the third on.
+from the third on, and a third job (200 judged rows, 1,661 s) within −26% … +5%.
 """
 
 from __future__ import annotations

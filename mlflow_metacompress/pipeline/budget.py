@@ -125,7 +125,13 @@ def _variant_sources(options: dict[str, Any], language: str) -> int:
     ``transforms`` option, or every transformation of ``language`` when that is None
     (as :mod:`~mlflow_metacompress.distill.methods.fidelity` does)."""
     names = options.get("transforms")
-    if names is None:
+    return _count_transforms("all" if names is None else names, language)
+
+
+def _count_transforms(names: Any, language: str) -> int:
+    """How many transformations ``names`` means: ``"all"`` every one for ``language``, one
+    name, or a list of names."""
+    if names == "all":
         from ..transforms import list_transforms
 
         return len(list_transforms(language))
@@ -208,8 +214,4 @@ def transform_count(profile: Profile, language: str = "c") -> int:
     names: Any = profile.transforms
     if names in (None, "", (), []):
         return 0
-    if names == "all":
-        from ..transforms import list_transforms
-
-        return len(list_transforms(language))
-    return 1 if isinstance(names, str) else len(list(names))
+    return _count_transforms(names, language)

@@ -107,6 +107,26 @@ def test_summary_headline_and_markdown():
     assert f"{100 * np.mean(values):.1f}%" in md
 
 
+def test_a_steady_method_settles_a_phenomenon_that_the_worst_mean_leaves_open():
+    """The worst mean (avatar: 0.20 ± a wide spread over seeds) has a t-interval that reaches
+    below zero; compressor's steady 0.17 does not, so MR1 appears, named by compressor."""
+    mr1 = {"avatar": (0.02, 0.38, 0.20), "compressor": (0.16, 0.17, 0.18)}
+    results = {}
+    for method, values in mr1.items():
+        for seed, v in enumerate(values):
+            results[(method, seed)] = {"mr1_violation_rate/metamorphic": v, "accuracy_drop": 0.1}
+    s = summarise(results, list(mr1), (0, 1, 2))
+    row = {r["metric"]: r for r in headline(s)}["mr1_violation_rate/metamorphic"]
+    low = {m: stats.t.interval(0.95, 2, loc=np.mean(v), scale=stats.sem(v))[0] for m, v in mr1.items()}
+    assert low["avatar"] < 0 < low["compressor"]  # the oracle: scipy's t-interval
+    assert row["method"] == "avatar" and row["ours"] == pytest.approx(np.mean(mr1["avatar"]))
+    assert row["appears"] is True and row["evidence"] == "compressor"
+    assert row["t_low"] == pytest.approx(low["avatar"])
+    s2 = summarise({k: v for k, v in results.items() if k[0] == "avatar"}, ["avatar"], (0, 1, 2))
+    row2 = {r["metric"]: r for r in headline(s2)}["mr1_violation_rate/metamorphic"]
+    assert row2["appears"] is False and row2["evidence"] is None
+
+
 def test_codebert_metrics_count_flips_against_codebert():
     codebert = np.array([1, 0, 1, 1, 0, 0, 1, 0])
     student = np.array([1, 0, 0, 1, 0, 1, 1, 0])  # two flips

@@ -188,7 +188,11 @@ def headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
             # a violation/excess that some method shows beyond the seed noise: mean at least 5%
             # and the lower end of its t-interval above zero (with one seed: its mean). The
             # worst mean alone can sit on a wide interval while a steadier method settles it.
-            shown = [(m, _low(c)) for m, c in cands if c["mean"] >= 0.05 and _low(c) > 0.0]
+            # A method with one seed counts only when no method has more (a one-seed study).
+            most = max(c["seeds"] for _, c in cands)
+            shown = [
+                (m, _low(c)) for m, c in cands if c["mean"] >= 0.05 and _low(c) > 0.0 and (c["seeds"] > 1 or most == 1)
+            ]
             appears = bool(shown)
             evidence = max(shown, key=lambda c: c[1])[0] if shown else None
         rows.append(

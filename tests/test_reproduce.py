@@ -123,13 +123,13 @@ def test_a_steady_method_settles_a_phenomenon_that_the_worst_mean_leaves_open():
     assert row["appears"] is True and row["evidence"] == "compressor"
     assert row["t_low"] == pytest.approx(low["avatar"])
     # without compressor nothing settles it: avatar's interval reaches below zero, and a method
-    # with one finished seed (quantize, 0.30) is no evidence beside methods with three
+    # with one finished seed (fidelity, 0.30) is no evidence beside methods with three
     alone = {k: v for k, v in results.items() if k[0] == "avatar"}
-    alone[("quantize", 0)] = {"mr1_violation_rate/metamorphic": 0.30, "accuracy_drop": 0.0}
-    s2 = summarise(alone, ["avatar", "quantize"], (0, 1, 2))
+    alone[("fidelity", 0)] = {"mr1_violation_rate/metamorphic": 0.30, "accuracy_drop": 0.0}
+    s2 = summarise(alone, ["avatar", "fidelity"], (0, 1, 2))
     row2 = {r["metric"]: r for r in headline(s2)}["mr1_violation_rate/metamorphic"]
-    assert row2["method"] == "quantize" and row2["appears"] is False and row2["evidence"] is None
-    one_seed = summarise({("quantize", 0): alone[("quantize", 0)]}, ["quantize"], (0,))
+    assert row2["method"] == "fidelity" and row2["appears"] is False and row2["evidence"] is None
+    one_seed = summarise({("fidelity", 0): alone[("fidelity", 0)]}, ["fidelity"], (0,))
     assert {r["metric"]: r for r in headline(one_seed)}["mr1_violation_rate/metamorphic"]["appears"] is True
 
 
@@ -352,3 +352,39 @@ def test_paired_bootstrap_over_rows_matches_a_direct_resample():
     )
     # only the (variant, row) pairs both hold are compared
     assert paired_bootstrap(a.iloc[:150], b.iloc[150:])["n_rows"] == 0
+
+
+def test_fidelity_is_compared_at_equal_size_and_quantize_is_no_phenomenon():
+    """MORPH's search settles at 1.6 MB with the fewest violations: it is left out of item 5's
+    equal-size comparison (named on the page); the int8 control never sets a headline row."""
+    results = _results()
+    for s in (0, 1, 2):
+        results[("morph", s)]["size_mb"] = 1.6
+        results[("morph", s)]["any_violation_rate/metamorphic"] = 0.05 + 0.01 * s
+        results[("quantize", s)] = dict(results[("compressor", s)], size_mb=6.1, accuracy_drop=0.5)
+        results[("quantize", s)]["mr3_violation_rate/metamorphic"] = 0.9
+    methods = ["compressor", "avatar", "morph", "fidelity", "quantize"]
+    s = summarise(results, methods, (0, 1, 2), ["alert_yang_2022"])
+    f = s["fidelity"]
+    assert f["best_baseline"] == "avatar" and f["equal_size"] and f["other_size"] == {"morph": pytest.approx(1.6)}
+    fid = [results[("fidelity", k)]["any_violation_rate/metamorphic"] for k in (0, 1, 2)]
+    ava = [results[("avatar", k)]["any_violation_rate/metamorphic"] for k in (0, 1, 2)]
+    assert f["violations"]["pvalue"] == pytest.approx(stats.ttest_rel(fid, ava).pvalue)
+    rows = {r["metric"]: r for r in headline(s)}
+    assert rows["mr3_violation_rate/metamorphic"]["method"] == "compressor"  # not quantize's 0.9
+    assert rows["accuracy_drop"]["method"] != "quantize" and rows["accuracy_drop"]["appears"]
+    report = {
+        "dataset": "bigclonebench",
+        "teacher": {},
+        "summary": s,
+        "headline": headline(s),
+        "config": {
+            "threads": 1,
+            "methods": methods,
+            "size_mb": 3.0,
+            "eval_rows": 200,
+            "attacks": [],
+            "attack_budget": 30,
+        },
+    }
+    assert "(avatar, 3.00 MB; morph at 1.60 MB left out)" in render_markdown(report)

@@ -90,7 +90,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "“appears?”: yes when some method's violation (or excess drop) is at least 5% and the lower "
+        "`quantize` is a control: not distilled, and its seeds judge one and the same int8 model, so it "
+        "is left out of the phenomena. “appears?”: yes when some method's violation (or excess drop) is at "
+        "least 5% and the lower "
         "end of its t-interval is above zero (with one seed: its mean), named in brackets when it is not "
         "the worst method; for the accuracy gap, yes when every method's mean gap is under the paper's 3%.",
         "",
@@ -113,7 +115,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         v, a = f["violations"], f["accuracy"]
         lines += [
             "",
-            f"`fidelity` against the best baseline at equal size ({f['best_baseline']}), "
+            f"`fidelity` ({f['size_mb']['fidelity']:.2f} MB) against the best baseline "
+            f"{'at equal size' if f.get('equal_size') else '(none at equal size)'} ({f['best_baseline']}, "
+            f"{f['size_mb'][f['best_baseline']]:.2f} MB"
+            + "".join(f"; {m} at {mb:.2f} MB left out" for m, mb in f.get("other_size", {}).items())
+            + "), "
             f"`{f['metric']}` over the {f['paired_seeds']} seed(s) both finished: {f['fidelity_mean']:.3f} vs "
             f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; "
             f"paired difference {v['mean_difference']:+.3f}, 95% t [{v['t_low']:+.3f}, {v['t_high']:+.3f}], "

@@ -34,18 +34,18 @@ def _ci(r: dict[str, Any]) -> str:
 def render_markdown(report: dict[str, Any]) -> str:
     """The ``<task>.md`` page: teacher, headline table, per-method table, item-5 test."""
     t, s = report["teacher"], report["summary"]
-    rows = "pairs" if report["dataset"] == "bigclonebench" else "functions"
+    unit = "pairs" if report["dataset"] == "bigclonebench" else "functions"
     lines = [
         f"# MetaCompress reproduction on {report['dataset']} (CPU scale)",
         "",
         f"Teacher: scratch {t.get('arch', '')}, {t.get('teacher_size_mb', math.nan):.1f} MB, trained on "
-        f"{int(t.get('teacher_train_rows', 0))} labelled {rows} in {t.get('teacher_train_seconds', math.nan) / 60:.1f} "
+        f"{int(t.get('teacher_train_rows', 0))} labelled {unit} in {t.get('teacher_train_seconds', math.nan) / 60:.1f} "
         f"min ({report['config']['threads']} thread(s)): test accuracy {t.get('teacher_test_acc', math.nan):.3f}, F1 "
         f"{t.get('teacher_test_f1', math.nan):.3f}, {_pct(t.get('teacher_conf80_share'))} of "
         f"{int(t.get('teacher_test_rows', 0))} test rows at confidence ≥ 0.8.",
         "",
         f"Students: {', '.join(report['config']['methods'])} at {report['config']['size_mb']} MB; seeds "
-        f"{', '.join(map(str, s['seeds']))}; {report['config']['eval_rows']} test {rows}, every transformation, "
+        f"{', '.join(map(str, s['seeds']))}; {report['config']['eval_rows']} test {unit}, every transformation, "
         f"attacks {', '.join(report['config']['attacks'])} (budget {report['config']['attack_budget']} queries). "
         "Intervals: 95% Student-t over seeds; within-run 95% bootstrap intervals per seed in the JSON.",
         "",

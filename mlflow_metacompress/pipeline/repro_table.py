@@ -98,9 +98,9 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
         return {"available": False}
     size = {m: per_method[m]["size_mb"]["mean"] for m in [*base, "fidelity"]}
     equal = [m for m in base if abs(size[m] - size["fidelity"]) <= SIZE_TOLERANCE * size["fidelity"]]
-    other_size = [m for m in base if m not in equal]
-    if equal:  # with no baseline at fidelity's size, every baseline stays (said on the page)
-        base = equal
+    # with no baseline at fidelity's size, every baseline stays (said on the page)
+    other_size = {m: size[m] for m in base if m not in equal} if equal else {}
+    base = equal or base
 
     def paired_mean(m: str) -> float:  # over the seeds fidelity finished too, so the choice compares like with like
         pairs = [
@@ -137,7 +137,7 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
         "accuracy_within_1pt": bool(abs(acc["mean_difference"]) <= 0.01),
         "size_mb": {"fidelity": f["size_mb"]["mean"], best: b["size_mb"]["mean"]},
         "equal_size": bool(equal),
-        "other_size": {m: size[m] for m in (other_size if equal else [])},
+        "other_size": other_size,
     }
 
 
@@ -207,9 +207,8 @@ def headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
             # worst mean alone can sit on a wide interval while a steadier method settles it.
             # A method with one seed counts only when no method has more (a one-seed study).
             most = max(c["seeds"] for _, c in cands)
-            shown = [
-                (m, _low(c)) for m, c in cands if c["mean"] >= 0.05 and _low(c) > 0.0 and (c["seeds"] > 1 or most == 1)
-            ]
+            lows = [(m, _low(c)) for m, c in cands if c["mean"] >= 0.05 and (c["seeds"] > 1 or most == 1)]
+            shown = [(m, low) for m, low in lows if low > 0.0]
             appears = bool(shown)
             evidence = max(shown, key=lambda c: c[1])[0] if shown else None
         rows.append(

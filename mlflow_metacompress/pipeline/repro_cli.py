@@ -70,9 +70,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--size-mb", type=float, default=d.size_mb)
     p.add_argument("--teacher-steps", type=int, default=t.max_steps)
     p.add_argument("--teacher-max-length", type=int, default=t.max_length, help="teacher tokens per function")
-    p.add_argument("--student-steps", type=int, default=d.student_steps)
+    p.add_argument("--student-steps", type=_int, default=d.student_steps)
     p.add_argument("--attack-budget", type=_int, default=d.attack_budget, help="model queries per attacked row")
     p.add_argument("--attack-max-samples", type=int, default=0, help="attacked rows (0: every eval row)")
+    p.add_argument(
+        "--attack-rows",
+        type=_int,
+        default=d.attack_rows,
+        help="test rows attacked in a stage of their own, teacher and every student (0: attack the judged rows)",
+    )
+    p.add_argument(
+        "--distill-rows",
+        default=str(d.distill_rows),
+        help="distillation pairs (label-stratified sample of the CodeBERT-labelled half), or 'all'",
+    )
+    p.add_argument(
+        "--rerender", default="", help="re-render this stored <dataset>.json under the current rules, no runs"
+    )
     p.add_argument("--bootstrap", type=int, default=d.bootstrap, help="bootstrap resamples for within-run intervals")
     p.add_argument(
         "--only",
@@ -110,12 +124,21 @@ def config_from(args: argparse.Namespace) -> StudyConfig:
         attack_budget=args.attack_budget,
         attack_max_samples=args.attack_max_samples or None,
         bootstrap=args.bootstrap,
+        attack_rows=args.attack_rows or None,
+        distill_rows=None
+        if str(args.distill_rows).strip().lower() in ("all", "none", "0")
+        else _int(args.distill_rows),
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parser().parse_args(argv)
+    if args.rerender:
+        from .repro_rerender import rerender
+
+        rerender(args.rerender, args.output if args.output != "reproduction" else None)
+        return 0
     cfg = config_from(args)
     import mlflow
 

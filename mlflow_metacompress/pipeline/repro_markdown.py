@@ -130,9 +130,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     lines += [
         "",
-        "Per method: mean [95% interval over seeds: logit-scale t for rates, Clopper–Pearson on pooled counts when "
-        "a seed's rate is 0, Student-t for the accuracy gap]; `codebert/…`: against the real CodeBERT's hard labels "
-        "on held-out pairs:",
+        "Per method: mean [95% interval over seeds: logit-scale t for rates, Clopper–Pearson on pooled counts "
+        "with one seed or when a seed's rate is 0, Student-t for the accuracy gap]; `codebert/…`: against the "
+        "real CodeBERT's hard labels on held-out pairs:",
         "",
         "| method | " + " | ".join(cols) + " |",
         "|---" * (len(cols) + 1) + "|",

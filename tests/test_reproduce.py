@@ -430,3 +430,39 @@ def test_fidelity_is_compared_at_equal_size_and_quantize_is_no_phenomenon():
         },
     }
     assert "(avatar, 3.00 MB; morph at 1.60 MB left out)" in render_markdown(report)
+
+
+def test_premise_ladder_stops_at_the_first_rung_within_3_points(tmp_path):
+    """Rungs run in order (sizes outermost) on every CodeBERT-labelled pair, without attacks,
+    on at least 1,000 judged rows; the ladder stops where the study's own rule (TOST and the
+    two-level interval inside ±3 points) first says "within 3 points"."""
+    from mlflow_metacompress.pipeline.repro_premise import premise_ladder
+    from mlflow_metacompress.pipeline.reproduce import StudyConfig
+
+    gap = {(3.0, 1000): 0.08, (3.0, 2000): 0.05, (6.0, 1000): 0.004, (6.0, 2000): 0.0}
+    seen = []
+
+    def runner(cfg, output):
+        seen.append((cfg.size_mb, cfg.student_steps))
+        assert cfg.distill_rows is None and cfg.attacks == () and cfg.eval_rows == 1000
+        assert cfg.methods == ("compressor", "fidelity")
+        results = {}
+        for m in cfg.methods:
+            for s, noise in zip((0, 1, 2), (-0.002, 0.0, 0.002), strict=True):
+                g = gap[(cfg.size_mb, cfg.student_steps)] + noise
+                results[(m, s)] = {
+                    "accuracy_drop": g,
+                    "accuracy_drop_ci_low": g - 0.01,
+                    "accuracy_drop_ci_high": g + 0.01,
+                    "mr1_violation_rate/metamorphic": 0.2,
+                }
+        return {"report": {"summary": summarise(results, cfg.methods, (0, 1, 2))}}
+
+    out = premise_ladder(StudyConfig(eval_rows=200), [1000, 2000], [3, 6], runner=runner, output=tmp_path)
+    assert seen == [(3.0, 1000), (3.0, 2000), (6.0, 1000)]
+    assert out["reached"] and out["size_mb"] == 6.0 and out["steps"] == 1000
+    assert out["methods"] == ["compressor", "fidelity"]
+    assert [r["gaps"]["compressor"]["appears"] for r in out["rungs"]] == [False, False, True]
+    assert out["rungs"][0]["gaps"]["compressor"]["gap_points"] == pytest.approx(8.0)
+    with pytest.raises(ValueError, match="steps and sizes"):
+        premise_ladder(StudyConfig(), [], [3], runner=runner)

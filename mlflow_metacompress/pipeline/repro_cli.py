@@ -85,6 +85,14 @@ def parser() -> argparse.ArgumentParser:
         help="distillation pairs (label-stratified sample of the CodeBERT-labelled half), or 'all'",
     )
     p.add_argument(
+        "--premise-steps",
+        default="",
+        help="the premise ladder (issue 32 part 3): student steps to try in turn, e.g. 3000,6000,12000; "
+        "distils --methods (default compressor,fidelity) on every CodeBERT-labelled pair until one is "
+        "within 3 points of the teacher",
+    )
+    p.add_argument("--premise-sizes", default="3", help="sizes (MB) for the premise ladder, tried in turn")
+    p.add_argument(
         "--rerender", default="", help="re-render this stored <dataset>.json under the current rules, no runs"
     )
     p.add_argument("--bootstrap", type=int, default=d.bootstrap, help="bootstrap resamples for within-run intervals")
@@ -140,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         rerender(args.rerender, args.output if args.output != "reproduction" else None)
         return 0
     cfg = config_from(args)
+    steps = [_int(x) for x in _csv(args.premise_steps)]
     import mlflow
 
     from .reproduce import run_study
@@ -147,5 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.artifact_root and mlflow.get_experiment_by_name(args.experiment) is None:
         mlflow.create_experiment(args.experiment, artifact_location=args.artifact_root)
     mlflow.set_experiment(args.experiment)
+    if steps:
+        from .repro_premise import PREMISE_METHODS, premise_ladder
+
+        methods = cfg.methods if "--methods" in (argv or []) else PREMISE_METHODS
+        out = args.output if args.output != "reproduction" else "reproduction/premise"
+        sizes = [float(x) for x in _csv(args.premise_sizes)]
+        result = premise_ladder(cfg, steps, sizes, methods=methods, output=out)
+        logger.info("premise ladder: %s", {k: v for k, v in result.items() if k != "rungs"})
+        return 0
     run_study(cfg, only=args.only, output=args.output)
     return 0

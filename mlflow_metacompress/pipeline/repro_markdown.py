@@ -54,12 +54,12 @@ def _pct(x: float | None) -> str:
 
 
 def _p(p: float | None, resamples: int | None = None) -> str:
-    """A p-value; a bootstrap one at its floor 1/(B+1) is written as such, with B."""
+    """``= p`` or, for a bootstrap p-value at its floor k/(B+1) (k = 1 one-sided, 2 two-sided), ``≤ k/(B+1)``."""
     if not _num(p):
-        return "–"
-    if resamples and p <= 1 / (resamples + 1) + 1e-12:
-        return f"≤ 1/{resamples + 1} (B = {resamples})"
-    return f"{p:.3g}" + (f" (B = {resamples})" if resamples else "")
+        return "= –"
+    if resamples and p <= 2 / (resamples + 1) + 1e-12:
+        return f"≤ {round(p * (resamples + 1))}/{resamples + 1} (B = {resamples})"
+    return f"= {p:.3g}" + (f" (B = {resamples})" if resamples else "")
 
 
 def _ci(r: dict[str, Any]) -> str:
@@ -182,14 +182,14 @@ def _verdict_table(s: dict[str, Any], b: int | None) -> list[str]:
                 "–"
                 if not r
                 else f"{_yes(r['appears'])}: {_pct(r['mean'])} [{_pct(r['boot_low'])}, {_pct(r['boot_high'])}], "
-                f"p = {_p(r['pvalue_holm'], b)}"
+                f"p {_p(r['pvalue_holm'], b)}"
             )
         g = m.get("accuracy_within_3pt")
         cells.append(
             "–"
             if not g
             else f"{'yes' if g['appears'] else 'not established'}: {g['gap_points']:+.1f} "
-            f"[{g['boot90_points'][0]:+.1f}, {g['boot90_points'][1]:+.1f}], TOST p = {_p(g['tost_p'])}"
+            f"[{g['boot90_points'][0]:+.1f}, {g['boot90_points'][1]:+.1f}], TOST p {_p(g['tost_p'])}"
         )
         e = m.get("excess_attack_drop")
         if e:
@@ -197,7 +197,7 @@ def _verdict_table(s: dict[str, Any], b: int | None) -> list[str]:
             t = f"[{_pct(e['t_low'])}, {_pct(e['t_high'])}]" if _num(e.get("t_low")) else "[1 seed]"
             cells.append(
                 f"{e['verdict']}: {100 * e['excess']:+.0f}% (seeds {seeds}) t {t}, two-level "
-                f"[{_pct(e['boot_low'])}, {_pct(e['boot_high'])}], p = {_p(e['pvalue_holm'], b)}; teacher's "
+                f"[{_pct(e['boot_low'])}, {_pct(e['boot_high'])}], p {_p(e['pvalue_holm'], b)}; teacher's "
                 f"flips {'/'.join(f'{x:.0f}' for x in e['teacher_flips'])} of {e['rows'][0]:.0f} attacked "
                 f"(rows × attacks) per seed ({e['source']})"
             )
@@ -223,17 +223,18 @@ def _fidelity(f: dict[str, Any]) -> list[str]:
         + "), "
         f"`{f['metric']}` over the {f['paired_seeds']} seed(s) both finished: {f['fidelity_mean']:.3f} vs "
         f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; paired difference {v['mean_difference']:+.3f}, 95% t "
-        f"[{v['t_low']:+.3f}, {v['t_high']:+.3f}], p = {_p(v['pvalue'])}, {v['n']} seeds: {lower}). Accuracy "
+        f"[{v['t_low']:+.3f}, {v['t_high']:+.3f}], p {_p(v['pvalue'])}, {v['n']} seeds: {lower}). Accuracy "
         f"difference {100 * a['mean_difference']:+.1f} points, 95% t [{100 * a['t_low']:+.1f}, "
-        f"{100 * a['t_high']:+.1f}], TOST p at ±1 point = {_p(a.get('tost_p'))}: {within}. Goal (halve it, "
-        f"accuracy within 1 point): {'met' if f['halved'] and f['accuracy_within_1pt'] else 'not met'}.",
+        f"{100 * a['t_high']:+.1f}], TOST p at ±1 point {_p(a.get('tost_p'))}: {within}. Goal (halve it, "
+        f"accuracy within 1 point): {'met' if f['halved'] and f['accuracy_within_1pt'] else 'not met'}"
+        + ("." if f.get("enough_seeds") else f" ({f['paired_seeds']} seeds; the comparison asks for at least 5)."),
     ]
     for seed, bs in f.get("per_seed_bootstrap", {}).items():
         if bs.get("n_rows"):
             lines.append(
                 f"- seed {seed}, paired bootstrap over {bs['n_rows']} test rows ({bs['n_pairs']} "
                 f"transformed inputs both judged): fidelity {bs['a']:.3f} vs {bs['b']:.3f}, difference "
-                f"{bs['mean_difference']:+.3f} [{bs['low']:+.3f}, {bs['high']:+.3f}], p = "
+                f"{bs['mean_difference']:+.3f} [{bs['low']:+.3f}, {bs['high']:+.3f}], p "
                 f"{_p(bs['pvalue'], bs.get('resamples'))} (pooled over the transformed inputs both evaluations kept, "
                 "so it differs slightly from the logged rates)"
             )

@@ -77,7 +77,8 @@ def rerender(path: str | Path, output: str | Path | None = None) -> dict[str, An
         f["per_seed_bootstrap"] = {}
         for seed, bs in before["per_seed_bootstrap"].items():
             b = int(bs.get("resamples", OLD_PAIRED_RESAMPLES))
-            f["per_seed_bootstrap"][seed] = {**bs, "pvalue": max(float(bs["pvalue"]), 1 / (b + 1)), "resamples": b}
+            # two-sided: the smallest p-value B resamples give is 2/(B+1)
+            f["per_seed_bootstrap"][seed] = {**bs, "pvalue": max(float(bs["pvalue"]), 2 / (b + 1)), "resamples": b}
     teacher = {k: v for k, v in old["teacher"].items() if k != "codebert_disagreement" or v is not None}
     report = {
         **{k: v for k, v in old.items() if k not in ("summary", "headline", "conclusions")},

@@ -45,8 +45,9 @@ RATES = tuple(m for m in METRICS if m not in ("accuracy_drop", "size_mb"))
 BASELINES = ("compressor", "avatar", "morph")
 # "equal size" for item 5: a baseline within 10% of fidelity's size (MORPH's search may settle smaller)
 SIZE_TOLERANCE = 0.10
-# item 5's equivalence margin on accuracy (1 point)
+# item 5's equivalence margin on accuracy (1 point), and the seeds its verdict needs
 ACCURACY_MARGIN = 0.01
+MIN_FIDELITY_SEEDS = 5
 # (phenomenon, paper's figure, our metric or verdict, direction): "max" = up to, "gap" = accuracy gap under
 PAPER = (
     ("MR1 violations (label flips)", 0.36, "mr1_violations", "max"),
@@ -169,6 +170,7 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
         "violations_lower": lower,
         "halved": bool(ratio <= 0.5 and lower),
         "accuracy_within_1pt": within,
+        "enough_seeds": len(both) >= MIN_FIDELITY_SEEDS,  # item 5 is judged on at least 5 seeds
         "size_mb": {"fidelity": f["size_mb"]["mean"], best: b["size_mb"]["mean"]},
         "equal_size": bool(equal),
         "other_size": other_size,

@@ -466,3 +466,14 @@ def test_premise_ladder_stops_at_the_first_rung_within_3_points(tmp_path):
     assert out["rungs"][0]["gaps"]["compressor"]["gap_points"] == pytest.approx(8.0)
     with pytest.raises(ValueError, match="steps and sizes"):
         premise_ladder(StudyConfig(), [], [3], runner=runner)
+
+
+def test_flip_counts_turn_logged_drops_into_rows():
+    from mlflow_metacompress.pipeline.repro_attacks import flip_counts
+
+    m = {"attack_a/teacher_accuracy_drop": 0.07, "attack_a/student_accuracy_drop": 0.135}
+    assert flip_counts(m, ["a", "b"], 200) == {
+        "attack_a/teacher_flips": 14.0,
+        "attack_a/student_flips": 27.0,
+        "attack_a/rows": 200.0,
+    }  # attack b logged nothing: no counts rather than invented ones

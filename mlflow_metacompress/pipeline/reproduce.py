@@ -9,8 +9,10 @@ MR2 up to 31%, MR3 up to 62%, and up to 285% more accuracy lost under attack.
 :func:`run_study` repeats that protocol on one CPU-trained teacher: a scratch encoder of
 at least 20 MB trained on every labelled training pair; students of each method at
 ``size_mb`` for each seed, distilled on the CodeBERT-labelled half
-(:mod:`.repro_data`); every metamorphic transformation plus ALERT and MHM on
-``eval_rows`` test pairs with bootstrap intervals; the students' MR1 and accuracy
+(:mod:`.repro_data`); every metamorphic transformation on ``eval_rows`` test pairs with
+bootstrap intervals; ALERT and MHM on ``attack_rows`` test pairs of their own, teacher and
+student (:mod:`.repro_attacks`; with ``attack_rows=None`` on the judged rows, inside the
+evaluation, as the 2026-12-02 run did); the students' MR1 and accuracy
 against the real CodeBERT's hard labels on held-out pairs. Every stage is resumable
 (:mod:`.resume`); :mod:`.repro_table` aggregates the seeds and writes ``reproduction/``.
 """
@@ -265,74 +267,6 @@ def eval_args(cfg: StudyConfig, student: StageResult, method: str, seed: int) ->
     }
 
 
-def attack_args(cfg: StudyConfig, student: StageResult, method: str, seed: int) -> dict[str, Any]:
-    """What one attack stage depends on: the student's stage, the attacked rows and the attacks."""
-    return {
-        **_data_args(cfg),
-        "student_key": student.key,
-        "method": method,
-        "seed": seed,
-        "attack_rows": cfg.attack_rows,
-        "attacks": list(cfg.attacks),
-        "attack_budget": cfg.attack_budget,
-    }
-
-
-def flip_counts(metrics: dict[str, float], attacks: Any, rows: int) -> dict[str, float]:
-    """``attack_<a>/teacher_flips``, ``student_flips`` (rows the attack turned from right to
-    wrong: the logged accuracy drop times the attacked rows) and ``rows`` per attack."""
-    out: dict[str, float] = {}
-    for a in attacks:
-        drops = [metrics.get(f"attack_{a}/{r}_accuracy_drop") for r in ("teacher", "student")]
-        if all(d is not None for d in drops):
-            out[f"attack_{a}/teacher_flips"] = float(round(float(drops[0]) * rows))  # type: ignore[arg-type]
-            out[f"attack_{a}/student_flips"] = float(round(float(drops[1]) * rows))  # type: ignore[arg-type]
-            out[f"attack_{a}/rows"] = float(rows)
-    return out
-
-
-def attack_stage(
-    cfg: StudyConfig, data: Any, teacher: StageResult, student: StageResult, method: str, seed: int
-) -> StageResult:
-    """ALERT and MHM (``cfg.attacks``) on ``cfg.attack_rows`` label-stratified test rows, on
-    the teacher and on the student (no transformation): the rows that settle the excess
-    drop (about 0.37 standard error of the log ratio at 200 rows, 0.16 at 1,000)."""
-
-    def body() -> dict[str, Any]:
-        import mlflow
-
-        from ..data.sampling import cap_rows
-
-        rows = cap_rows(data.test, int(cfg.attack_rows or 0), data.label_column, cfg.data_seed)
-        result = mlflow.models.evaluate(
-            model=student.outputs["model_uri"],
-            data=rows,
-            targets=data.label_column,
-            model_type="metacompress",
-            evaluators="metacompress",
-            evaluator_config={
-                "teacher": teacher.outputs["model_uri"],
-                "code_columns": list(data.code_columns),
-                "transforms": [],
-                "attacks": list(cfg.attacks),
-                "attack_budget": cfg.attack_budget,
-                "seed": seed,
-                "progress": False,
-                "bootstrap_samples": 0,
-            },
-        )
-        mlflow.log_metrics(flip_counts(dict(result.metrics), cfg.attacks, len(rows)))
-        return {"model_uri": student.outputs["model_uri"], "attack_rows": len(rows)}
-
-    return run_stage(
-        f"attack-{method}-seed{seed}",
-        attack_args(cfg, student, method, seed),
-        body,
-        study=cfg.task,
-        tags={"metacompress.reproduce.method": method, "metacompress.reproduce.seed": str(seed)},
-    )
-
-
 def eval_rows(cfg: StudyConfig, data: Any) -> Any:
     """The test rows every student is judged on: the same label-stratified sample for every
     method and seed (so methods are compared on the same rows)."""
@@ -439,6 +373,8 @@ def _run_stages(cfg: StudyConfig, only: str, output: str | Path) -> dict[str, An
                         ev = evaluation_stage(cfg, data, teacher, student, method, seed)
                         done[ev.name] = ev
                         if cfg.attack_rows and cfg.attacks:
+                            from .repro_attacks import attack_stage
+
                             at = attack_stage(cfg, data, teacher, student, method, seed)
                             done[at.name] = at
                 except Exception as exc:  # noqa: BLE001 - one failed stage must not end a study of hours
@@ -456,6 +392,7 @@ def collect(cfg: StudyConfig, teacher: StageResult) -> dict[tuple[str, int], dic
     ``size_mb``); stages not finished are absent."""
     from mlflow import MlflowClient
 
+    from .repro_attacks import attack_args, flip_counts
     from .repro_table import attack_rows_of
     from .resume import lookup
 

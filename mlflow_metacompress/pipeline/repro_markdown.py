@@ -70,6 +70,16 @@ def _ci(r: dict[str, Any]) -> str:
     return f"{_pct(r['mean'])} [{_pct(r['low'])}, {_pct(r['high'])}]"
 
 
+def _cell(metric: str, r: dict[str, Any]) -> str:
+    """A per-method cell: size in MB, the accuracy gap in points, a rate in percent."""
+    if metric == "size_mb" and _num(r["mean"]):
+        return f"{r['mean']:.2f}"
+    if metric == "accuracy_drop" and _num(r["mean"]):
+        ends = f" [{100 * r['low']:+.1f}, {100 * r['high']:+.1f}]" if _num(r.get("low")) and _num(r.get("high")) else ""
+        return f"{100 * r['mean']:+.1f}{ends}"
+    return _ci(r)
+
+
 def _yes(x: bool | None) -> str:
     return {True: "yes", False: "no", None: "–"}[x]
 
@@ -131,31 +141,38 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "Per method: mean [95% interval over seeds: logit-scale t for rates, Clopper–Pearson on pooled counts "
-        "with one seed or when a seed's rate is 0, Student-t for the accuracy gap]; `codebert/…`: against the "
-        "real CodeBERT's hard labels on held-out pairs:",
+        "with one seed or when a seed's rate is 0, Student-t for the accuracy gap, in points]; `codebert/…`: "
+        "against the real CodeBERT's hard labels on held-out pairs:",
         "",
         "| method | " + " | ".join(cols) + " |",
         "|---" * (len(cols) + 1) + "|",
     ]
     for method, rows in s["methods"].items():
-        cells = [f"{rows[k]['mean']:.2f}" if k == "size_mb" and _num(rows[k]["mean"]) else _ci(rows[k]) for k in cols]
+        cells = [_cell(k, rows[k]) for k in cols]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "Within-run 95% bootstrap intervals per seed (`any_violation_rate/metamorphic`, "
-        "`mr1_violation_rate/metamorphic`):",
+        "Per seed: value [within-run 95% bootstrap interval over the judged rows] (the two-level "
+        "intervals above combine these with the spread over seeds):",
         "",
-        "| method | seed | any (metamorphic) | MR1 (metamorphic) |",
-        "|---|---|---|---|",
+        "| method | seed | any (metamorphic) | MR1 | MR2 | MR3 | accuracy gap (teacher − student) |",
+        "|---|---|---|---|---|---|---|",
     ]
+    per_seed = ("any_violation_rate/metamorphic", *MR_METRICS, "accuracy_drop")
     for method, rows in s["methods"].items():
         for i, seed in enumerate(s["seeds"]):
             cells = []
-            for metric in ("any_violation_rate/metamorphic", "mr1_violation_rate/metamorphic"):
+            for metric in per_seed:
                 v, (lo, hi) = rows[metric]["values"][i], rows[metric]["within_run"][i]
-                cells.append(f"{_pct(v)} [{_pct(lo)}, {_pct(hi)}]" if _num(v) else "–")
+                if not _num(v):
+                    cells.append("–")
+                elif metric == "accuracy_drop":  # a difference, in points
+                    ends = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if _num(lo) and _num(hi) else ""
+                    cells.append(f"{100 * v:+.1f} points{ends}")
+                else:
+                    cells.append(f"{_pct(v)} [{_pct(lo)}, {_pct(hi)}]")
             if any(x != "–" for x in cells):
-                lines.append(f"| {method} | {seed} | {cells[0]} | {cells[1]} |")
+                lines.append(f"| {method} | {seed} | " + " | ".join(cells) + " |")
     lines += _fidelity(s.get("fidelity", {}))
     if report.get("conclusions"):
         lines += ["", "## Conclusions", "", *report["conclusions"]]

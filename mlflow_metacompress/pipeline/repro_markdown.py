@@ -115,7 +115,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     for row in report["headline"]:
         gap = row["key"] == "accuracy_within_3pt"
         kind = "under" if gap else "up to"
-        ctl = ", ".join(f"{m}: {'appears' if v else 'does not appear'}" for m, v in row.get("control", {}).items())
+        said = ("within 3 points", "not established") if gap else ("appears", "does not appear")
+        ctl = ", ".join(f"{m}: {said[0] if v else said[1]}" for m, v in row.get("control", {}).items())
         if row["ours"] is None:
             lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | not measured | – | {ctl or '–'} |")
             continue

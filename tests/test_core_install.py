@@ -92,7 +92,9 @@ def test_static_mode_runs_without_the_optional_packages(tracking, tiny_classifie
 def test_require_names_the_extra_and_reraises_other_errors(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed
     with pytest.raises(
-        MissingExtraError, match=r'^hub data needs datasets: pip install "mlflow-metacompress\[datasets\]"$'
+        MissingExtraError,
+        match=r'^hub data needs datasets: pip install -e "\.\[datasets\]" in the source checkout, '
+        r'or pip install "<the mlflow_metacompress wheel>\[datasets\]"$',
     ):
         require("datasets", "hub data")
     monkeypatch.setitem(sys.modules, "z3", None)

@@ -72,7 +72,8 @@ def test_readme_is_a_front_door_with_the_two_commands():
     readme = (REPO / "README.md").read_text()
     assert len(readme.splitlines()) <= 300
     assert (
-        "python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 && "
+        "python3 -m venv .venv && . .venv/bin/activate\n"
+        "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu\n"
         'pip install -e ".[all,test]"\nmlflow run . --env-manager local\n'
     ) in readme
     assert "```bash\npython -m pytest -q\n```" in readme

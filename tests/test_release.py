@@ -64,6 +64,7 @@ def test_citation_names_this_version_and_the_paper():
     paper = cff["preferred-citation"]
     assert "Does the Student Deeply Mimic the Teacher?" in paper["title"]
     assert [a["family-names"] for a in paper["authors"]] == ["Awal", "Rochan", "Roy"]
+    assert [a["given-names"] for a in paper["authors"]] == ["Md. Abdul", "Mrigank", "Chanchal K."]
     assert any("2511.05476" in i["value"] for i in paper["identifiers"])
     assert paper in cff["references"]
 

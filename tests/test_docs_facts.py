@@ -68,3 +68,14 @@ def test_one_process_as_documented_in_pyproject():
     cmd = [sys.executable, "-m", "pytest", "-p", "no:xdist", "--co", "-q", "tests/test_docs_facts.py"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "-n" in proc.stderr  # as the comment says
+
+
+def test_first_hour_time_is_the_latest_main_job_measurement():
+    """getting-started's "took N minutes" is the newest main-job row of the pipeline page's table
+    (rounded down to minutes), not a figure of its own."""
+    rows = [
+        line for line in (DOCS / "guide" / "pipeline.md").read_text().splitlines() if line.startswith("| `mlflow run")
+    ]
+    wall = re.search(r"\*\*(\d+) min (\d+) s\*\*", rows[0])
+    assert wall, rows[0]
+    assert f"took {int(wall[1])} minutes on this project's 2-core machine" in _flat(DOCS / "getting-started.md")

@@ -60,15 +60,19 @@ class CodeClassifierPyfunc(PythonModel):
         # exactly one of _model (a CodeClassifier directory) and _hf (any other transformers model) is set
         self._model: CodeClassifier | None = None
         self._hf: Any = None
-        if (directory / META_FILE).exists():
-            self._model, self._tokenizer = CodeClassifier.load(directory)
-            self._model.to(device)
-        else:
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from ..heartbeat import on_terminal
+        from ..quiet import quiet_libraries
 
-            self._hf = AutoModelForSequenceClassification.from_pretrained(directory).eval()
-            self._tokenizer = AutoTokenizer.from_pretrained(directory)
-            self._hf.to(device)
+        with quiet_libraries(bars=on_terminal()):  # transformers' "Loading weights" bars only on a terminal
+            if (directory / META_FILE).exists():
+                self._model, self._tokenizer = CodeClassifier.load(directory)
+                self._model.to(device)
+            else:
+                from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+                self._hf = AutoModelForSequenceClassification.from_pretrained(directory).eval()
+                self._tokenizer = AutoTokenizer.from_pretrained(directory)
+                self._hf.to(device)
         self._device = device
 
     @property

@@ -21,7 +21,7 @@ predictor. This module does that at the task's sequence length and batch size:
 
 Every timing runs on the threads inference uses (:func:`timing_threads`,
 :mod:`mlflow_metacompress.threads`: the enclosing run's count, ``$METACOMPRESS_THREADS``,
-else the cores less one), so the latency searched for is the one the student will
+else the free cores), so the latency searched for is the one the student will
 have. Timings used to run on one thread, which stabilised them on shared machines but
 measured another program: the same pair of models read 11.8× apart on one thread and
 6.3× at the default threads (issue 22). The thread count is part of the cache key.

@@ -23,8 +23,8 @@ best checkpoint's weights are loaded here, in the launching process, as with one
 ``FitConfig.threads`` sets torch's intra-op threads of the fit
 (:mod:`mlflow_metacompress.threads`; default ``$METACOMPRESS_THREADS``, else the cores
 no other process keeps busy, less one above two cores, shared by the ranks). Spawned
-ranks set it when they start (Lightning would otherwise give each rank all cores ÷ ranks). The data loaders run in the training
-process (``num_workers=0``): on the small batches of these models a worker process
+ranks set it when they start (Lightning would otherwise give each rank all cores ÷ ranks).
+The data loaders run in the training process (``num_workers=0``): on the small batches of these models a worker process
 costs more than it saves, and it would add threads of its own. Rows are tokenised once
 per fit, not per epoch, and training batches group rows of similar length in a seeded
 order (``FitConfig.length_window``, :mod:`.batches`).

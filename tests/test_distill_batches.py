@@ -112,3 +112,33 @@ def test_a_fit_tokenises_each_row_once_and_two_fits_of_one_seed_agree(tiny_class
         assert counting.texts == len(train) + len(val)
         weights.append({k: v.clone() for k, v in model.state_dict().items()})
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_fidelity_variants_are_tokenised_once_and_padded_as_encode_pads(tiny_classifiers):
+    """The fidelity module's per-step variants: the same inputs as the model's ``encode``,
+    all variants tokenised at the first step, none again later."""
+    import torch
+
+    from mlflow_metacompress.distill.methods.fidelity import Options
+    from mlflow_metacompress.distill.modules import FidelityModule
+
+    tok, model, _ = tiny_classifiers
+    variants = _examples(9).texts
+    counting = _CountingTokenizer(tok)
+    module = FidelityModule(
+        model,
+        counting,
+        np.zeros((3, 2)),
+        np.zeros((3, 4)),
+        variants,
+        None,
+        np.zeros((9, 2)),
+        np.zeros((9, 4)),
+        [np.arange(3 * i, 3 * i + 3) for i in range(3)],
+        Options(),
+    )
+    for rows in (np.array([0, 4, 8]), np.array([7]), np.arange(9)):
+        got = module._encode_variants(rows)
+        expected = model.encode(tok, [variants[r] for r in rows])
+        assert got.keys() == expected.keys() and all(torch.equal(got[k], expected[k]) for k in got)
+    assert counting.texts == len(variants)

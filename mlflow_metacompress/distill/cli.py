@@ -76,7 +76,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--threads",
         default="auto",
         help="torch threads per process for training, inference and the speed tags; "
-        "auto = $METACOMPRESS_THREADS, else the cores less one",
+        "auto = $METACOMPRESS_THREADS, else the free cores",
     )
 
 

@@ -42,7 +42,7 @@ class CodeClassifierPyfunc(PythonModel):
     ``precision`` and ``max_tokens`` apply to ``CodeClassifier`` directories only.
     ``threads`` (``params`` or ``model_config``) sets torch's threads for the call;
     without it a call runs on the threads of the enclosing work (e.g. the evaluator's),
-    else ``$METACOMPRESS_THREADS``, else the cores less one (:mod:`mlflow_metacompress.threads`).
+    else ``$METACOMPRESS_THREADS``, else the free cores (:mod:`mlflow_metacompress.threads`).
     """
 
     def load_context(self, context: Any) -> None:

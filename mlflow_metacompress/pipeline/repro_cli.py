@@ -65,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
         type=_threads,
         default=None,
         help="torch intra-op threads: auto (default: $METACOMPRESS_THREADS, $OMP_NUM_THREADS, "
-        "else the cores less one; mlflow_metacompress/threads.py) or a positive integer",
+        "else the free cores; mlflow_metacompress/threads.py) or a positive integer",
     )
     p.add_argument("--size-mb", type=float, default=d.size_mb)
     p.add_argument("--teacher-steps", type=int, default=t.max_steps)

@@ -143,6 +143,7 @@ def distill_student(
                 **{f"opt.{k}": v for k, v in asdict(opts).items()},
             }
         )
+        mlflow.set_tags(trainer.tags())  # metacompress.precision: the resolved precision
         outcome = chosen.run(ctx, opts)
         if outcome.params:
             mlflow.log_params(outcome.params)

@@ -170,6 +170,7 @@ def train_teacher(
                 **trainer.params(),
             }
         )
+        mlflow.set_tags(trainer.tags())  # metacompress.precision: the resolved precision
         log_json(config, "teacher_config.json")
         from .modules import ClassifierModule
 

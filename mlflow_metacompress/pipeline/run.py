@@ -76,7 +76,8 @@ class PipelineConfig:
     alias: str = "champion"
     progress: bool = True  # progress bars, shown only when output is a terminal
     # Lightning's Trainer settings for the teacher's and students' fits (distill/devices.py):
-    # devices=2, strategy="ddp" trains in two spawned processes; precision="bf16-mixed" on a GPU
+    # devices=2, strategy="ddp" trains in two spawned processes; precision None/"auto": bf16-mixed where
+    # the CPU (AVX512-BF16/AMX) or GPU runs bf16 natively, else 32-true (mlflow_metacompress/precision.py)
     devices: int | str = 1
     strategy: str = "auto"
     precision: str | None = None
@@ -163,6 +164,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
                 "metacompress.task": data.dataset,
                 "metacompress.profile": profile.name,
                 "metacompress.policy": policy.name,
+                **trainer.tags(),
             }
         )
         resolved = {
@@ -174,6 +176,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
             "size_mb_target": size_mb,
             "seed": config.seed,
             "threads": threads,
+            "precision": trainer.resolved_precision(),
             **{f"rows_{k}": v for k, v in data.sizes().items()},
         }
         # "pipeline." keeps these apart from the raw MLproject parameters mlflow run logs

@@ -251,3 +251,59 @@ def test_a_teacher_run_records_the_resolved_precision(tracking, monkeypatch):
     assert run.tags[PRECISION_TAG] == "bf16-mixed"
     forced = TrainerSettings(accelerator="cpu", precision="32-true")
     assert forced.params()["precision"] == "32-true" and forced.tags() == {PRECISION_TAG: "32-true"}
+
+
+# ----------------------------------------------------------------------------- the benchmark's parts
+def test_cpu_efficiency_benchmark_counts_flops_and_runs_every_workload():
+    import importlib.util
+
+    from mlflow_metacompress.models.tokenizer import train_tokenizer
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_cpu_efficiency", REPO / "benchmarks" / "bench_cpu_efficiency.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    a, b = torch.randn(64, 48), torch.randn(48, 32)
+    assert bench.flops_of(lambda: a @ b) == 2 * 64 * 48 * 32  # FlopCounterMode against the textbook count
+    assert bench.gemm_peak("bf16", 1, 64, 2) > 0 and bench.best_seconds(lambda: a @ b, 2) > 0
+    texts_a, texts_b = bench.long_texts(40, seed=0, per_text=2)
+    tok = train_tokenizer(texts_a + texts_b, vocab_size=300, kind="bpe", model_max_length=48)
+    tiny = dict(
+        num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64, pair_mode="concat_cls"
+    )
+    s = {
+        "tok": tok,
+        "texts": (texts_a, texts_b),
+        "teacher_spec": ArchSpec(vocab_size=len(tok), max_length=48, **tiny),
+        "student_spec": ArchSpec(vocab_size=len(tok), max_length=32, **tiny),
+        "batch": 8,
+        "student_batch": 8,
+        "lr": 1e-3,
+    }
+    flops = {}
+    for prec in ("fp32", "bf16"):
+        for name, step in bench.workloads(s, prec, ["compressor", "morph", "fidelity"]).items():
+            flops[prec, name] = bench.flops_of(step)
+    assert all(v > 0 for v in flops.values())
+    # fidelity runs each original and one variant of it through the student: about twice KD's step
+    ratio = flops["fp32", "student step fidelity"] / flops["fp32", "student step compressor"]
+    assert 1.8 < ratio < 2.3, ratio
+    assert flops["bf16", "teacher train step"] == flops["fp32", "teacher train step"]  # autocast changes no count
+    row = {"workload": "teacher train step", "gflop": 1.0, "bf16_speedup": 2.0}
+    row |= {p: {"seconds": 1.0 / k, "gflops": 10.0 * k, "share": 0.1 * k} for p, k in (("fp32", 1), ("bf16", 2))}
+    table = bench.markdown(
+        {
+            "gemm_peak_gflops": {"fp32": {"1": 50.0, "2": 90.0}, "bf16": {"1": 100.0, "2": 180.0}},
+            "threads": 2,
+            "gemm_n": 64,
+            "workloads": [row],
+            "default_precision": {"resolved": "bf16-mixed", "speedup_vs_32_true": 2.0},
+            "load_at_start": [0.1],
+            "load_at_end": [0.2],
+            "cpu": "test",
+        }
+    )
+    assert "| teacher train step | 1.00 | 1.000 | 10 | 10% | 0.500 | 20 | 20% | 2.00× |" in table
+    assert "**2.00×** faster" in table

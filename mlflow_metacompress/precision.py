@@ -23,10 +23,11 @@ This module imports torch only inside the functions that need it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -140,3 +141,25 @@ def short(lightning: str | None) -> str:
     if lightning is None:
         return "fp32"
     return ALIASES.get(str(lightning), str(lightning))
+
+
+@contextlib.contextmanager
+def inference_follows(training: str | None) -> Iterator[None]:
+    """While a command trains at an explicit ``training`` precision (``--precision 32-true``),
+    its own inference (soft labels, test accuracy, speed tags, the gates' evaluations) runs
+    at the same one: ``$METACOMPRESS_PRECISION`` is set to its inference spelling and
+    restored afterwards. None, empty or ``auto`` leave everything as it is."""
+    if training is None or str(training).strip() == "" or requested(training) == AUTO:
+        yield
+        return
+    chosen = requested(training)
+    spelling = {"64-true": "fp32", "bf16-true": "bf16", "16-true": "fp16"}.get(chosen, chosen)
+    before = os.environ.get(PRECISION_ENV)
+    os.environ[PRECISION_ENV] = spelling
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(PRECISION_ENV, None)
+        else:
+            os.environ[PRECISION_ENV] = before

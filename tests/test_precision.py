@@ -11,6 +11,7 @@ fp32 inference of one teacher/student pair, relations recomputed by
 from __future__ import annotations
 
 import json
+import os
 
 import mlflow
 import numpy as np
@@ -249,8 +250,36 @@ def test_a_teacher_run_records_the_resolved_precision(tracking, monkeypatch):
     run = mlflow.get_run(result.run_id).data
     assert run.params["precision"] == "bf16-mixed" and run.params["precision_requested"] == "auto"
     assert run.tags[PRECISION_TAG] == "bf16-mixed"
-    forced = TrainerSettings(accelerator="cpu", precision="32-true")
-    assert forced.params()["precision"] == "32-true" and forced.tags() == {PRECISION_TAG: "32-true"}
+    # --precision 32-true forces fp32 training and the run's own inference (here: its test accuracy)
+    import mlflow_metacompress.distill.teacher as teacher_module
+
+    seen = []
+    real = teacher_module.accuracy_on
+    monkeypatch.setattr(
+        teacher_module, "accuracy_on", lambda *a, **k: seen.append(precision.for_inference()) or real(*a, **k)
+    )
+    forced = TrainerSettings(accelerator="cpu", precision="32-true", threads=1)
+    again = train_teacher(
+        frames, "devign", arch=arch, epochs=1, max_steps=1, registered_name=None, progress=False, trainer=forced
+    )
+    run = mlflow.get_run(again.run_id).data
+    assert run.params["precision"] == "32-true" and run.tags[PRECISION_TAG] == "32-true" and seen == ["fp32"]
+    assert precision.PRECISION_ENV not in os.environ  # restored after the run
+
+
+@pytest.mark.parametrize(
+    ("training", "inside"),
+    [("32-true", "fp32"), ("bf16-mixed", "bf16"), ("64-true", "fp32"), ("auto", None), ("", None)],
+)
+def test_inference_follows_an_explicit_training_precision(training, inside, monkeypatch):
+    monkeypatch.delenv(precision.PRECISION_ENV, raising=False)
+    with precision.inference_follows(training):
+        assert os.environ.get(precision.PRECISION_ENV) == inside
+    assert precision.PRECISION_ENV not in os.environ
+    monkeypatch.setenv(precision.PRECISION_ENV, "bf16")
+    with precision.inference_follows(training):
+        assert os.environ[precision.PRECISION_ENV] == (inside or "bf16")
+    assert os.environ[precision.PRECISION_ENV] == "bf16"
 
 
 # ----------------------------------------------------------------------------- the benchmark's parts

@@ -19,6 +19,7 @@ the gloo backend, on GPUs NCCL (Lightning's defaults).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 from collections.abc import Iterator
@@ -153,13 +154,19 @@ def resolve(
             f"precision={text!r} but GPU {torch.cuda.get_device_name(0)!r} has no bfloat16 support; use '16-mixed'"
         )
     if kind == "cpu" and text.startswith("bf16"):
-        logger.info("precision=%s on a CPU: bfloat16 autocast (fast only on CPUs with AVX512-BF16/AMX)", text)
+        _note_cpu_bf16(text)
     chosen: Any = strategy
     if count > 1 and strategy in ("auto", "ddp", "ddp_spawn"):
         from lightning.pytorch.strategies import DDPStrategy
 
         chosen = DDPStrategy(start_method="spawn")  # never re-run the command line per rank (module docstring)
     return Placement(kind, count, chosen, text, count)
+
+
+@functools.cache
+def _note_cpu_bf16(text: str) -> None:
+    """Say once per process (settings are resolved several times a run) that CPU training uses bf16."""
+    logger.info("precision=%s on a CPU: bfloat16 autocast (fast only on CPUs with AVX512-BF16/AMX)", text)
 
 
 def _precision(value: str | None, kind: str) -> Precision:

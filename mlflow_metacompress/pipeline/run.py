@@ -126,6 +126,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
 
     profile = get_profile(config.profile, config.task)
     methods = resolve_methods(config.methods)  # fail before any training
+    from ..precision import inference_follows
     from ..threads import describe, parse_threads, using
 
     trainer = TrainerSettings(
@@ -154,6 +155,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
         CleanExit() as cleanup,
         tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache,
         using(threads),
+        inference_follows(trainer.precision),  # --precision 32-true: the gates' evaluations in fp32 too
         mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run,
     ):
         cleanup.root = run.info.run_id

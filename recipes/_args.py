@@ -50,7 +50,9 @@ def add_device_args(parser: argparse.ArgumentParser) -> None:
     (``mlflow_metacompress/distill/devices.py``), and ``--threads``."""
     parser.add_argument("--devices", default="1", help="processes/GPUs per fit (1; auto = every visible GPU)")
     parser.add_argument("--strategy", default="auto", help="auto, ddp (ranks are spawned), ddp_spawn or ddp_fork")
-    parser.add_argument("--precision", default="", help="empty: full precision; e.g. bf16-mixed on a GPU")
+    parser.add_argument(
+        "--precision", default="", help="empty/auto: bf16-mixed where the CPU or GPU runs bf16 natively, else 32-true"
+    )
     add_threads_arg(parser)
 
 

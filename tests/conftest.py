@@ -36,6 +36,9 @@ import pytest  # noqa: E402 - imported after HOME and the caches are redirected
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# the suite's oracles are float32 computations: training and inference default to fp32 here;
+# test_precision.py checks "auto" (bf16 where the CPU has AVX512-BF16/AMX) and bf16 explicitly
+os.environ.setdefault("METACOMPRESS_PRECISION", "fp32")
 # Spark's Python workers run the interpreter the tests run in (with pandas, torch and this
 # package), also when that virtualenv is not activated on PATH
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -142,6 +142,21 @@ def declared_classes(model: Any) -> list[str] | None:
     return [str(n) for n in names] if names and len(names) >= 2 and all(isinstance(n, str) for n in names) else None
 
 
+def inference_precision(model: Any) -> str | None:
+    """The precision a loaded metacompress ``CodeClassifier`` pyfunc predicts in now
+    (``$METACOMPRESS_PRECISION``, else ``auto``: :mod:`mlflow_metacompress.precision`), or
+    None for any other model (sklearn, a transformers model, a callable)."""
+    try:
+        python_model = model.unwrap_python_model()
+    except Exception:
+        return None
+    from ..models.pyfunc import CodeClassifierPyfunc
+
+    if not isinstance(python_model, CodeClassifierPyfunc) or getattr(python_model, "_model", None) is None:
+        return None
+    return python_model.precision()
+
+
 def _raw_model(model: Any) -> Any:
     try:
         return model.get_raw_model()
@@ -162,6 +177,8 @@ class Predictor:
     progress: bool = True
     index_labels: bool = False  # class j is the model's label id j (integer targets may name it)
     input_limit: dict[str, Any] | None = None  # a pipeline's max input tokens and their source (hf_pipeline.InputLimit)
+    # the resolved inference precision of a metacompress CodeClassifier pyfunc (fp32, bf16; precision.py), else None
+    precision: str | None = None
     calls: int = field(default=0, init=False)
     rows_run: int = field(default=0, init=False)
     _memory: dict[str, tuple[np.ndarray, list[str] | None]] = field(default_factory=dict, init=False, repr=False)
@@ -197,6 +214,7 @@ class Predictor:
             progress=False,
             index_labels=self.index_labels,
             input_limit=self.input_limit,
+            precision=self.precision,
         )
 
     def _run(self, df: pd.DataFrame, code_columns: list[str]) -> tuple[np.ndarray, list[str] | None]:
@@ -298,7 +316,10 @@ def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
             **kw,
         )
     if hasattr(model, "predict") and hasattr(model, "metadata"):
-        return Predictor(name, model.predict, model_identity(model, uri), declared_classes(model), **kw)
+        identity, precision = model_identity(model, uri), inference_precision(model)
+        if identity is not None and precision not in (None, "fp32"):  # bf16 probabilities are cached apart
+            identity = f"{identity}|precision={precision}"
+        return Predictor(name, model.predict, identity, declared_classes(model), precision=precision, **kw)
     if hasattr(model, "predict"):  # MLflow wraps a plain callable student in a metadata-less pyfunc
         return Predictor(name, model.predict, None, None, **kw)
     if callable(model):

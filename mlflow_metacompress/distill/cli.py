@@ -70,7 +70,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     hw.add_argument(
         "--precision",
         default=None,
-        help="e.g. bf16-mixed on a GPU, 16-mixed on an older GPU; default full precision (32-true)",
+        help="auto (default, or $METACOMPRESS_PRECISION): bf16-mixed where the CPU has AVX512-BF16/AMX or the "
+        "GPU supports bf16, else 32-true; 32-true (or fp32) forces full precision; 16-mixed on an older GPU",
     )
     hw.add_argument(
         "--threads",

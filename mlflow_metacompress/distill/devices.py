@@ -19,11 +19,14 @@ the gloo backend, on GPUs NCCL (Lightning's defaults).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, get_args
+
+from ..precision import PRECISION_ENV
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +34,7 @@ STRATEGIES = ("auto", "ddp", "ddp_spawn", "ddp_fork")
 Precision = Literal["32-true", "32", "64-true", "bf16-mixed", "bf16-true", "16-mixed", "16-true"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda")
+PRECISION_TAG = "metacompress.precision"  # the resolved precision, on training and evaluation runs
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class Placement:
     accelerator: str
     devices: int
     strategy: Any
-    precision: Precision | None
+    precision: Precision
     world_size: int
 
 
@@ -56,7 +60,7 @@ class TrainerSettings:
     accelerator: str = "auto"
     devices: int | str = 1
     strategy: str = "auto"
-    precision: str | None = None
+    precision: str | None = None  # None = $METACOMPRESS_PRECISION, else "auto" (bf16 where native)
     threads: int | str | None = None
 
     def check(self) -> Placement:
@@ -72,15 +76,25 @@ class TrainerSettings:
 
         return resolve_threads(self.threads)
 
+    def resolved_precision(self) -> str:
+        """Lightning's precision these settings train in (None/``auto``: by the hardware, :func:`resolve`)."""
+        return str(resolve(self.accelerator, self.devices, self.strategy, self.precision).precision)
+
     def params(self) -> dict[str, Any]:
-        """MLflow params of a run that uses them (``threads``: the resolved count)."""
+        """MLflow params of a run that uses them (``threads``: the resolved count; ``precision``:
+        the resolved Lightning precision, ``precision_requested``: what was asked, e.g. ``auto``)."""
         return {
             "accelerator": self.accelerator,
             "devices": self.devices,
             "strategy": self.strategy,
-            "precision": self.precision or "32-true",
+            "precision": self.resolved_precision(),
+            "precision_requested": self.precision or os.environ.get(PRECISION_ENV) or "auto",
             "threads": self.thread_count(),
         }
+
+    def tags(self) -> dict[str, str]:
+        """MLflow tags of a run that trains with them: ``metacompress.precision`` (resolved)."""
+        return {PRECISION_TAG: self.resolved_precision()}
 
 
 def parse_devices(value: Any) -> int:
@@ -104,7 +118,10 @@ def resolve(
 ) -> Placement:
     """Check the four settings against this machine and resolve them for ``L.Trainer``.
 
-    Errors name the setting and value: an unknown strategy/precision/accelerator, a GPU
+    ``precision`` None or ``"auto"`` (the default) resolves by the hardware
+    (:mod:`mlflow_metacompress.precision`): bf16 autocast (``bf16-mixed``) on CPUs with
+    AVX512-BF16/AMX and on GPUs with bf16, ``32-true`` elsewhere; ``$METACOMPRESS_PRECISION``
+    sets what None means. Errors name the setting and value: an unknown strategy/precision/accelerator, a GPU
     asked for where none is visible, more GPUs than are visible, more CPU processes than
     cores, fp16 on a CPU, bf16 on a GPU without bf16 support.
     """
@@ -114,8 +131,6 @@ def resolve(
         raise ValueError(f"accelerator must be one of {list(ACCELERATORS)}, got {accelerator!r}")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
-    if precision is not None and str(precision) not in PRECISIONS:
-        raise ValueError(f"precision must be one of {list(PRECISIONS)} (or None for full precision), got {precision!r}")
     count = parse_devices(devices)
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if accelerator in ("gpu", "cuda") and gpus == 0:
@@ -131,21 +146,44 @@ def resolve(
     if count > available:
         what = "GPU(s) are visible" if kind == "gpu" else "CPU core(s) are available"
         raise ValueError(f"devices={count} but only {available} {what}")
-    text = None if precision is None else cast(Precision, str(precision))  # one of PRECISIONS: checked above
+    text = _precision(precision, kind)
     if kind == "cpu" and text in ("16-mixed", "16-true"):
         raise ValueError(f"precision={text!r} (float16) is not supported on a CPU; use 'bf16-mixed' or 32-true")
     if kind == "gpu" and text and text.startswith("bf16") and not torch.cuda.is_bf16_supported():
         raise ValueError(
             f"precision={text!r} but GPU {torch.cuda.get_device_name(0)!r} has no bfloat16 support; use '16-mixed'"
         )
-    if kind == "cpu" and text and text.startswith("bf16"):
-        logger.info("precision=%s on a CPU: bfloat16 autocast (fast only on CPUs with AVX512-BF16/AMX)", text)
+    if kind == "cpu" and text.startswith("bf16"):
+        _note_cpu_bf16(text)
     chosen: Any = strategy
     if count > 1 and strategy in ("auto", "ddp", "ddp_spawn"):
         from lightning.pytorch.strategies import DDPStrategy
 
         chosen = DDPStrategy(start_method="spawn")  # never re-run the command line per rank (module docstring)
     return Placement(kind, count, chosen, text, count)
+
+
+@functools.cache
+def _note_cpu_bf16(text: str) -> None:
+    """Say once per process (settings are resolved several times a run) that CPU training uses bf16."""
+    logger.info("precision=%s on a CPU: bfloat16 autocast (fast only on CPUs with AVX512-BF16/AMX)", text)
+
+
+def _precision(value: str | None, kind: str) -> Precision:
+    """Lightning's precision for ``value`` on ``kind`` (:func:`mlflow_metacompress.precision.for_training`:
+    None/``auto`` → ``bf16-mixed`` where bf16 is native, else ``32-true``)."""
+    from ..precision import for_training
+
+    try:
+        text = for_training(value, kind)
+    except ValueError:
+        given = f"{value!r}" if value else f"{os.environ.get(PRECISION_ENV)!r} (from ${PRECISION_ENV})"
+        raise ValueError(
+            f"precision must be one of {list(PRECISIONS)}, 'auto' (the default), 'fp32' or 'bf16', got {given}"
+        ) from None
+    if text not in PRECISIONS:  # pragma: no cover - for_training returns Lightning values only
+        raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {value!r}")
+    return text
 
 
 def _by_value(obj: Any) -> tuple[Any, tuple[bytes]]:

@@ -94,10 +94,12 @@ def distill_student(
     pinned = resolve_model_uri(teacher_uri)
     started = time.perf_counter()
     dataset = dataset or task
+    from ..precision import inference_follows
     from ..threads import using
 
     with (
         using(trainer.threads) as threads,
+        inference_follows(trainer.precision),  # --precision 32-true: the run's inference in fp32 too
         mlflow.start_run(run_name=f"{method}-{dataset}", nested=mlflow.active_run() is not None) as run,
     ):
         logger.info("distillation with %s on %d torch thread(s)", method, threads)
@@ -143,6 +145,7 @@ def distill_student(
                 **{f"opt.{k}": v for k, v in asdict(opts).items()},
             }
         )
+        mlflow.set_tags(trainer.tags())  # metacompress.precision: the resolved precision
         outcome = chosen.run(ctx, opts)
         if outcome.params:
             mlflow.log_params(outcome.params)

@@ -133,10 +133,12 @@ def train_teacher(
         texts = list(dict.fromkeys(texts))
     started = time.perf_counter()
     dataset = dataset or task  # the run name and metacompress.task tag (e.g. generated-vulnerability)
+    from ..precision import inference_follows
     from ..threads import using
 
     with (
         using(trainer.threads) as threads,
+        inference_follows(trainer.precision),  # --precision 32-true: the run's inference in fp32 too
         mlflow.start_run(run_name=f"teacher-{dataset}", nested=mlflow.active_run() is not None) as run,
     ):
         logger.info("teacher training on %d torch thread(s)", threads)
@@ -170,6 +172,7 @@ def train_teacher(
                 **trainer.params(),
             }
         )
+        mlflow.set_tags(trainer.tags())  # metacompress.precision: the resolved precision
         log_json(config, "teacher_config.json")
         from .modules import ClassifierModule
 

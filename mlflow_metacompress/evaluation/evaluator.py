@@ -114,6 +114,7 @@ class MetaCompressEvaluator(ModelEvaluator):
 
         provenance = at_evaluation(cfg, model, dataset, kwargs.get("model_id"), run_id)
         artifacts = self._log(run_id, metrics, outcome, cfg, provenance)
+        tag_precision(run_id, teacher, student)
         return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
 
     @staticmethod
@@ -161,3 +162,16 @@ class MetaCompressEvaluator(ModelEvaluator):
             }
             artifacts[key] = kinds[Path(rel).suffix](uri=f"{root}/{ARTIFACT_DIR}/{rel}")
         return artifacts
+
+
+def tag_precision(run_id: str, *predictors: Any) -> dict[str, str]:
+    """Tag the run with ``metacompress.precision.<teacher|student>``: the inference precision
+    (``fp32``/``bf16``, :mod:`mlflow_metacompress.precision`) each metacompress
+    ``CodeClassifier`` ran in; other models (sklearn, transformers, callables) get no tag."""
+    from mlflow.tracking import MlflowClient
+
+    tags = {f"metacompress.precision.{p.name}": p.precision for p in predictors if p is not None and p.precision}
+    client = MlflowClient()
+    for key, value in tags.items():
+        client.set_tag(run_id, key, value)
+    return tags

@@ -226,10 +226,12 @@ def collate(tok: Tokenised, rows: np.ndarray, pad_id: int, left: bool = False, p
     return out
 
 
-def autocast_dtype(precision: str) -> Any:
-    """The autocast dtype for ``precision`` (None for ``fp32``)."""
+def autocast_dtype(precision: str | None, device: str = "cpu") -> Any:
+    """The autocast dtype for ``precision`` on ``device`` (None for ``fp32``): ``auto`` or
+    None resolve by the hardware (:func:`mlflow_metacompress.precision.for_inference`)."""
     import torch
 
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    from ..precision import for_inference
+
+    chosen = for_inference(precision, device)  # a bad value raises ValueError naming it
+    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[chosen]

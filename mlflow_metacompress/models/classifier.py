@@ -247,7 +247,7 @@ class CodeClassifier(nn.Module):
         batch_size: int = 32,
         progress: bool = False,
         *,
-        precision: str = "fp32",
+        precision: str | None = None,
         max_tokens: int | None = None,
         chunk_rows: int | None = None,
     ) -> np.ndarray:
@@ -256,8 +256,11 @@ class CodeClassifier(nn.Module):
         Rows are tokenised once, sorted by real token count (both functions for pairs)
         and each batch is padded only to its own longest row: ``batch_size`` rows per
         batch, or, given ``max_tokens``, as many rows as fit in that many padded tokens.
-        ``precision`` is ``"fp32"`` (default), ``"bf16"`` or ``"fp16"`` (autocast; logits
-        come back as float32). On CUDA, batches are built in pinned memory and copied
+        ``precision`` is ``"auto"`` (None: ``$METACOMPRESS_PRECISION``, else ``auto``; bf16
+        autocast where the device runs bf16 natively, else fp32; :mod:`mlflow_metacompress.precision`),
+        ``"fp32"``, ``"bf16"`` or ``"fp16"`` (autocast); logits come back as float32. A
+        quantized copy (:mod:`.quantization`) computes in its own dtypes: ``auto`` (and None)
+        run it without autocast. On CUDA, batches are built in pinned memory and copied
         asynchronously, logits stay on the device until the end, and tokenisation runs
         in chunks of ``chunk_rows`` rows (default: an eighth of the rows, at least 256;
         0 turns it off) in a background thread, overlapping the forward passes. On
@@ -265,11 +268,13 @@ class CodeClassifier(nn.Module):
         """
         from tqdm.auto import tqdm
 
+        from ..precision import AUTO, requested
         from .batching import autocast_dtype, bucketed, collate
 
-        dtype = autocast_dtype(precision)
         self.eval()
         device = next(self.parameters()).device
+        quantized = bool(self.meta.extra.get("quantization"))  # its own dtypes (.quantization): no autocast
+        dtype = None if quantized and requested(precision) == AUTO else autocast_dtype(precision, device.type)
         cuda = device.type == "cuda"
         if chunk_rows is None:
             chunk_rows = max(256, -(-len(texts) // 8)) if cuda else 0
@@ -296,8 +301,10 @@ class CodeClassifier(nn.Module):
     def predict_proba(
         self, tokenizer: Any, texts: list[str], texts_b: list[str] | None = None, **kw: Any
     ) -> np.ndarray:
-        """Class probabilities (N×K): softmax of :meth:`predict_logits` over classes."""
-        logits = self.predict_logits(tokenizer, texts, texts_b, **kw)
+        """Class probabilities (N×K, float32): softmax of :meth:`predict_logits` over classes,
+        formed in float32 whatever the precision of the forward pass, so KL divergences
+        (MR2) and confidences (MR4) of a bf16 model stay comparable with fp32 ones."""
+        logits = self.predict_logits(tokenizer, texts, texts_b, **kw).astype(np.float32)
         logits = logits - logits.max(axis=1, keepdims=True)
         e = np.exp(logits)
         return e / e.sum(axis=1, keepdims=True)

@@ -11,7 +11,6 @@ loading runs this package's code. It wraps either a :class:`~.classifier.CodeCla
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
 import warnings
 from pathlib import Path
@@ -21,11 +20,12 @@ import mlflow
 import pandas as pd
 from mlflow.pyfunc import PythonModel
 
+from ..precision import AUTO, PRECISION_ENV, for_inference, requested  # noqa: F401 - PRECISION_ENV: its old import path
+
 logger = logging.getLogger(__name__)
 
 HF_ARTIFACT = "hf_dir"
 MODEL_CODE = Path(__file__).with_name("pyfunc_model.py")  # the models-from-code file MLflow runs on load
-PRECISION_ENV = "METACOMPRESS_PRECISION"
 
 
 class CodeClassifierPyfunc(PythonModel):
@@ -34,10 +34,12 @@ class CodeClassifierPyfunc(PythonModel):
     ``model_config`` keys: ``code_columns`` (one or two column names; default: the
     first one or two string columns of the input), ``batch_size`` (default 32),
     ``device`` (default: ``cuda`` when available, else ``cpu``), ``precision``
-    (``fp32``, the default on every device, or ``bf16``/``fp16`` autocast, e.g. for a
-    GPU) and ``max_tokens`` (a padded-token budget per batch instead of a fixed
-    ``batch_size``; :meth:`~.classifier.CodeClassifier.predict_logits`). ``batch_size``,
-    ``precision`` and ``max_tokens`` can also be passed per call in ``params``; the
+    (``auto``, the default: bf16 autocast where the CPU has AVX512-BF16/AMX or the GPU
+    supports bf16, else fp32; or ``fp32``, ``bf16``, ``fp16``; probabilities are always
+    formed in float32, :mod:`mlflow_metacompress.precision`) and ``max_tokens`` (a
+    padded-token budget per batch instead of a fixed ``batch_size``;
+    :meth:`~.classifier.CodeClassifier.predict_logits`). ``batch_size``, ``precision``
+    and ``max_tokens`` can also be passed per call in ``params``; the
     environment variable ``METACOMPRESS_PRECISION`` sets the precision when neither does.
     ``precision`` and ``max_tokens`` apply to ``CodeClassifier`` directories only.
     ``threads`` (``params`` or ``model_config``) sets torch's threads for the call;
@@ -103,6 +105,18 @@ class CodeClassifierPyfunc(PythonModel):
                 return source[key]
         return default
 
+    def precision(self, params: dict[str, Any] | None = None) -> str:
+        """The resolved inference precision of a call (``fp32``, ``bf16``, ``fp16``): ``params``,
+        else ``model_config``, else ``$METACOMPRESS_PRECISION``, else ``auto``
+        (:func:`mlflow_metacompress.precision.for_inference`: bf16 where the device runs it natively)."""
+        value = self._option(params, "precision", None)  # None: for_inference reads $METACOMPRESS_PRECISION
+        quantized = self._model is not None and bool(self._model.meta.extra.get("quantization"))
+        if quantized and requested(None if value is None else str(value)) == AUTO:
+            return (
+                "fp32"  # a quantized copy computes in its own dtypes, without autocast (CodeClassifier.predict_logits)
+            )
+        return for_inference(None if value is None else str(value), "cuda" if "cuda" in str(self._device) else "cpu")
+
     def predict(self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
         from ..threads import using
 
@@ -120,7 +134,7 @@ class CodeClassifierPyfunc(PythonModel):
         batch_size = int(self._option(params, "batch_size", 32))
         if self._model is not None:
             max_tokens = self._option(params, "max_tokens", None)
-            precision = str(self._option(params, "precision", os.environ.get(PRECISION_ENV) or "fp32"))
+            precision = self.precision(params)
             probs = self._model.predict_proba(
                 self._tokenizer,
                 texts,

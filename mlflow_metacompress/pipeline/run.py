@@ -76,7 +76,8 @@ class PipelineConfig:
     alias: str = "champion"
     progress: bool = True  # progress bars, shown only when output is a terminal
     # Lightning's Trainer settings for the teacher's and students' fits (distill/devices.py):
-    # devices=2, strategy="ddp" trains in two spawned processes; precision="bf16-mixed" on a GPU
+    # devices=2, strategy="ddp" trains in two spawned processes; precision None/"auto": bf16-mixed where
+    # the CPU (AVX512-BF16/AMX) or GPU runs bf16 natively, else 32-true (mlflow_metacompress/precision.py)
     devices: int | str = 1
     strategy: str = "auto"
     precision: str | None = None
@@ -125,6 +126,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
 
     profile = get_profile(config.profile, config.task)
     methods = resolve_methods(config.methods)  # fail before any training
+    from ..precision import inference_follows
     from ..threads import describe, parse_threads, using
 
     trainer = TrainerSettings(
@@ -153,6 +155,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
         CleanExit() as cleanup,
         tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache,
         using(threads),
+        inference_follows(trainer.precision),  # --precision 32-true: the gates' evaluations in fp32 too
         mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run,
     ):
         cleanup.root = run.info.run_id
@@ -163,6 +166,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
                 "metacompress.task": data.dataset,
                 "metacompress.profile": profile.name,
                 "metacompress.policy": policy.name,
+                **trainer.tags(),
             }
         )
         resolved = {
@@ -174,6 +178,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
             "size_mb_target": size_mb,
             "seed": config.seed,
             "threads": threads,
+            "precision": trainer.resolved_precision(),
             **{f"rows_{k}": v for k, v in data.sizes().items()},
         }
         # "pipeline." keeps these apart from the raw MLproject parameters mlflow run logs

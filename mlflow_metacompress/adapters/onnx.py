@@ -90,6 +90,14 @@ def onnx_predictor(model: Any, uri: str | None, name: str, inference: str, **kw:
     )
 
 
+def timed_model(model: Any, uri: Any = None) -> Any:
+    """What answers ``predict(code DataFrame)`` for ``model``: itself, or for an
+    ``mlflow.onnx`` model (whose own pyfunc takes token tensors) its :class:`OnnxPredict`."""
+    if not is_onnx_flavor(model):
+        return model
+    return OnnxPredict(_mlflow_onnx(model, uri if isinstance(uri, str) else None, "model"), "model")
+
+
 def _mlflow_onnx(model: Any, uri: str | None, name: str) -> Any:
     """The ONNX classifier of an ``mlflow.onnx`` model: from its file (sessions on the
     project's threads), else MLflow's own session."""

@@ -161,15 +161,19 @@ def _logits_only(model: Any) -> Any:
     return LogitsOnly(model)
 
 
-def cached_export(model: Any, tokenizer: Any, cache_dir: Any = None, *, int8: bool = False) -> Path:
-    """The ONNX file of ``model`` (its int8 copy with ``int8``), exported on first use and
-    reused from ``<cache>/onnx/<content key>[-int8].onnx`` afterwards."""
+def cached_export(
+    model: Any, tokenizer: Any, cache_dir: Any = None, *, int8: bool = False, per_channel: bool = True
+) -> Path:
+    """The ONNX file of ``model`` (its int8 copy with ``int8``, :func:`quantize_int8`),
+    exported on first use and reused from ``<cache>/onnx/<content key>[-int8].onnx``
+    afterwards."""
     from ..cache import entry_mode, location
 
     files = tokenizer_files(tokenizer)
     key = content_key(model, tokenizer, files)
     folder = location(cache_dir) / SUBDIR
-    final = folder / f"{key}{'-int8' if int8 else ''}.onnx"
+    suffix = ("-int8" if per_channel else "-int8-tensor") if int8 else ""
+    final = folder / f"{key}{suffix}.onnx"
     if final.is_file():
         logger.debug("ONNX cache hit: %s", final)
         return final
@@ -180,7 +184,7 @@ def cached_export(model: Any, tokenizer: Any, cache_dir: Any = None, *, int8: bo
     try:
         export(model, tokenizer, tmp, files)
         if int8:
-            quantize_int8(tmp, tmp)
+            quantize_int8(tmp, tmp, per_channel)
         os.chmod(tmp, entry_mode(folder))
         os.replace(tmp, final)
     finally:

@@ -40,7 +40,7 @@ METRICS = (
 BASELINES = ("compressor", "avatar", "morph")
 # students the paper does not judge, reported beside the others but left out of its phenomena:
 # a quantized copy is not distilled, and its seeds judge one and the same model
-CONTROLS = ("quantize",)
+CONTROLS = ("quantize", "onnx-int8")
 # "equal size" for item 5: a baseline within 10% of fidelity's size (MORPH's search may settle smaller)
 SIZE_TOLERANCE = 0.10
 # (phenomenon, paper's figure, our metric, direction): "max" = up to, "gap" = accuracy gap under

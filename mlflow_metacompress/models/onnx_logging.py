@@ -64,6 +64,8 @@ def log_onnx_classifier(
         metadata=metadata,
         pip_requirements=_requirements(),
         save_as_external_data=False,
+        # int8 dynamic quantization runs ONNX Runtime's CPU integer kernels; a float model keeps MLflow's default list
+        onnx_execution_providers=["CPUExecutionProvider"] if classifier.quantization else None,
     )
     if registered_model_name and tags:
         client = mlflow.MlflowClient()

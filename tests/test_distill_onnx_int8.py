@@ -69,7 +69,7 @@ def test_onnx_int8_student_is_registered_as_mlflow_onnx_and_judged_against_its_t
     assert tags["metacompress.method"] == "onnx-int8" and tags["metacompress.teacher"] == teacher_uri
     assert float(tags["metacompress.size_mb"]) == pytest.approx(onnx_path.stat().st_size / 1e6, rel=0.05)
     teacher_mb = sum(p.numel() for p in teacher.parameters()) * 4 / 1e6
-    assert float(tags["metacompress.size_mb"]) < 0.6 * teacher_mb  # int8 MatMul weights: well under the float teacher
+    assert float(tags["metacompress.size_mb"]) < 0.6 * teacher_mb  # 8-bit weights: well under the float teacher
     assert {"metacompress.latency_ms", "metacompress.speedup_vs_teacher"} <= set(tags)  # timed as deployed
     run = client.get_run(result.run_id).data
     assert run.params["quant.backend"] == "onnxruntime" and run.metrics["train_agreement"] >= 0.95

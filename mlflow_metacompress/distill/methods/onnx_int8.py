@@ -5,8 +5,8 @@ trained. The teacher is loaded from ``ctx.teacher_uri``, exported to ONNX once
 (:mod:`mlflow_metacompress.models.onnx_export`, cached by content) and quantized with
 ``onnxruntime.quantization.quantize_dynamic``: int8 weights (one scale per output
 channel with ``per_channel``), activations quantized on the fly, the integer inference of
-Jacob et al. (CVPR 2018) as Q8BERT (Zafrir et al., 2019) applies it to BERT. Unlike the
-torch copy, embeddings stay float (``quantize_dynamic`` quantizes the MatMul weights).
+Jacob et al. (CVPR 2018) as Q8BERT (Zafrir et al., 2019) applies it to BERT. The
+embedding tables (``Gather``) are stored in 8 bits too, with one scale per table.
 
 The student is an :class:`~mlflow_metacompress.models.onnx_runtime.OnnxClassifier` and
 is registered as an ``mlflow.onnx`` model (:func:`~mlflow_metacompress.models.onnx_logging.log_onnx_classifier`)

@@ -9,6 +9,7 @@ import json
 
 import mlflow
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import TOY_CODE, toy_frame
 
@@ -194,8 +195,9 @@ def test_mlflow_onnx_model_without_metadata_is_refused_by_name(tracking, tiny_cl
         _evaluate(bare.model_uri, toy_frame(8), {"teacher": "models:/teacher/1", "transforms": []})
 
 
-def test_attacks_query_through_onnxruntime(tracking, tiny_classifiers):
+def test_attacks_query_through_onnxruntime(tracking, tiny_classifiers, tmp_path, capsys):
     from mlflow_metacompress.attacks.runner import run_attack
+    from mlflow_metacompress.cli import main
     from mlflow_metacompress.models.pyfunc import log_code_classifier
 
     pytest.importorskip("tree_sitter_c")
@@ -203,13 +205,56 @@ def test_attacks_query_through_onnxruntime(tracking, tiny_classifiers):
     with mlflow.start_run():
         info = log_code_classifier(teacher, tok, name="t")
     df = toy_frame(6, seed=2)
-    kw = dict(budget=20, seed=0, progress=False)
-    reports = {
-        inference: run_attack(
-            "wir_random_zeng_2022", info.model_uri, df, ["func"], df["target"], "c", inference=inference, **kw
-        )
-        for inference in ("torch", "onnxruntime")
-    }
-    a, b = (reports[k].table() for k in ("torch", "onnxruntime"))
+    data = tmp_path / "rows.jsonl"
+    df.to_json(data, orient="records", lines=True)
+    torch_report = run_attack("wir_random_zeng_2022", info.model_uri, df, ["func"], df["target"], "c", budget=20)
+    args = ["attack", "--model", info.model_uri, "--data", str(data), "--attack", "wir_random_zeng_2022"]
+    args += ["--budget", "20", "--language", "c", "--inference", "onnxruntime", "--output", str(tmp_path / "o.parquet")]
+    assert main(args) == 0
+    capsys.readouterr()
+    a, b = torch_report.table(), pd.read_parquet(tmp_path / "o.parquet")
     assert a["status"].tolist() == b["status"].tolist() and a["queries"].tolist() == b["queries"].tolist()
-    assert reports["torch"].metrics()["asr"] == reports["onnxruntime"].metrics()["asr"]
+    with pytest.raises(SystemExit):
+        main(args[:-4] + ["--inference", "tensorrt"])
+    assert "invalid choice: 'tensorrt'" in capsys.readouterr().err
+
+
+def test_evaluator_attacks_and_speed_run_on_onnxruntime(tracking, tiny_classifiers):
+    from mlflow_metacompress.models.pyfunc import log_code_classifier
+
+    pytest.importorskip("tree_sitter_c")
+    tok, teacher, student = tiny_classifiers
+    with mlflow.start_run():
+        log_code_classifier(teacher, tok, name="t", registered_model_name="teacher")
+        s = log_code_classifier(student, tok, name="s")
+    df = toy_frame(12, seed=3)
+    base = {
+        "teacher": "models:/teacher/1",
+        "transforms": [],
+        "attacks": ["wir_random_zeng_2022"],
+        "attack_budget": 20,
+        "language": "c",
+        "bootstrap_samples": 0,
+        "use_cache": False,
+    }
+    torch_result = _evaluate(s.model_uri, df, base)
+    ort_result = _evaluate(s.model_uri, df, base | {"inference": "onnxruntime", "measure_speed": True})
+    attack_keys = [k for k in torch_result.metrics if k.startswith("attack_")]
+    assert attack_keys
+    for key in attack_keys:
+        assert ort_result.metrics[key] == pytest.approx(torch_result.metrics[key], abs=1e-5), key
+    assert ort_result.metrics["student_speedup"] > 0  # both models timed through ONNX Runtime
+
+
+def test_sessions_follow_the_thread_setting(tiny_classifiers, tmp_path):
+    from mlflow_metacompress.models.onnx_export import export
+    from mlflow_metacompress.models.onnx_runtime import OnnxClassifier
+    from mlflow_metacompress.threads import using
+
+    tok = tiny_classifiers[0]
+    model = OnnxClassifier(export(_classifier(tok), tok, tmp_path / "m.onnx"))
+    for count in (1, 2):
+        with using(count):
+            options = model.session().get_session_options()
+            assert (options.intra_op_num_threads, options.inter_op_num_threads) == (count, 1)
+    assert model.session(1) is model.session(1)  # one session per thread count

@@ -258,3 +258,9 @@ def test_sessions_follow_the_thread_setting(tiny_classifiers, tmp_path):
             options = model.session().get_session_options()
             assert (options.intra_op_num_threads, options.inter_op_num_threads) == (count, 1)
     assert model.session(1) is model.session(1)  # one session per thread count
+    # without the file (an mlflow.onnx model whose store is out of reach), MLflow's own session answers
+    import onnxruntime as ort
+
+    bare = OnnxClassifier(None, session=ort.InferenceSession(str(model.path), providers=["CPUExecutionProvider"]))
+    expected = model.predict_logits(None, TOY_CODE, threads=1)
+    np.testing.assert_allclose(bare.predict_logits(None, TOY_CODE), expected, atol=1e-5)

@@ -114,7 +114,7 @@ def _mlflow_onnx(model: Any, uri: str | None, name: str) -> Any:
                 raise
             except Exception as exc:  # the store is out of reach: MLflow's session still answers
                 logger.info("%s: cannot fetch the ONNX file of %s (%s); using MLflow's session", name, source, exc)
-        return OnnxClassifier(None, session=model.get_raw_model())  # type: ignore[arg-type]
+        return OnnxClassifier(None, session=model.get_raw_model())
     except ValueError as exc:
         raise MetaCompressInputError(f"{name} is an mlflow.onnx model that metacompress cannot query: {exc}") from None
 

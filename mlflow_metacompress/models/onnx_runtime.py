@@ -40,11 +40,13 @@ PAD_PROP = "metacompress.pad_token_id"
 class OnnxClassifier:
     """An exported classifier: ``predict_logits``/``predict_proba`` like ``CodeClassifier``'s."""
 
-    def __init__(self, path: str | Path, session: Any = None) -> None:
+    def __init__(self, path: str | Path | None, session: Any = None) -> None:
         """``path``: the ``.onnx`` file. ``session``: an existing ``InferenceSession`` of it
         to use instead of building one per thread count (e.g. MLflow's, when the file is
         not at hand)."""
         require("onnxruntime", "ONNX Runtime inference")
+        if not path and session is None:
+            raise ValueError("OnnxClassifier needs the .onnx file's path or an InferenceSession of it")
         self.path = Path(path) if path else None
         self._fixed = session
         self._sessions: dict[int, Any] = {}

@@ -10,6 +10,13 @@ reports a 4.31× speedup for its 3 MB CodeBERT student, AVATAR (Shi et al., ICSE
 2024) up to 76×.
 
     nice -n 5 python benchmarks/bench_distill.py --data-dir ../shared/data --out /tmp/bench.json
+
+Two short modes measure issue 31's changes instead (minutes, not the end-to-end run):
+
+- ``--steps``: step-time ratios before/after of the teacher-logit cache, tokenising once,
+  length-grouped batches and the second thread (``benchmarks/distill_steps.py``);
+- ``--cost-fit``: the constants of the searches' FLOP cost fitted to measured latencies,
+  and how well that cost ranks them (``benchmarks/distill_cost.py``).
 """
 
 from __future__ import annotations
@@ -40,8 +47,28 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=None, help="rows per split (stratified); default: all")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default=None)
+    p.add_argument("--steps", action="store_true", help="step-time ratios of issue 31's changes, then exit")
+    p.add_argument("--cost-fit", action="store_true", help="fit the FLOP cost's constants to latencies, then exit")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.steps or args.cost_fit:
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from distill_cost import cost_fit
+        from distill_steps import print_table, step_ratios
+
+        short = {}
+        if args.steps:
+            short["steps"] = step_ratios(args.data_dir, max_length=args.max_length)
+        if args.cost_fit:
+            short["cost_fit"] = [cost_fit(seq, 16, threads=t) for seq in (64, 256) for t in (1, 2)]
+        print(json.dumps(short, indent=2))
+        if args.steps:
+            print_table(short["steps"])
+        if args.out:
+            Path(args.out).write_text(json.dumps(short, indent=2))
+        return
 
     import mlflow
 

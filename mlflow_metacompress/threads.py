@@ -18,11 +18,24 @@ this order:
 3. the environment variable ``METACOMPRESS_THREADS``, else ``OMP_NUM_THREADS`` (the
    variable torch itself reads, so a limit set for every library holds here too);
 4. the default, :func:`default_threads`: the cores this process may use
-   (:func:`available_cores`: its CPU affinity, capped by a cgroup CPU quota), minus one
-   core of headroom, shared between the training processes, and never below 1
-   (1 on 2 cores, 3 on 4, 15 on 16). The spare core serves the work torch does not
-   count (tokenising in the data loader, MLflow's logging, the heartbeat) and whatever
-   else shares the machine.
+   (:func:`available_cores`: its CPU affinity, capped by a cgroup CPU quota), less one
+   core of headroom on machines of more than two cores, less the cores other processes
+   keep busy right now (:func:`busy_cores`, rounded to the nearest whole core), shared
+   between the training processes, and never below 1. On an idle machine: 1 thread on 1
+   core, 2 on 2, 3 on 4, 15 on 16; on 2 cores with one other busy process, 1. The spare
+   core of a larger machine serves the work torch does not count (MLflow's logging, the
+   heartbeat). Two cores get no spare: one thread leaves half the machine idle, where 2
+   threads train 1.5× faster per step (issue 31), and rows are now tokenised once per fit
+   (:mod:`.distill.batches`), so little else runs beside torch.
+
+   :func:`busy_cores` probes ``/proc/stat`` for :data:`PROBE_S` seconds: the machine's
+   busy CPU time less this process's own (``time.process_time``), scaled to the cores
+   this process may use; where ``/proc/stat`` is absent, the 1-minute load average. The
+   result is kept for :data:`PROBE_TTL_S` seconds. A run resolves its count once and
+   records it (the pipeline's ``pipeline.threads`` parameter). The thread count changes
+   floating-point sums in the last bits (a tiny fit moved its weights by 4·10⁻⁷ between 1
+   and 2 threads), so a rerun that must match bit for bit pins ``threads`` to the recorded
+   count.
 
 ``"auto"``, ``""``, ``0`` and ``None`` mean "not set" (the next source decides); any
 other value must be a positive integer, or ``ValueError`` names the key or variable.
@@ -44,6 +57,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,7 +68,11 @@ logger = logging.getLogger(__name__)
 ENV = "METACOMPRESS_THREADS"
 OMP_ENV = "OMP_NUM_THREADS"
 TOKENIZERS_ENV = "TOKENIZERS_PARALLELISM"
-HEADROOM = 1  # cores left to the work torch does not count, and to the machine's other processes
+HEADROOM = 1  # cores left to the work torch does not count, on machines of more than SMALL cores
+SMALL = 2  # machines of this many cores or fewer keep no headroom
+PROBE_S = 0.2  # how long busy_cores() watches /proc/stat
+PROBE_TTL_S = 30.0  # how long a probe's result is reused
+_probe: list[tuple[float, float]] = []  # (monotonic time, busy cores) of the last probe
 UNSET = (None, "", "auto", 0, "0")
 _active: list[int] = []  # counts of the enclosing using() blocks (torch's setting is process-wide)
 
@@ -85,10 +103,58 @@ def _cgroup_quota(path: Path = Path("/sys/fs/cgroup/cpu.max")) -> int | None:
         return None
 
 
-def default_threads(processes: int = 1, cores: int | None = None) -> int:
-    """The default per training process: ``(cores - 1) // processes``, at least 1."""
+def default_threads(processes: int = 1, cores: int | None = None, busy: float | None = None) -> int:
+    """The default per training process: ``(cores − headroom − round(busy)) // processes``,
+    at least 1; headroom is :data:`HEADROOM` above :data:`SMALL` cores, else 0, and
+    ``busy`` defaults to :func:`busy_cores`."""
     cores = available_cores() if cores is None else cores
-    return max(1, (cores - HEADROOM) // max(1, processes))
+    busy = busy_cores() if busy is None else busy
+    headroom = HEADROOM if cores > SMALL else 0
+    free = cores - headroom - math.floor(max(0.0, busy) + 0.5)
+    return max(1, free // max(1, processes))
+
+
+def _proc_stat(path: str = "/proc/stat") -> tuple[int, int] | None:
+    """``(busy, total)`` jiffies of all CPUs from the first line of ``/proc/stat``."""
+    try:
+        with open(path) as fh:
+            fields = fh.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 5 or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:9]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
+def busy_cores(probe_s: float = PROBE_S, *, fresh: bool = False) -> float:
+    """Cores of this process's share that other processes keep busy now (module
+    docstring); 0.0 when nothing can be read. Reused for :data:`PROBE_TTL_S` seconds
+    unless ``fresh``."""
+    now = time.monotonic()
+    if _probe and not fresh and now - _probe[-1][0] < PROBE_TTL_S:
+        return _probe[-1][1]
+    machine = os.cpu_count() or 1
+    share = available_cores() / machine
+    before = _proc_stat()
+    if before is None:
+        try:
+            busy = os.getloadavg()[0] * share
+        except (AttributeError, OSError):
+            busy = 0.0
+    else:
+        own = time.process_time()
+        time.sleep(probe_s)
+        after, own = _proc_stat(), time.process_time() - own
+        if after is None or after[1] <= before[1]:
+            busy = 0.0
+        else:
+            wall_cores = (after[0] - before[0]) / (after[1] - before[1]) * machine
+            busy = max(0.0, wall_cores - own / probe_s) * share
+    _probe[:] = [(now, busy)]
+    logger.debug("busy cores besides this process: %.2f", busy)
+    return busy
 
 
 def parse_threads(value: Any, source: str = "threads") -> int | None:

@@ -34,7 +34,7 @@ def add_threads_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads",
         default="auto",
-        help="torch threads per process; auto = $METACOMPRESS_THREADS, else the cores less one",
+        help="torch threads per process; auto = $METACOMPRESS_THREADS, else the free cores",
     )
 
 

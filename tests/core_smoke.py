@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     for extra, error in errors.items():
-        if f'pip install "mlflow-metacompress[{extra}]"' not in error:
+        if f'pip install -e ".[{extra}]" in the source checkout' not in error:
             print(f"model mode failed without naming the {extra!r} extra: {error}", file=sys.stderr)
             return 1
     if heavy:

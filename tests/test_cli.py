@@ -120,6 +120,9 @@ def test_help_lists_every_subcommand_and_each_help_exits_0():
         out = _cli(name, "--help")
         assert out.returncode == 0, (name, out.stderr)
         assert out.stdout.startswith(f"usage: metacompress {name}")
+        description = out.stdout.split("\n\n")[1]  # after the usage block, when there is one
+        if not description.startswith(("options:", "positional arguments:")):
+            assert description.rstrip().endswith((".", ")")), (name, description)  # never cut off mid-sentence
     attack_help = _cli("attack", "--help").stdout
     for recipe in ("mhm_zhang_2020", "alert_yang_2022", "wir_random_zeng_2022", "coda_tian_2023"):
         assert recipe in attack_help  # --attack choices come from recipe discovery
@@ -365,7 +368,7 @@ def test_distill_hub_without_datasets_names_the_extra(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed
     assert main(["distill", "teacher", "--hub", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and 'needs datasets: pip install "mlflow-metacompress[datasets]"' in err, err
+    assert err.count("\n") == 1 and 'needs datasets: pip install -e ".[datasets]" in the source checkout' in err, err
     with pytest.raises(SystemExit) as exit_:  # one data source at most
         main(["distill", "teacher", "--hub", "--data-dir", "x"])
     assert exit_.value.code == 2

@@ -84,15 +84,17 @@ def test_static_mode_runs_without_the_optional_packages(tracking, tiny_classifie
     assert set(out["metrics"]) == {"accuracy_drop", "mr1_violation_rate", "mr2_mean_kl"}
     assert out["heavy_modules_loaded"] == []
     errors = out["model_mode_errors"]
-    assert 'needs tree-sitter: pip install "mlflow-metacompress[code]"' in errors["code"]
+    assert 'needs tree-sitter: pip install -e ".[code]" in the source checkout' in errors["code"]
     assert "models:/core-teacher/1" in errors["models"]
-    assert 'needs torch: pip install "mlflow-metacompress[models]"' in errors["models"]
+    assert 'needs torch: pip install -e ".[models]" in the source checkout' in errors["models"]
 
 
 def test_require_names_the_extra_and_reraises_other_errors(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed
     with pytest.raises(
-        MissingExtraError, match=r'^hub data needs datasets: pip install "mlflow-metacompress\[datasets\]"$'
+        MissingExtraError,
+        match=r'^hub data needs datasets: pip install -e "\.\[datasets\]" in the source checkout, '
+        r'or pip install "<the mlflow_metacompress wheel>\[datasets\]"$',
     ):
         require("datasets", "hub data")
     monkeypatch.setitem(sys.modules, "z3", None)

@@ -89,8 +89,16 @@ def fake_search(monkeypatch):
     return nsga
 
 
+def priced(spec, cost: str) -> float:
+    """The search cost of ``spec``: the FAKE latency model's, or the FLOP cost at batch 8 (toy_context's)."""
+    from mlflow_metacompress.distill.cost import FlopCost
+
+    return float(np.dot(FAKE.coef, features(spec))) if cost == "measured" else FlopCost(8).cost(spec)
+
+
+@pytest.mark.parametrize("cost", ["flops", "measured"])
 @pytest.mark.parametrize("target,lower", [(3.0, 0.9), (0.2, 0.5)])
-def test_small_budget_latency_search_finds_a_feasible_front(fake_search, monkeypatch, target, lower):
+def test_small_budget_latency_search_finds_a_feasible_front(fake_search, monkeypatch, target, lower, cost):
     from mlflow_metacompress.distill.methods.avatar import Options
     from mlflow_metacompress.distill.search import moo
     from mlflow_metacompress.distill.search.objective import reference
@@ -99,22 +107,24 @@ def test_small_budget_latency_search_finds_a_feasible_front(fake_search, monkeyp
     monkeypatch.setattr(moo, "moo_search", lambda *a, **kw: seeded.append(kw["seeds"]) or real(*a, **kw))
     opts = Options(population=4, generations=2, probes=2, size_lower=lower)
     ref = reference(target, max_length=64, max_vocab=1000)  # the toy corpus caps the vocabulary at 1000
-    budget = float(np.dot(FAKE.coef, features(ref)))  # slack 1: the reference's own predicted latency
+    budget = priced(ref, cost)  # slack 1: the reference's own cost
     for seed in range(5):
-        choice, record = fake_search.avatar_search(toy_context(seed, target), opts, {}, objective="latency")
+        choice, record = fake_search.avatar_search(toy_context(seed, target), opts, {}, objective="latency", cost=cost)
         assert record["fallback"] is None and record["pareto"] and record["seeded"] == len(seeded[-1]) == 3
         assert seeded[-1][0] == ref  # on the grid and in the band: seeded as it is, then the two probes
-        assert record["latency_budget_ms"] == pytest.approx(budget)
+        assert record["cost"] == cost and record["cost_budget"] == pytest.approx(budget)
+        assert record["latency_budget_ms"] == (pytest.approx(budget) if cost == "measured" else None)
         built = parameter_count(choice.build(["0", "1"]))  # the size re-counted on the built model
         assert lower * target <= built * 4 / 1e6 <= target
-        assert float(np.dot(FAKE.coef, features(choice))) <= budget + 1e-12
+        assert priced(choice, cost) <= budget + 1e-12
+        assert record["predicted_cost"] == pytest.approx(priced(choice, cost))
         assert choice.hidden_size // choice.num_attention_heads >= 16
-        again, record2 = fake_search.avatar_search(toy_context(seed, target), opts, {}, objective="latency")
+        again, record2 = fake_search.avatar_search(toy_context(seed, target), opts, {}, objective="latency", cost=cost)
         assert again == choice and record2 == record  # deterministic for a seed
     # before the warm start (no seeds) the same budget fell back on most seeds
     monkeypatch.setattr(fake_search, "_seeds", lambda *a: [])
     kinds = [
-        fake_search.avatar_search(toy_context(s, target), opts, {}, objective="latency")[1]["fallback"]
+        fake_search.avatar_search(toy_context(s, target), opts, {}, objective="latency", cost=cost)[1]["fallback"]
         for s in range(5)
     ]
     assert kinds.count("teacher_shaped") >= 3
@@ -138,7 +148,9 @@ def test_an_unreachable_budget_still_falls_back_to_the_teacher_shaped_student(fa
     from mlflow_metacompress.distill.search.objective import reference
 
     opts = Options(population=4, generations=2, probes=2, size_lower=0.9)
-    choice, record = fake_search.avatar_search(toy_context(0), opts, {}, objective="latency", latency_slack=1e-6)
+    choice, record = fake_search.avatar_search(
+        toy_context(0), opts, {}, objective="latency", latency_slack=1e-6, cost="measured"
+    )
     assert record["seeded"] == 3 and record["pareto"] == [] and record["fallback"] == "teacher_shaped"
     assert choice == reference(3.0, max_length=64, max_vocab=1000)
 
@@ -151,7 +163,7 @@ def test_compressor_seeds_a_teacher_shaped_student_of_its_own_band(monkeypatch):
     from mlflow_metacompress.distill.search.ga import SearchSpace, search_architecture
 
     monkeypatch.setattr(latency, "latency_model", lambda *a, **k: FAKE)
-    options = compressor.Options(population=4, generations=2)
+    options = compressor.Options(population=4, generations=2, cost="measured")
     setup = compressor._latency_setup(toy_context(0, 1.0), options, 1000)
     ref, band = setup["seeds"]
     assert not 0.9 <= size_mb(ref) <= 1.1 and 0.9 <= size_mb(band) <= 1.1

@@ -242,7 +242,9 @@ def test_avatar_small_budget_falls_back_registers_and_tags(tracking, tmp_path):
     assert result.version == "1" and result.config["search_fallback"] is True
     record = result.config["search"]
     assert record["fallback"] == "teacher_shaped" and record["objective"] == "latency"
-    assert record["pareto"] == [] and record["seeded"] >= 1 and record["latency_budget_ms"] > 0
+    assert record["pareto"] == [] and record["seeded"] >= 1 and record["cost_budget"] > 0
+    # the default cost is the deterministic FLOP count; the latency is measured and reported, not searched on
+    assert record["cost"] == "flops" and record["cost_unit"] == "MFLOP" and record["latency_budget_ms"] is None
     student = ArchSpec(**result.config["student"])
     expected = reference(3.0, max_length=64, max_vocab=1000)
     assert student.hidden_size == expected.hidden_size and student.num_hidden_layers == expected.num_hidden_layers

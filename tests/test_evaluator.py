@@ -184,3 +184,34 @@ def test_callable_teacher_and_clone_pairs(tracking):
     assert result.metrics["mr1_violation_rate"] == 0.0 and result.metrics["mr2_mean_kl"] == pytest.approx(
         0.0, abs=1e-12
     )
+
+
+def test_unwritable_cache_folder_warns_visibly_and_the_evaluation_still_runs(tracking, tmp_path):
+    from mlflow_metacompress.evaluation.evaluator import CacheUnwritableWarning
+
+    df = toy_frame(40)
+    teacher, student = _sklearn_pair(df)
+    kw = dict(pyfunc_predict_fn="predict_proba", pip_requirements=["scikit-learn"], input_example=df[["func"]].head(2))
+    with mlflow.start_run():
+        t = mlflow.sklearn.log_model(teacher, name="t", **kw)
+        s = mlflow.sklearn.log_model(student, name="s", **kw)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")  # a folder below a file cannot be created, whoever runs the test
+    folder = blocker / "cache"
+    cfg = {"teacher": t.model_uri, "transforms": [], "cache_dir": str(folder), "progress": False}
+    for _ in range(2):  # nothing is cached: the second evaluation runs both models again
+        with pytest.warns(CacheUnwritableWarning, match=f"{folder} cannot be written.*runs without caching"):
+            run_id, result = evaluate(s.model_uri, df, cfg)
+        summary = json.loads(
+            open(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/summary.json")).read()
+        )
+        assert summary["teacher_rows_run"] == 40 and summary["student_rows_run"] == 40
+    pt, ps = teacher.predict_proba(df[["func"]]), student.predict_proba(df[["func"]])
+    expected = evaluate_relations(pt, ps, df["target"].to_numpy())
+    assert result.metrics["mr1_violation_rate"] == pytest.approx(expected.metrics["mr1_violation_rate"])
+    # a writable folder: no warning
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheUnwritableWarning)
+        evaluate(s.model_uri, df, {**cfg, "cache_dir": str(tmp_path / "cache")})

@@ -169,3 +169,27 @@ def test_unreadable_policy_paths_name_the_file(tmp_path):
     ok = tmp_path / "ok.yaml"
     ok.write_text("name: caf\u00e9\nthresholds: {accuracy_drop: 0.1}\n", encoding="utf-8")
     assert load_policy(ok).name == "caf\u00e9"
+
+
+def test_a_rule_that_matches_nothing_names_the_glob_and_what_produces_it():
+    standard = load_policy("standard")
+    clean = {"accuracy_drop": 0.0, "mr1_violation_rate": 0.0, "mr4_eca": 0.0}
+    no_attack = {**clean, "mr1_violation_rate/metamorphic": 0.0, "mr3_violation_rate/metamorphic": 0.0}
+    (glob,) = [c for c in standard.check(no_attack) if not c.passed]
+    assert glob.metric == "attack_*/excess_drop_pct" and glob.actual is None
+    assert "no metric matches the glob 'attack_*/excess_drop_pct'" in glob.message
+    assert "evaluation runs attacks: add attacks" in glob.message and '"alert_yang_2022"' in glob.message
+    # attacks ran, but the teacher lost nothing: the percentage is undefined; quick bounds the points
+    ran = {**no_attack, "attack_mhm_zhang_2020/excess_drop": 0.0, "attack_mhm_zhang_2020/student_asr": 0.1}
+    (pct,) = [c for c in standard.check(ran) if not c.passed]
+    assert "the evaluation ran mhm_zhang_2020, but excess_drop_pct is undefined" in pct.message
+    assert "attack_mhm_zhang_2020/excess_drop (in points) was logged: use policy quick" in pct.message
+    assert all(c.passed for c in load_policy("quick").check(ran))  # and quick passes on those metrics
+    # no transformations: the /metamorphic rules say how to get them
+    failed = {c.metric: c.message for c in standard.check({**clean, "attack_a/excess_drop_pct": 0.0}) if not c.passed}
+    assert set(failed) == {"mr1_violation_rate/metamorphic", "mr3_violation_rate/metamorphic"}
+    assert all("set evaluator_config transforms" in m for m in failed.values())
+    # with transformations but a never-confident teacher, MR3 says why it is absent
+    no_mr3 = {k: v for k, v in no_attack.items() if not k.startswith("mr3")} | {"attack_a/excess_drop_pct": 0.0}
+    (mr3,) = [c for c in standard.check(no_mr3) if not c.passed]
+    assert mr3.metric == "mr3_violation_rate/metamorphic" and "no sample has teacher confidence" in mr3.message

@@ -319,7 +319,7 @@ def test_bad_threads_fail_before_anything_runs_naming_the_parameter(name, tmp_pa
     assert not (tmp / "mlruns").exists() and not (tmp / "mlflow.db").exists()
 
 
-def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(project_run, client, monkeypatch):
+def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(project_run, client, monkeypatch, capsys):
     """The README's API block, executed as written in the folder where ``mlflow run .`` ran:
     it judges the student on the rows the run judged it on, so it prints the run's MR1."""
     import re
@@ -338,6 +338,9 @@ def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(proje
     try:
         exec(compile(code, "README.md#api", "exec"), namespace)
         metrics = namespace["result"].metrics
+        out = capsys.readouterr()
+        assert "%|" not in out.err and "it/s]" not in out.err, out.err[-2000:]  # not a terminal: no tqdm bars
+        assert "MR1 " in out.out
         assert 0.0 <= metrics["any_violation_rate/metamorphic"] <= 1.0
         # oracle: MR1 re-computed from the two registered models' own predictions
         test = namespace["test"]

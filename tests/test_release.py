@@ -64,6 +64,7 @@ def test_citation_names_this_version_and_the_paper():
     paper = cff["preferred-citation"]
     assert "Does the Student Deeply Mimic the Teacher?" in paper["title"]
     assert [a["family-names"] for a in paper["authors"]] == ["Awal", "Rochan", "Roy"]
+    assert [a["given-names"] for a in paper["authors"]] == ["Md. Abdul", "Mrigank", "Chanchal K."]
     assert any("2511.05476" in i["value"] for i in paper["identifiers"])
     assert paper in cff["references"]
 
@@ -72,7 +73,8 @@ def test_readme_is_a_front_door_with_the_two_commands():
     readme = (REPO / "README.md").read_text()
     assert len(readme.splitlines()) <= 300
     assert (
-        "python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 && "
+        "python3 -m venv .venv && . .venv/bin/activate\n"
+        "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu\n"
         'pip install -e ".[all,test]"\nmlflow run . --env-manager local\n'
     ) in readme
     assert "```bash\npython -m pytest -q\n```" in readme

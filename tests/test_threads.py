@@ -17,18 +17,62 @@ from tests.conftest import toy_frame
 
 @pytest.fixture
 def clean_env(monkeypatch):
-    """No thread variable inherited from the shell (the helpers run with OMP_NUM_THREADS=1)."""
+    """No thread variable inherited from the shell (the helpers run with OMP_NUM_THREADS=1),
+    and an idle machine (no other process busy), so the default is the same everywhere."""
     for name in (threads.ENV, threads.OMP_ENV):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(threads, "busy_cores", lambda *a, **k: 0.0)
     return monkeypatch
 
 
 # ------------------------------------------------------------------ policy
 def test_default_leaves_a_core_and_shares_the_rest_between_training_processes(clean_env):
-    assert [threads.default_threads(1, cores) for cores in (1, 2, 4, 16)] == [1, 1, 3, 15]
+    assert [threads.default_threads(1, cores) for cores in (1, 2, 4, 16)] == [1, 2, 3, 15]
     assert [threads.default_threads(p, 16) for p in (2, 4, 32)] == [7, 3, 1]
     clean_env.setattr(threads, "available_cores", lambda: 8)
     assert threads.resolve() == 7 and threads.resolve(processes=2) == 3
+
+
+@pytest.mark.parametrize(
+    "cores,busy,expected",
+    [(2, 0.0, 2), (2, 0.4, 2), (2, 0.6, 1), (2, 1.0, 1), (2, 2.5, 1), (1, 0.0, 1), (4, 1.0, 2), (16, 4.2, 11)],
+)
+def test_the_second_core_is_used_only_while_it_is_free(cores, busy, expected):
+    assert threads.default_threads(1, cores, busy=busy) == expected
+
+
+def _fake_probe(monkeypatch, stats, own_cpu_s, cpus=2):
+    """/proc/stat reads ``stats`` in turn; this process spends ``own_cpu_s`` during the probe."""
+    reads, clock = iter(stats), iter([10.0, 10.0 + own_cpu_s])
+    monkeypatch.setattr(threads, "_proc_stat", lambda *a: next(reads))
+    monkeypatch.setattr(threads.time, "process_time", lambda: next(clock))
+    monkeypatch.setattr(threads.time, "sleep", lambda s: None)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(threads, "available_cores", lambda: cpus)
+    monkeypatch.setattr(threads, "_probe", [])
+
+
+def test_busy_cores_probe_counts_other_processes_only(monkeypatch):
+    # 0.2 s on 2 cores = 40 jiffies: 30 busy is 1.5 cores, of which this process used 0.1 s / 0.2 s = 0.5
+    _fake_probe(monkeypatch, [(1000, 5000), (1030, 5040)], own_cpu_s=0.1)
+    assert threads.busy_cores(fresh=True) == pytest.approx(1.0)
+    assert threads.default_threads(1, 2) == 1  # the probe's result is reused: no second read
+    # an idle machine (this process alone busy) gives the second core
+    _fake_probe(monkeypatch, [(1000, 5000), (1012, 5040)], own_cpu_s=0.1)  # 0.6 cores, 0.5 ours
+    assert threads.busy_cores(fresh=True) == pytest.approx(0.1)
+    assert threads.default_threads(1, 2) == 2
+    # no /proc/stat: the 1-minute load average
+    monkeypatch.setattr(threads, "_proc_stat", lambda *a: None)
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (1.7, 0.5, 0.2))
+    assert threads.busy_cores(fresh=True) == pytest.approx(1.7) and threads.default_threads(1, 2) == 1
+
+
+def test_proc_stat_is_parsed(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 5 50 800 40 3 2 0 0 0\ncpu0 50 2 25 400 20 1 1 0 0 0\n")
+    assert threads._proc_stat(str(stat)) == (160, 1000)
+    stat.write_text("intr 1 2 3\n")
+    assert threads._proc_stat(str(stat)) is None and threads._proc_stat(str(tmp_path / "absent")) is None
 
 
 def test_available_cores_follow_affinity_and_a_cgroup_quota(tmp_path, monkeypatch):

@@ -1,12 +1,14 @@
-"""MkDocs hook: the ``evaluator_config`` keys table, generated from the code.
+"""The ``evaluator_config`` keys table, generated from the code.
 
-A page holding the line ``<!-- evaluator-config-keys -->`` gets a table of every field of
+``docs/hooks/generated.py`` writes it into a page between ``<!-- generated:
+evaluator-config-keys -->`` and ``<!-- end generated -->``: a table of every field of
 :class:`mlflow_metacompress.evaluation.config.EvaluatorConfig` (the keys
 ``evaluator_config`` accepts): its name, type and default read from the dataclass's source
 with :mod:`ast` (so the build never imports the package, and documents the checkout it
 runs in), and its description from :data:`DESCRIPTIONS`. A key without a description, or a
 description of a key that no longer exists, is a warning, which ``mkdocs build --strict``
-turns into a failed build: the table cannot fall behind the code.
+turns into a failed build (and ``tests/test_docs.py`` into a failed test): the table cannot
+fall behind the code.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from pathlib import Path
 
 log = logging.getLogger("mkdocs.hooks.evaluator_config")
 
-MARKER = "<!-- evaluator-config-keys -->"
 SOURCE = Path(__file__).resolve().parents[2] / "mlflow_metacompress" / "evaluation" / "config.py"
 
 DESCRIPTIONS: dict[str, str] = {
@@ -120,6 +121,7 @@ def _code(text: str) -> str:
 
 
 def keys_table() -> str:
+    """The Markdown table: key, type, default, meaning (warns on a key without a description)."""
     fields = config_fields()
     names = [name for name, _, _ in fields]
     for name in names:
@@ -132,9 +134,3 @@ def keys_table() -> str:
     for name, annotation, default in fields:
         rows.append(f"| `{name}` | {_code(annotation)} | {_code(default)} | {_cell(DESCRIPTIONS.get(name, ''))} |")
     return "\n".join(rows)
-
-
-def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs hook signature)
-    if MARKER in markdown:
-        markdown = markdown.replace(MARKER, keys_table())
-    return markdown

@@ -43,7 +43,10 @@ def add_attack(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "attack",
         help="attack a logged model with a black-box identifier attack and print a summary",
-        description=__doc__.split("\n")[0],
+        description=(
+            "Attack a logged model on a data file with a black-box identifier attack and print a "
+            "TextAttack-style summary table (python -m mlflow_metacompress.attacks is an alias)."
+        ),
     )
     add_arguments(p)
     p.set_defaults(func=run)

@@ -35,7 +35,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--hub",
         action="store_true",
-        help='read CodeXGLUE from the Hugging Face hub (pip install "mlflow-metacompress[datasets]")',
+        help='read CodeXGLUE from the Hugging Face hub (the datasets extra: pip install -e ".[datasets]")',
     )
     p.add_argument(
         "--generated-rows",
@@ -76,7 +76,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--threads",
         default="auto",
         help="torch threads per process for training, inference and the speed tags; "
-        "auto = $METACOMPRESS_THREADS, else the cores less one",
+        "auto = $METACOMPRESS_THREADS, else the free cores",
     )
 
 

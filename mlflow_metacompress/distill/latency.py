@@ -21,13 +21,18 @@ predictor. This module does that at the task's sequence length and batch size:
 
 Every timing runs on the threads inference uses (:func:`timing_threads`,
 :mod:`mlflow_metacompress.threads`: the enclosing run's count, ``$METACOMPRESS_THREADS``,
-else the cores less one), so the latency searched for is the one the student will
+else the free cores), so the latency searched for is the one the student will
 have. Timings used to run on one thread, which stabilised them on shared machines but
 measured another program: the same pair of models read 11.8× apart on one thread and
 6.3× at the default threads (issue 22). The thread count is part of the cache key.
 
 Rotary (ESM-style) students are predicted as their RoBERTa equivalent: rotary
 embeddings add element-wise products only.
+
+Since issue 31 the searches bound the deterministic :class:`.cost.FlopCost` by default
+(fitted timings moved between runs, and with them the searched architecture); this
+model is the ``cost="measured"`` alternative, and the students' measured latency is
+reported (:mod:`.speed`), not searched on.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -109,6 +114,12 @@ class LatencyModel:
     batch_size: int
     samples: tuple[tuple[dict[str, int], float], ...] = ()  # (shape, measured ms/sample)
     residual: float = 0.0  # relative RMS error of the fit on the calibration shapes
+    name: ClassVar[str] = "measured"  # as a search cost (:mod:`.cost`): ``cost="measured"``
+    unit: ClassVar[str] = "ms"
+
+    def cost(self, spec: ArchSpec) -> float:
+        """:meth:`predict_ms`, as a search cost (:class:`.cost.SearchCost`)."""
+        return self.predict_ms(spec)
 
     def predict_ms(self, spec: ArchSpec) -> float:
         """Predicted per-sample latency (ms) of ``spec`` at its own ``max_length``."""

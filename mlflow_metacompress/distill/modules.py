@@ -169,7 +169,9 @@ class FidelityModule(ClassifierModule):
     the rows of the variant table ``var_texts``/``var_logits``/``var_states`` derived from
     original ``i``) are drawn and run through the student in the same step, so KD on
     variants and sample/variant consistency see both (:func:`.losses.fidelity_loss`).
-    Teacher logits and states are arrays computed beforehand (:mod:`.fidelity_cache`).
+    Teacher logits and states are arrays computed beforehand (:mod:`.fidelity_cache`),
+    and the variants are tokenised once here, not in every step that draws them
+    (:func:`~mlflow_metacompress.models.batching.tokenise_all`, as :mod:`.batches`).
     The projection lives beside the student, not inside it: it is trained but never
     registered, so the student's size is unchanged.
     """
@@ -194,6 +196,7 @@ class FidelityModule(ClassifierModule):
         student_dim = model.encoder.config.hidden_size
         self.projection = nn.Linear(student_dim, orig_states.shape[1])
         self._tokenizer = tokenizer
+        self._var_tokens: Any = None  # the variants' token ids, computed at the first step that draws one
         self._orig = (
             torch.as_tensor(orig_logits, dtype=torch.float32),
             torch.as_tensor(orig_states, dtype=torch.float32),
@@ -216,6 +219,19 @@ class FidelityModule(ClassifierModule):
                 parents.extend([pos] * len(take))
         return np.asarray(rows, dtype=np.int64), np.asarray(parents, dtype=np.int64)
 
+    def _encode_variants(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        """The model inputs of variant ``rows``: all variants tokenised once, then padded per step."""
+        from ..models.batching import collate, tokenise_all
+        from ..models.classifier import _pad_id
+
+        if self._var_tokens is None:
+            meta = self.model.meta
+            tokens = tokenise_all(self._tokenizer, self._var_texts, self._var_texts_b, meta.pair_mode, meta.max_length)
+            left = getattr(self._tokenizer, "padding_side", "right") == "left"
+            self._var_tokens = (tokens, _pad_id(self._tokenizer, self.model.encoder), left)
+        tokens, pad, left = self._var_tokens
+        return collate(tokens, rows, pad, left)
+
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
         index = batch["index"].cpu().numpy()
         logits, states = self.model(**model_inputs(batch), output_hidden_states=True)
@@ -223,9 +239,7 @@ class FidelityModule(ClassifierModule):
         rows, parents = self.draw_variants(index)
         kw: dict[str, Any] = {}
         if len(rows):
-            a = [self._var_texts[r] for r in rows]
-            b = [self._var_texts_b[r] for r in rows] if self._var_texts_b is not None else None
-            enc = {k: v.to(logits.device) for k, v in self.model.encode(self._tokenizer, a, b).items()}
+            enc = {k: v.to(logits.device) for k, v in self._encode_variants(rows).items()}
             v_logits, v_states = self.model(**enc, output_hidden_states=True)
             r = torch.as_tensor(rows)
             kw = dict(

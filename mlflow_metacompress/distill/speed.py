@@ -18,7 +18,7 @@ registering if it delivers that on the machine at hand, so every student gets:
   no counters). Without codecarbon, no energy tag is written.
 
 Timings run on the threads inference uses (:func:`mlflow_metacompress.adapters.timing.timing_threads`: the
-distillation run's ``threads``, ``$METACOMPRESS_THREADS``, else the cores less one;
+distillation run's ``threads``, ``$METACOMPRESS_THREADS``, else the free cores;
 :mod:`mlflow_metacompress.threads`), and the tag says how many: a speedup is a property
 of the pair *and* the thread count (the same pair read 11.8× on one thread and 6.3× on
 the default threads, issue 22).

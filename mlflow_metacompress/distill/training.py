@@ -22,16 +22,17 @@ best checkpoint's weights are loaded here, in the launching process, as with one
 
 ``FitConfig.threads`` sets torch's intra-op threads of the fit
 (:mod:`mlflow_metacompress.threads`; default ``$METACOMPRESS_THREADS``, else the cores
-less one, shared by the ranks). Spawned ranks set it when they start (Lightning would
-otherwise give each rank all cores ÷ ranks). The data loaders tokenise in the training
-process (``num_workers=0``): on the small batches of these models a worker process
-costs more than it saves, and it would add threads of its own.
+no other process keeps busy, less one above two cores, shared by the ranks). Spawned
+ranks set it when they start (Lightning would otherwise give each rank all cores ÷ ranks).
+The data loaders run in the training process (``num_workers=0``): on the small batches of these models a worker process
+costs more than it saves, and it would add threads of its own. Rows are tokenised once
+per fit, not per epoch, and training batches group rows of similar length in a seeded
+order (``FitConfig.length_window``, :mod:`.batches`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import tempfile
@@ -53,7 +54,8 @@ import torch  # noqa: E402 - after require()
 from lightning.pytorch.loggers import MLFlowLogger  # noqa: E402 - after require()
 
 from ..heartbeat import format_seconds, note, on_terminal  # noqa: E402 - after require()
-from .datasets import CodeExamples, Collator  # noqa: E402 - after require()
+from .batches import loaders  # noqa: E402 - after require()
+from .datasets import CodeExamples  # noqa: E402 - after require()
 from .devices import file_system_sharing, resolve, ship_by_value  # noqa: E402 - after require()
 from .modules import ClassifierModule  # noqa: E402 - after require()
 
@@ -107,6 +109,9 @@ class FitConfig:
     # torch's intra-op threads per training process (mlflow_metacompress/threads.py): None or "auto"
     # = $METACOMPRESS_THREADS, else the default for this machine
     threads: int | str | None = None
+    # training batches draw rows from windows of this many batches sorted by token count
+    # (:mod:`.batches`: less padding, seeded order); 0 or 1 = plain seeded shuffling
+    length_window: int = 16
 
 
 @dataclass
@@ -279,7 +284,6 @@ def fit(
     checkpoint that is best on ``config.monitor`` (or the last one). ``mlflow_logger=None``
     attaches to the active MLflow run (if any); ``False`` disables logging."""
     from lightning.pytorch.callbacks import ModelCheckpoint
-    from torch.utils.data import DataLoader
 
     from ..threads import resolve as resolve_threads
     from ..threads import using
@@ -290,15 +294,17 @@ def fit(
     if placement.world_size > 1:
         ship_by_value(type(module))
     L.seed_everything(config.seed, workers=True, verbose=False)
-    collate = Collator(functools.partial(module.model.encode, tokenizer))
-    train_dl = DataLoader(
+    train_dl, val_dl = loaders(
+        module.model,
+        tokenizer,
         train,
+        val,
         batch_size=config.batch_size,
-        shuffle=True,
-        collate_fn=collate,
-        generator=torch.Generator().manual_seed(config.seed),
+        eval_batch_size=config.eval_batch_size,
+        window=config.length_window,
+        seed=config.seed,
+        distributed=placement.world_size > 1,
     )
-    val_dl = DataLoader(val, batch_size=config.eval_batch_size, shuffle=False, collate_fn=collate) if val else None
     if mlflow_logger is None:
         mlflow_logger = active_run_logger()
     tmp = None

@@ -56,7 +56,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         "--threads",
         default=None,
         help="torch threads for inference and speed timings (evaluator_config key threads); "
-        "default: $METACOMPRESS_THREADS, else the cores less one",
+        "default: $METACOMPRESS_THREADS, else the free cores",
     )
     p.add_argument("--experiment", default=None, help="MLflow experiment name (created if missing)")
     p.add_argument("--run-name", default=None, help="name of the new MLflow run")

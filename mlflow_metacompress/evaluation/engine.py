@@ -101,7 +101,7 @@ def run_evaluation(
 
     In model mode, inference and the speed timings run on ``cfg.threads`` torch threads
     (:mod:`mlflow_metacompress.threads`: default the enclosing run's, ``$METACOMPRESS_THREADS``
-    or the cores less one), recorded as ``notes["threads"]`` (and ``notes["speed_threads"]``
+    or the free cores), recorded as ``notes["threads"]`` (and ``notes["speed_threads"]``
     with ``measure_speed``) for ``summary.json``."""
     df = df.reset_index(drop=True)
     engine = engine if engine is not None else LocalEngine()

@@ -27,6 +27,37 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+
+class CacheUnwritableWarning(UserWarning):
+    """The prediction cache folder cannot be written: this evaluation's predictions are not cached."""
+
+
+def warn_if_unwritable(folder: Path) -> bool:
+    """Warn (a :class:`CacheUnwritableWarning`, which Python prints on stderr whatever the logging
+    setup) when the prediction cache folder ``folder`` cannot be created or written, before any
+    model runs; True when it can. The evaluation still runs: entries already there are read, new
+    predictions are not kept (each failed write is also logged by :func:`~..cache.store`)."""
+    import os
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".metacompress-write-check.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        import warnings
+
+        warnings.warn(
+            f"the prediction cache folder {folder} cannot be written ({exc.strerror or exc}); this evaluation "
+            "runs without caching new predictions. Set evaluator_config cache_dir or $MLFLOW_METACOMPRESS_CACHE "
+            "to a writable folder, or use_cache: false to turn the cache off",
+            CacheUnwritableWarning,
+            stacklevel=2,
+        )
+        return False
+    return True
+
+
 ARTIFACT_DIR = "metacompress"
 
 
@@ -68,7 +99,10 @@ class MetaCompressEvaluator(ModelEvaluator):
         engine.bind(cfg, model, kwargs.get("model_id"))  # before any model loads
         teacher = student = None
         if not cfg.static:
-            kw = dict(cache_dir=cfg.cache_path, batch_size=cfg.batch_size, progress=cfg.progress)
+            cache_dir = cfg.cache_path
+            if cache_dir is not None:
+                warn_if_unwritable(cache_dir)
+            kw = dict(cache_dir=cache_dir, batch_size=cfg.batch_size, progress=cfg.progress)
             teacher = resolve_model(cfg.teacher, "teacher", cfg.inference, **kw)
             student = resolve_model(model, "student", cfg.inference, **kw)
             if y is not None and teacher.classes is not None:  # labels checked before any model runs

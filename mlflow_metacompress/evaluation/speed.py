@@ -7,7 +7,7 @@ served endpoint would time the network or the wrapper, not the model. They run o
 same 32 rows of the evaluation data, alternating teacher and student, best of several
 runs (:func:`mlflow_metacompress.adapters.timing.side_by_side`), on the torch threads of the
 evaluation's inference (``evaluator_config["threads"]``, default ``$METACOMPRESS_THREADS``
-or the cores less one; :mod:`mlflow_metacompress.threads`), as the distillation's speed
+or the free cores; :mod:`mlflow_metacompress.threads`), as the distillation's speed
 tags are. ``summary.json`` records the count (``speed_threads``) and the run is tagged
 ``metacompress.speed_threads``. Compressor (Shi et al., ASE 2022) and AVATAR (Shi et al.,
 ICSE-SEIS 2024) report such speedups for their students; a policy can require one,

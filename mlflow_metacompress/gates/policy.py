@@ -48,6 +48,7 @@ from typing import Any, TypedDict
 
 from ..metrics import base_name, greater_is_better
 from .bounds import bound_key, check_bound, compared_value, fmt, fmt_pair, interval_text
+from .producers import missing_hint
 
 logger = logging.getLogger(__name__)
 
@@ -215,6 +216,9 @@ class GatePolicy:
                         + (f"; point estimate {fmt(float(est))}" if est is not None else "")
                         + "; the evaluator logs intervals when bootstrap_samples > 0)"
                     )
+                glob = any(ch in rule.checked for ch in "*?[")
+                subject = f"no metric matches the glob {rule.checked!r}: it" if glob else rule.checked
+                why = missing_hint(rule.checked, metrics)
                 results.append(
                     CheckResult(
                         rule.checked,
@@ -222,8 +226,8 @@ class GatePolicy:
                         rule.value,
                         None,
                         False,
-                        f"{rule.checked}{what} is required by policy {self.name!r} ({rule}) but the evaluation "
-                        f"did not produce it{hint}",
+                        f"{subject}{what} is required by policy {self.name!r} ({rule}) but the evaluation "
+                        f"did not produce it{hint}" + (f"; {why}" if why else ""),
                         bound=rule.bound,
                     )
                 )

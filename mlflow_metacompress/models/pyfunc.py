@@ -42,7 +42,7 @@ class CodeClassifierPyfunc(PythonModel):
     ``precision`` and ``max_tokens`` apply to ``CodeClassifier`` directories only.
     ``threads`` (``params`` or ``model_config``) sets torch's threads for the call;
     without it a call runs on the threads of the enclosing work (e.g. the evaluator's),
-    else ``$METACOMPRESS_THREADS``, else the cores less one (:mod:`mlflow_metacompress.threads`).
+    else ``$METACOMPRESS_THREADS``, else the free cores (:mod:`mlflow_metacompress.threads`).
     """
 
     def load_context(self, context: Any) -> None:
@@ -60,15 +60,19 @@ class CodeClassifierPyfunc(PythonModel):
         # exactly one of _model (a CodeClassifier directory) and _hf (any other transformers model) is set
         self._model: CodeClassifier | None = None
         self._hf: Any = None
-        if (directory / META_FILE).exists():
-            self._model, self._tokenizer = CodeClassifier.load(directory)
-            self._model.to(device)
-        else:
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from ..heartbeat import on_terminal
+        from ..quiet import quiet_libraries
 
-            self._hf = AutoModelForSequenceClassification.from_pretrained(directory).eval()
-            self._tokenizer = AutoTokenizer.from_pretrained(directory)
-            self._hf.to(device)
+        with quiet_libraries(bars=on_terminal()):  # transformers' "Loading weights" bars only on a terminal
+            if (directory / META_FILE).exists():
+                self._model, self._tokenizer = CodeClassifier.load(directory)
+                self._model.to(device)
+            else:
+                from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+                self._hf = AutoModelForSequenceClassification.from_pretrained(directory).eval()
+                self._tokenizer = AutoTokenizer.from_pretrained(directory)
+                self._hf.to(device)
         self._device = device
 
     @property

@@ -2,9 +2,9 @@
 ``mlflow_metacompress.pipeline.progress``) so they also reach a file when output is not a
 terminal::
 
-    stage 2/9 distill compressor: started · elapsed 0:03:12 · remaining ~0:19:05
-    stage 2/9 distill compressor: running 0:00:30 (fit epoch 2/6, ETA 0:01:02) · elapsed 0:03:42 · remaining ~0:18:35
-    stage 2/9 distill compressor: done in 0:01:41 · elapsed 0:04:53 · remaining ~0:15:10
+    stage 2/11 distill compressor: started · elapsed 0:03:12 · remaining ~0:19:05
+    stage 2/11 distill compressor: running 0:00:30 (fit epoch 2/6, ETA 0:01:02) · elapsed 0:03:42 · remaining ~0:18:35
+    stage 2/11 distill compressor: done in 0:01:41 · elapsed 0:04:53 · remaining ~0:15:10
 
 While a stage runs, a :class:`~mlflow_metacompress.heartbeat.Heartbeat` repeats its line
 every ``METACOMPRESS_HEARTBEAT_S`` seconds (default 30) with what the stage last said

@@ -65,14 +65,36 @@ def parser() -> argparse.ArgumentParser:
         type=_threads,
         default=None,
         help="torch intra-op threads: auto (default: $METACOMPRESS_THREADS, $OMP_NUM_THREADS, "
-        "else the cores less one; mlflow_metacompress/threads.py) or a positive integer",
+        "else the free cores; mlflow_metacompress/threads.py) or a positive integer",
     )
     p.add_argument("--size-mb", type=float, default=d.size_mb)
     p.add_argument("--teacher-steps", type=int, default=t.max_steps)
     p.add_argument("--teacher-max-length", type=int, default=t.max_length, help="teacher tokens per function")
-    p.add_argument("--student-steps", type=int, default=d.student_steps)
+    p.add_argument("--student-steps", type=_int, default=d.student_steps)
     p.add_argument("--attack-budget", type=_int, default=d.attack_budget, help="model queries per attacked row")
     p.add_argument("--attack-max-samples", type=int, default=0, help="attacked rows (0: every eval row)")
+    p.add_argument(
+        "--attack-rows",
+        type=_int,
+        default=d.attack_rows,
+        help="test rows attacked in a stage of their own, teacher and every student (0: attack the judged rows)",
+    )
+    p.add_argument(
+        "--distill-rows",
+        default=str(d.distill_rows),
+        help="distillation pairs (label-stratified sample of the CodeBERT-labelled half), or 'all'",
+    )
+    p.add_argument(
+        "--premise-steps",
+        default="",
+        help="the premise ladder (issue 32 part 3): student steps to try in turn, e.g. 3000,6000,12000; "
+        "distils --methods (default compressor,fidelity) on every CodeBERT-labelled pair until one is "
+        "within 3 points of the teacher",
+    )
+    p.add_argument("--premise-sizes", default="3", help="sizes (MB) for the premise ladder, tried in turn")
+    p.add_argument(
+        "--rerender", default="", help="re-render this stored <dataset>.json under the current rules, no runs"
+    )
     p.add_argument("--bootstrap", type=int, default=d.bootstrap, help="bootstrap resamples for within-run intervals")
     p.add_argument(
         "--only",
@@ -110,13 +132,23 @@ def config_from(args: argparse.Namespace) -> StudyConfig:
         attack_budget=args.attack_budget,
         attack_max_samples=args.attack_max_samples or None,
         bootstrap=args.bootstrap,
+        attack_rows=args.attack_rows or None,
+        distill_rows=None
+        if str(args.distill_rows).strip().lower() in ("all", "none", "0")
+        else _int(args.distill_rows),
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parser().parse_args(argv)
+    if args.rerender:
+        from .repro_rerender import rerender
+
+        rerender(args.rerender, args.output if args.output != "reproduction" else None)
+        return 0
     cfg = config_from(args)
+    steps = [_int(x) for x in _csv(args.premise_steps)]
     import mlflow
 
     from .reproduce import run_study
@@ -124,5 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.artifact_root and mlflow.get_experiment_by_name(args.experiment) is None:
         mlflow.create_experiment(args.experiment, artifact_location=args.artifact_root)
     mlflow.set_experiment(args.experiment)
+    if steps:
+        from .repro_premise import PREMISE_METHODS, premise_ladder
+
+        methods = cfg.methods if "--methods" in (argv or []) else PREMISE_METHODS
+        out = args.output if args.output != "reproduction" else "reproduction/premise"
+        sizes = [float(x) for x in _csv(args.premise_sizes)]
+        result = premise_ladder(cfg, steps, sizes, methods=methods, output=out)
+        logger.info("premise ladder: %s", {k: v for k, v in result.items() if k != "rungs"})
+        return 0
     run_study(cfg, only=args.only, output=args.output)
     return 0

@@ -1,12 +1,43 @@
 """The reproduction's page: ``<task>.md``, rendered from the report that
 :func:`.repro_table.write_reproduction` builds (teacher, the paper's headline figures of
-MetaCompress, Awal, Rochan, Roy, arXiv 2511.05476, beside ours, per-method table, per-seed
-bootstrap intervals, the item-5 test of ``fidelity``, hand-written conclusions)."""
+MetaCompress, Awal, Rochan, Roy, arXiv 2511.05476, beside ours, per-method verdicts and
+table, per-seed bootstrap intervals, the item-5 test of ``fidelity``, hand-written
+conclusions).
+
+Verdict rules (fixed before the data are read again; statistics in :mod:`.verdicts`,
+applied in :mod:`.repro_verdicts`; α = 0.05, B = 2,000 bootstrap resamples):
+
+1. **Intervals of rates** never leave [0, 1]: a 95% Student-t interval over seeds on the
+   logit scale; when a seed's rate is 0 or 1, the exact Clopper–Pearson interval on the
+   counts pooled over seeds; no interval when neither is possible.
+2. **Total uncertainty:** beside the seed interval, a two-level bootstrap (seeds, then test
+   rows, the same rows for every seed) from the stored per-row counts; where a study
+   stored only each seed's value and within-run 95% interval, the row level is a normal
+   draw with the standard error that interval implies (clipped to the metric's range).
+3. **MR1–MR3 appear for a method** when the two-level bootstrap's one-sided p-value of
+   "rate ≤ 5%" is below α after Holm's adjustment over the distilled methods.
+4. **Excess drop under attack:** one statistic per method, the log of the ratio of the
+   student's to the teacher's flipped rows pooled over the attacks (with ½ added to
+   each), averaged over seeds; shown as ``exp − 1`` (so never below −100%), with its
+   seed t-interval and a two-level bootstrap (seeds, then each flip count redrawn as a
+   binomial of the attacked rows). It appears when the bootstrap's two-sided p-value,
+   Holm-adjusted over the distilled methods, is below α and the excess is above zero:
+   **established**; **refuted** when the interval's upper end is below the paper's 285%;
+   else **not settled**. No maximum over attacks or methods.
+5. **The control** ``quantize`` is judged by the same rules, unadjusted, and its verdict is shown.
+6. **Equivalence** ("within 3 points", "within 1 point") only from TOST at ±3 points (the
+   paper's premise: TOST over seeds and the two-level 90% interval inside ±3) or ±1 point
+   (``fidelity``'s accuracy against the baseline); "lower than the baseline" only from a
+   significant paired test. Otherwise: "not established".
+7. **Reporting:** bootstrap p-values are floored at 1/(B + 1) with B named; accuracy gaps
+   in points (teacher − student); the teacher's own disagreement with CodeBERT ("not
+   recorded" where a study did not store it); rates as fractions, ``*_pct`` in percent.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["MR_METRICS", "render_markdown"]
 
@@ -14,129 +45,215 @@ __all__ = ["MR_METRICS", "render_markdown"]
 MR_METRICS = ("mr1_violation_rate/metamorphic", "mr2_violation_rate/metamorphic", "mr3_violation_rate/metamorphic")
 
 
+def _num(x: Any) -> TypeGuard[float]:
+    return isinstance(x, (int, float)) and not math.isnan(x)
+
+
 def _pct(x: float | None) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+    return f"{100 * x:.1f}%" if _num(x) else "–"
 
 
-def _p(p: float) -> str:
-    """A bootstrap p-value: 0 means below one resample in 2,000."""
-    return "< 0.0005" if p == 0 else f"{p:.3g}"
+def _p(p: float | None, resamples: int | None = None) -> str:
+    """``= p`` or, for a bootstrap p-value at its floor k/(B+1) (k = 1 one-sided, 2 two-sided), ``≤ k/(B+1)``."""
+    if not _num(p):
+        return "= –"
+    if resamples and p <= 2 / (resamples + 1) + 1e-12:
+        return f"≤ {round(p * (resamples + 1))}/{resamples + 1} (B = {resamples})"
+    return f"= {p:.3g}" + (f" (B = {resamples})" if resamples else "")
 
 
 def _ci(r: dict[str, Any]) -> str:
-    if math.isnan(r["mean"]):
+    if not _num(r.get("mean")):
         return "–"
-    if math.isnan(r["t_low"]):
-        return f"{_pct(r['mean'])} (1 seed)"
-    return f"{_pct(r['mean'])} [{_pct(r['t_low'])}, {_pct(r['t_high'])}]"
+    if not _num(r.get("low")):
+        return f"{_pct(r['mean'])} ({r.get('seeds', 1)} seed{'s' if r.get('seeds', 1) != 1 else ''}, no interval)"
+    return f"{_pct(r['mean'])} [{_pct(r['low'])}, {_pct(r['high'])}]"
+
+
+def _cell(metric: str, r: dict[str, Any]) -> str:
+    """A per-method cell: size in MB, the accuracy gap in points, a rate in percent."""
+    if metric == "size_mb" and _num(r["mean"]):
+        return f"{r['mean']:.2f}"
+    if metric == "accuracy_drop" and _num(r["mean"]):
+        ends = f" [{100 * r['low']:+.1f}, {100 * r['high']:+.1f}]" if _num(r.get("low")) and _num(r.get("high")) else ""
+        return f"{100 * r['mean']:+.1f}{ends}"
+    return _ci(r)
+
+
+def _yes(x: bool | None) -> str:
+    return {True: "yes", False: "no", None: "–"}[x]
 
 
 def render_markdown(report: dict[str, Any]) -> str:
-    """The ``<task>.md`` page: teacher, headline table, per-method table, item-5 test."""
-    t, s = report["teacher"], report["summary"]
+    """The ``<task>.md`` page: teacher, headline table, verdicts, per-method table, item-5 test."""
+    t, s, c = report["teacher"], report["summary"], report["config"]
     unit = "pairs" if report["dataset"] == "bigclonebench" else "functions"
+    rules = s.get("rules", {})
+    b = rules.get("resamples")
+    cb = t.get("codebert_disagreement")
     lines = [
         f"# MetaCompress reproduction on {report['dataset']} (CPU scale)",
         "",
-        f"Teacher: scratch {t.get('arch', '')}, {t.get('teacher_size_mb', math.nan):.1f} MB, trained on "
-        f"{int(t.get('teacher_train_rows', 0))} labelled {unit} in {t.get('teacher_train_seconds', math.nan) / 60:.1f} "
-        f"min ({report['config']['threads']} thread(s)): test accuracy {t.get('teacher_test_acc', math.nan):.3f}, F1 "
-        f"{t.get('teacher_test_f1', math.nan):.3f}, {_pct(t.get('teacher_conf80_share'))} of "
-        f"{int(t.get('teacher_test_rows', 0))} test rows at confidence ≥ 0.8.",
+        f"Teacher: scratch {t.get('arch', '')}, {t.get('teacher_size_mb') or math.nan:.1f} MB, trained on "
+        f"{int(t.get('teacher_train_rows') or 0)} labelled {unit} in "
+        f"{(t.get('teacher_train_seconds') or math.nan) / 60:.1f} min ({c['threads']} thread(s)): test accuracy "
+        f"{t.get('teacher_test_acc') or math.nan:.3f}, F1 {t.get('teacher_test_f1') or math.nan:.3f}, "
+        f"{_pct(t.get('teacher_conf80_share'))} of {int(t.get('teacher_test_rows') or 0)} test rows at "
+        f"confidence ≥ 0.8. Its own disagreement with CodeBERT's labels: "
+        f"{_pct(cb) if _num(cb) else 'not recorded (this run did not store it)'}.",
         "",
-        f"Students: {', '.join(report['config']['methods'])} at {report['config']['size_mb']} MB; seeds "
-        f"{', '.join(map(str, s['seeds']))}; {report['config']['eval_rows']} test {unit}, every transformation, "
-        f"attacks {', '.join(report['config']['attacks'])} (budget {report['config']['attack_budget']} queries). "
-        "Intervals: 95% Student-t over seeds; within-run 95% bootstrap intervals per seed in the JSON.",
+        f"Students: {', '.join(c['methods'])} at {c['size_mb']} MB; seeds {', '.join(map(str, s['seeds']))}; "
+        f"{c['eval_rows']} test {unit} judged for MR1–MR3 with every transformation; attacks "
+        f"{', '.join(c['attacks'])} on {c.get('attack_rows', c['eval_rows'])} test {unit} (budget "
+        f"{c['attack_budget']} queries). Rules: the docstring of `mlflow_metacompress/pipeline/repro_markdown.py` "
+        f"and docs/benchmarks.md (α = {rules.get('alpha', 0.05)}, B = {b} bootstrap resamples).",
         "",
-        "| phenomenon | paper (CodeBERT → 3 MB) | ours: worst method, mean [95% t-interval] | seeds | appears? |",
+        "| phenomenon | paper (CodeBERT → 3 MB) | ours: largest (method), estimate [95% two-level bootstrap] "
+        "| appears for (Holm-adjusted) | control `quantize` |",
         "|---|---|---|---|---|",
     ]
     for row in report["headline"]:
-        kind = "under" if row["metric"] == "accuracy_drop" else "up to"
+        gap = row["key"] == "accuracy_within_3pt"
+        kind = "under" if gap else "up to"
+        said = ("within 3 points", "not established") if gap else ("appears", "does not appear")
+        ctl = ", ".join(f"{m}: {said[0] if v else said[1]}" for m, v in row.get("control", {}).items())
         if row["ours"] is None:
-            lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | not measured | 0 | – |")
+            lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | not measured | – | {ctl or '–'} |")
             continue
-        verdict = {True: "yes", False: "no", None: "–"}[row["appears"]]
-        if row.get("evidence") and row["evidence"] != row["method"]:
-            e = report["summary"]["methods"][row["evidence"]][row["metric"]]
-            verdict += f" ({row['evidence']}: {_ci(e)})"
-        lines.append(
-            f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | {row['method']}: "
-            f"{_ci({'mean': row['ours'], 't_low': row['t_low'], 't_high': row['t_high']})} | "
-            f"{row['seeds']} | {verdict} |"
-        )
+        if gap:
+            est = (
+                f"smallest gap ({row['method']}): {100 * row['ours']:+.1f} points "
+                f"[{100 * row['low']:+.1f}, {100 * row['high']:+.1f}] (90%)"
+            )
+            shown = ", ".join(row["methods"]) if row["methods"] else "none (not established)"
+        else:
+            est = f"{row['method']}: {_pct(row['ours'])} [{_pct(row['low'])}, {_pct(row['high'])}]"
+            shown = ", ".join(row["methods"]) if row["methods"] else "none"
+        lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | {est} | {shown} | {ctl or '–'} |")
+    lines += _verdict_table(s, b)
     cols = [
         "student_accuracy",
         "accuracy_drop",
         *MR_METRICS,
         "any_violation_rate/metamorphic",
-        "attack_excess_drop_pct",
         "codebert/mr1_violation_rate",
         "size_mb",
     ]
     lines += [
         "",
-        "Per method (mean [95% t-interval over seeds]; excess drop as a fraction of the teacher's drop, "
-        "the larger of the attacks; `codebert/…`: against the real CodeBERT's hard labels on held-out pairs):",
+        "Per method: mean [95% interval over seeds: logit-scale t for rates, Clopper–Pearson on pooled counts "
+        "with one seed or when a seed's rate is 0, Student-t for the accuracy gap, in points]; `codebert/…`: "
+        "against the real CodeBERT's hard labels on held-out pairs:",
         "",
         "| method | " + " | ".join(cols) + " |",
         "|---" * (len(cols) + 1) + "|",
     ]
     for method, rows in s["methods"].items():
-        cells = [
-            f"{rows[c]['mean']:.2f}" if c == "size_mb" and not math.isnan(rows[c]["mean"]) else _ci(rows[c])
-            for c in cols
-        ]
+        cells = [_cell(k, rows[k]) for k in cols]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "`quantize` is a control: not distilled, and its seeds judge one and the same int8 model, so it "
-        "is left out of the phenomena. “appears?”: yes when some method's violation (or excess drop) is at "
-        "least 5% and the lower "
-        "end of its t-interval is above zero (with one seed: its mean), named in brackets when it is not "
-        "the worst method; for the accuracy gap, yes when every method's mean gap is under the paper's 3%.",
+        "Per seed: value [within-run 95% bootstrap interval over the judged rows] (the two-level "
+        "intervals above combine these with the spread over seeds):",
         "",
-        "Within-run 95% bootstrap intervals per seed (`any_violation_rate/metamorphic`, "
-        "`mr1_violation_rate/metamorphic`):",
-        "",
-        "| method | seed | any (metamorphic) | MR1 (metamorphic) |",
-        "|---|---|---|---|",
+        "| method | seed | any (metamorphic) | MR1 | MR2 | MR3 | accuracy gap (teacher − student) |",
+        "|---|---|---|---|---|---|---|",
     ]
+    per_seed = ("any_violation_rate/metamorphic", *MR_METRICS, "accuracy_drop")
     for method, rows in s["methods"].items():
         for i, seed in enumerate(s["seeds"]):
             cells = []
-            for metric in ("any_violation_rate/metamorphic", "mr1_violation_rate/metamorphic"):
+            for metric in per_seed:
                 v, (lo, hi) = rows[metric]["values"][i], rows[metric]["within_run"][i]
-                cells.append("–" if v is None or math.isnan(v) else f"{_pct(v)} [{_pct(lo)}, {_pct(hi)}]")
-            if any(c != "–" for c in cells):
-                lines.append(f"| {method} | {seed} | {cells[0]} | {cells[1]} |")
-    f = s["fidelity"]
-    if f.get("available"):
-        v, a = f["violations"], f["accuracy"]
-        lines += [
-            "",
-            f"`fidelity` ({f['size_mb']['fidelity']:.2f} MB) against the best baseline "
-            f"{'at equal size' if f.get('equal_size') else '(none at equal size)'} ({f['best_baseline']}, "
-            f"{f['size_mb'][f['best_baseline']]:.2f} MB"
-            + "".join(f"; {m} at {mb:.2f} MB left out" for m, mb in f.get("other_size", {}).items())
-            + "), "
-            f"`{f['metric']}` over the {f['paired_seeds']} seed(s) both finished: {f['fidelity_mean']:.3f} vs "
-            f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; "
-            f"paired difference {v['mean_difference']:+.3f}, 95% t [{v['t_low']:+.3f}, {v['t_high']:+.3f}], "
-            f"p = {v['pvalue']:.3g}, {v['n']} seeds). Accuracy difference {a['mean_difference']:+.3f} "
-            f"(p = {a['pvalue']:.3g}). Goal (halve it, accuracy within 1 point): "
-            f"{'met' if f['halved'] and f['accuracy_within_1pt'] else 'not met'}.",
-        ]
-        for seed, bs in f.get("per_seed_bootstrap", {}).items():
-            if bs.get("n_rows"):
-                lines.append(
-                    f"- seed {seed}, paired bootstrap over {bs['n_rows']} test rows ({bs['n_pairs']} "
-                    f"transformed inputs both judged): fidelity {bs['a']:.3f} vs {bs['b']:.3f}, difference "
-                    f"{bs['mean_difference']:+.3f} [{bs['low']:+.3f}, {bs['high']:+.3f}], p = {_p(bs['pvalue'])} "
-                    "(pooled over the transformed inputs both evaluations kept, so it differs slightly from "
-                    "the logged rates)"
-                )
+                if not _num(v):
+                    cells.append("–")
+                elif metric == "accuracy_drop":  # a difference, in points
+                    ends = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if _num(lo) and _num(hi) else ""
+                    cells.append(f"{100 * v:+.1f} points{ends}")
+                else:
+                    cells.append(f"{_pct(v)} [{_pct(lo)}, {_pct(hi)}]")
+            if any(x != "–" for x in cells):
+                lines.append(f"| {method} | {seed} | " + " | ".join(cells) + " |")
+    lines += _fidelity(s.get("fidelity", {}))
     if report.get("conclusions"):
         lines += ["", "## Conclusions", "", *report["conclusions"]]
     return "\n".join(lines) + "\n"
+
+
+def _verdict_table(s: dict[str, Any], b: int | None) -> list[str]:
+    """Per method: each phenomenon's verdict with the numbers that decide it."""
+    v = s.get("verdicts", {})
+    lines = [
+        "",
+        "Verdicts per method (MR: rate [95% two-level bootstrap], Holm-adjusted p of “rate ≤ 5%”; gap: teacher − "
+        "student in points [90% two-level bootstrap], TOST p at ±3 points; excess drop: pooled over the attacks, "
+        "exp(mean log ratio) − 1, per seed, [95% t over seeds], [95% two-level bootstrap], Holm-adjusted p):",
+        "",
+        "| method | MR1 | MR2 | MR3 | accuracy within 3 points | excess drop under attack |",
+        "|---|---|---|---|---|---|",
+    ]
+    for method, m in v.items():
+        cells = []
+        for k in ("mr1_violations", "mr2_violations", "mr3_violations"):
+            r = m.get(k)
+            cells.append(
+                "–"
+                if not r
+                else f"{_yes(r['appears'])}: {_pct(r['mean'])} [{_pct(r['boot_low'])}, {_pct(r['boot_high'])}], "
+                f"p {_p(r['pvalue_holm'], b)}"
+            )
+        g = m.get("accuracy_within_3pt")
+        cells.append(
+            "–"
+            if not g
+            else f"{'yes' if g['appears'] else 'not established'}: {g['gap_points']:+.1f} "
+            f"[{g['boot90_points'][0]:+.1f}, {g['boot90_points'][1]:+.1f}], TOST p {_p(g['tost_p'])}"
+        )
+        e = m.get("excess_attack_drop")
+        if e:
+            seeds = ", ".join(f"{100 * x:+.0f}%" for x in e["per_seed"])
+            t = f"[{_pct(e['t_low'])}, {_pct(e['t_high'])}]" if _num(e.get("t_low")) else "[1 seed]"
+            cells.append(
+                f"{e['verdict']}: {100 * e['excess']:+.0f}% (seeds {seeds}) t {t}, two-level "
+                f"[{_pct(e['boot_low'])}, {_pct(e['boot_high'])}], p {_p(e['pvalue_holm'], b)}; teacher's "
+                f"flips {'/'.join(f'{x:.0f}' for x in e['teacher_flips'])} of {e['rows'][0]:.0f} attacked "
+                f"(rows × attacks) per seed ({e['source']})"
+            )
+        else:
+            cells.append("–")
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _fidelity(f: dict[str, Any]) -> list[str]:
+    """Item 5: ``fidelity`` against the baseline at its size."""
+    if not f.get("available"):
+        return []
+    v, a = f["violations"], f["accuracy"]
+    lower = "lower (paired test)" if f.get("violations_lower") else "lower not established"
+    within = "within 1 point (TOST)" if f.get("accuracy_within_1pt") else "within 1 point not established"
+    lines = [
+        "",
+        f"`fidelity` ({f['size_mb']['fidelity']:.2f} MB) against the best baseline "
+        f"{'at equal size' if f.get('equal_size') else '(none at equal size)'} ({f['best_baseline']}, "
+        f"{f['size_mb'][f['best_baseline']]:.2f} MB"
+        + "".join(f"; {m} at {mb:.2f} MB left out" for m, mb in f.get("other_size", {}).items())
+        + "), "
+        f"`{f['metric']}` over the {f['paired_seeds']} seed(s) both finished: {f['fidelity_mean']:.3f} vs "
+        f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; paired difference {v['mean_difference']:+.3f}, 95% t "
+        f"[{v['t_low']:+.3f}, {v['t_high']:+.3f}], p {_p(v['pvalue'])}, {v['n']} seeds: {lower}). Accuracy "
+        f"difference {100 * a['mean_difference']:+.1f} points, 95% t [{100 * a['t_low']:+.1f}, "
+        f"{100 * a['t_high']:+.1f}], TOST p at ±1 point {_p(a.get('tost_p'))}: {within}. Goal (halve it, "
+        f"accuracy within 1 point): {'met' if f['halved'] and f['accuracy_within_1pt'] else 'not met'}"
+        + ("." if f.get("enough_seeds") else f" ({f['paired_seeds']} seeds; the comparison asks for at least 5)."),
+    ]
+    for seed, bs in f.get("per_seed_bootstrap", {}).items():
+        if bs.get("n_rows"):
+            lines.append(
+                f"- seed {seed}, paired bootstrap over {bs['n_rows']} test rows ({bs['n_pairs']} "
+                f"transformed inputs both judged): fidelity {bs['a']:.3f} vs {bs['b']:.3f}, difference "
+                f"{bs['mean_difference']:+.3f} [{bs['low']:+.3f}, {bs['high']:+.3f}], p "
+                f"{_p(bs['pvalue'], bs.get('resamples'))} (pooled over the transformed inputs both evaluations kept, "
+                "so it differs slightly from the logged rates)"
+            )
+    return lines

@@ -2,8 +2,9 @@
 
 :func:`.reproduce.collect` finds every finished evaluation of a study through MLflow (by
 its stage keys); :func:`summarise` takes, per method and metric, the seeds'
-values, their mean and Student-t interval (:mod:`.seeds`) and each seed's within-run
-bootstrap interval; :func:`write_reproduction` writes ``<task>.json`` and ``<task>.md``
+values, their mean, an interval over seeds that respects the metric's range
+(:mod:`.verdicts`), each seed's within-run bootstrap interval, and the verdicts of
+:mod:`.repro_verdicts`; :func:`write_reproduction` writes ``<task>.json`` and ``<task>.md``
 into the output folder and logs them as the ``reproduction/`` artifact folder of a run
 tagged ``metacompress.reproduce.stage=report``.
 
@@ -23,6 +24,7 @@ from typing import Any
 
 from .repro_markdown import MR_METRICS, render_markdown
 from .seeds import finite, paired_test, t_interval
+from .verdicts import rate_interval, tost
 
 logger = logging.getLogger(__name__)
 
@@ -35,64 +37,87 @@ METRICS = (
     "any_violation_rate/metamorphic",
     "codebert/mr1_violation_rate",
     "codebert/student_accuracy",
+    "codebert/teacher_mr1_violation_rate",
     "size_mb",
 )
+# metrics that are rates (fractions in [0, 1]): their intervals never leave [0, 1]
+RATES = tuple(m for m in METRICS if m not in ("accuracy_drop", "size_mb"))
 BASELINES = ("compressor", "avatar", "morph")
-# students the paper does not judge, reported beside the others but left out of its phenomena:
-# a quantized copy is not distilled, and its seeds judge one and the same model
-CONTROLS = ("quantize", "onnx-int8")
 # "equal size" for item 5: a baseline within 10% of fidelity's size (MORPH's search may settle smaller)
 SIZE_TOLERANCE = 0.10
-# (phenomenon, paper's figure, our metric, direction): "max" = up to, "gap" = accuracy gap under
+# item 5's equivalence margin on accuracy (1 point), and the seeds its verdict needs
+ACCURACY_MARGIN = 0.01
+MIN_FIDELITY_SEEDS = 5
+# (phenomenon, paper's figure, our metric or verdict, direction): "max" = up to, "gap" = accuracy gap under
 PAPER = (
-    ("MR1 violations (label flips)", 0.36, "mr1_violation_rate/metamorphic", "max"),
-    ("MR2 violations (KL > 0.1)", 0.31, "mr2_violation_rate/metamorphic", "max"),
-    ("MR3 violations (confident rows)", 0.62, "mr3_violation_rate/metamorphic", "max"),
-    ("accuracy gap to the teacher", 0.03, "accuracy_drop", "gap"),
-    ("excess accuracy drop under attack", 2.85, "attack_excess_drop_pct", "max"),
+    ("MR1 violations (label flips)", 0.36, "mr1_violations", "max"),
+    ("MR2 violations (KL > 0.1)", 0.31, "mr2_violations", "max"),
+    ("MR3 violations (confident rows)", 0.62, "mr3_violations", "max"),
+    ("accuracy gap to the teacher", 0.03, "accuracy_within_3pt", "gap"),
+    ("excess accuracy drop under attack", 2.85, "excess_attack_drop", "max"),
 )
 
 
-def max_excess(metrics: dict[str, float], attacks: Any) -> float:
-    """The larger excess drop (as a fraction, 2.85 = 285%) over the attacks, NaN when undefined."""
-    values = finite([metrics.get(f"attack_{a}/excess_drop_pct") for a in attacks])
-    return max(values) / 100.0 if values else math.nan
+def _interval(metric: str, values: list[Any], n: list[Any]) -> tuple[float, float, str]:
+    """The interval over seeds of ``metric``: :func:`.verdicts.rate_interval` for a rate, a
+    log-scale t-interval for an excess drop in percent (never below −100%), else Student-t."""
+    if metric in RATES:
+        r = rate_interval(values, n)
+        return r["low"], r["high"], r["method"]
+    if metric.endswith("excess_drop_pct"):
+        logs = [math.log1p(v / 100) for v in finite(values) if v > -100]
+        if len(logs) < len(finite(values)):
+            return math.nan, math.nan, "none (a seed at -100%)"
+        _, lo, hi = t_interval(logs)
+        return 100 * math.expm1(lo), 100 * math.expm1(hi), "log-ratio t"
+    _, lo, hi = t_interval(values)
+    return lo, hi, "t"
 
 
 def summarise(
-    results: dict[tuple[str, int], dict[str, float]], methods: Any, seeds: Any, attacks: Any = ()
+    results: dict[tuple[str, int], dict[str, float]],
+    methods: Any,
+    seeds: Any,
+    attacks: Any = (),
+    attack_rows: int = 200,
+    row_counts: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Per method and metric: values per seed, mean, t-interval over seeds and each seed's
-    within-run bootstrap interval; plus ``fidelity`` against the best baseline (item 5)."""
+    """Per method and metric: values per seed, mean, an interval over seeds that respects
+    the metric's range, each seed's within-run bootstrap interval; ``fidelity`` against the
+    best baseline (item 5); and the verdicts of :mod:`.repro_verdicts` (``appears``)."""
     from ..statistics import interval_key
+    from .repro_verdicts import attack_counts, judge
 
-    metrics = list(METRICS) + [f"attack_{a}/excess_drop_pct" for a in attacks] + ["attack_excess_drop_pct"]
+    metrics = list(METRICS) + [f"attack_{a}/excess_drop_pct" for a in attacks]
     per_method: dict[str, Any] = {}
     for method in methods:
         rows = {}
         for metric in metrics:
-            values = [results.get((method, s), {}).get(metric, math.nan) for s in seeds]
-            mean, low, high = t_interval(values)
-            within = [
-                [results.get((method, s), {}).get(interval_key(metric, e), math.nan) for e in ("low", "high")]
-                for s in seeds
-            ]
+            got = [results.get((method, s), {}) for s in seeds]
+            values = [r.get(metric, math.nan) for r in got]
+            low, high, how = _interval(metric, values, [r.get(f"n/{metric}", math.nan) for r in got])
             rows[metric] = {
                 "values": values,
-                "mean": mean,
-                "t_low": low,
-                "t_high": high,
-                "within_run": within,
+                "mean": t_interval(values)[0],
+                "low": low,
+                "high": high,
+                "interval": how,
+                "within_run": [[r.get(interval_key(metric, e), math.nan) for e in ("low", "high")] for r in got],
                 "seeds": len(finite(values)),
             }
         per_method[method] = rows
-    return {"seeds": list(seeds), "methods": per_method, "fidelity": fidelity_test(per_method)}
+    summary: dict[str, Any] = {"seeds": list(seeds), "methods": per_method, "fidelity": fidelity_test(per_method)}
+    if row_counts:
+        summary["row_counts"] = row_counts
+    counts, source = attack_counts(results, methods, seeds, attacks, attack_rows)
+    judge(summary, counts, source)
+    return summary
 
 
 def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/metamorphic") -> dict[str, Any]:
     """``fidelity`` against the baseline (Compressor, AVATAR, MORPH) with the lowest mean
-    ``metric``: a paired t-test across seeds, and the goal (half the violations, accuracy
-    within one point)."""
+    ``metric``: a paired t-test across seeds, TOST at ±1 point on accuracy, and the goal
+    (half the violations, accuracy equivalent within one point by TOST)."""
     base = [m for m in BASELINES if m in per_method and not math.isnan(per_method[m][metric]["mean"])]
     if "fidelity" not in per_method or not base or math.isnan(per_method["fidelity"][metric]["mean"]):
         return {"available": False}
@@ -114,6 +139,12 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
     f, b = per_method["fidelity"], per_method[best]
     test = paired_test(f[metric]["values"], b[metric]["values"])
     acc = paired_test(f["student_accuracy"]["values"], b["student_accuracy"]["values"])
+    diffs = [
+        x - y
+        for x, y in zip(f["student_accuracy"]["values"], b["student_accuracy"]["values"], strict=True)
+        if finite([x]) and finite([y])
+    ]
+    acc["tost_p"] = tost(diffs, ACCURACY_MARGIN)
     # the means over the seeds both methods finished (a paired comparison)
     both = [
         i
@@ -123,6 +154,8 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
     f_mean = t_interval([f[metric]["values"][i] for i in both])[0]
     b_mean = t_interval([b[metric]["values"][i] for i in both])[0]
     ratio = f_mean / b_mean if b_mean > 0 else math.nan
+    lower = bool(test["pvalue"] < 0.05 and test["mean_difference"] < 0)
+    within = bool(acc["tost_p"] < 0.05)
     return {
         "available": True,
         "metric": metric,
@@ -133,104 +166,46 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
         "ratio": ratio,
         "violations": test,
         "accuracy": acc,
-        "halved": bool(ratio <= 0.5),
-        "accuracy_within_1pt": bool(abs(acc["mean_difference"]) <= 0.01),
+        "accuracy_tost_p": acc["tost_p"],
+        "violations_lower": lower,
+        "halved": bool(ratio <= 0.5 and lower),
+        "accuracy_within_1pt": within,
+        "enough_seeds": len(both) >= MIN_FIDELITY_SEEDS,  # item 5 is judged on at least 5 seeds
         "size_mb": {"fidelity": f["size_mb"]["mean"], best: b["size_mb"]["mean"]},
         "equal_size": bool(equal),
         "other_size": other_size,
     }
 
 
-def per_sample_violations(run_id: str, column: str = "any_violation") -> Any:
-    """The evaluation's ``per_sample.parquet`` restricted to the metamorphic variants (not the
-    originals, not the attacks' adversarial examples, which differ per student): a Series
-    of ``column`` indexed by (variant, row)."""
-    import mlflow
-    import pandas as pd
-
-    path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/per_sample.parquet")
-    df = pd.read_parquet(path, columns=["variant", "row", column])
-    df = df[(df["variant"] != "original") & ~df["variant"].astype(str).str.startswith("attack_")]
-    return df.set_index(["variant", "row"])[column].astype(float)
-
-
-def paired_bootstrap(a: Any, b: Any, samples: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Paired bootstrap of the pooled violation rate ``a`` − ``b`` over test rows (each row's
-    variants resampled together, on the (variant, row) pairs both evaluations hold): the
-    difference, its 95% percentile interval and a two-sided bootstrap p-value."""
-    import numpy as np
-
-    joined = a.rename("a").to_frame().join(b.rename("b"), how="inner")
-    if joined.empty:
-        return {"n_rows": 0}
-    per_row = joined.groupby(level="row").agg(["sum", "count"])
-    sa, sb, n = per_row[("a", "sum")].to_numpy(), per_row[("b", "sum")].to_numpy(), per_row[("a", "count")].to_numpy()
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(n), size=(samples, len(n)))
-    diffs = (sa[idx].sum(axis=1) - sb[idx].sum(axis=1)) / n[idx].sum(axis=1)
-    observed = float((sa.sum() - sb.sum()) / n.sum())
-    p = float(min(1.0, 2 * min(np.mean(diffs <= 0), np.mean(diffs >= 0))))
-    return {
-        "n_rows": int(len(n)),
-        "n_pairs": int(n.sum()),
-        "a": float(sa.sum() / n.sum()),
-        "b": float(sb.sum() / n.sum()),
-        "mean_difference": observed,
-        "low": float(np.quantile(diffs, 0.025)),
-        "high": float(np.quantile(diffs, 0.975)),
-        "pvalue": p,
-    }
-
-
 def headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The paper's figures beside ours: the distilled method (not a :data:`CONTROLS` one) with
-    the largest seed mean (or, for the accuracy gap, the largest gap) with its t-interval and
-    the verdict rule's outcome."""
+    """The paper's figures beside ours: per phenomenon, the distilled methods (not the
+    control) for which it appears by :mod:`.repro_verdicts`, the largest estimate with its
+    total-uncertainty interval, and the control's verdict."""
+    from .repro_verdicts import CONTROLS
+
+    verdicts = summary.get("verdicts", {})
     rows = []
-    for name, paper, metric, kind in PAPER:
-        cands = [
-            (m, r[metric])
-            for m, r in summary["methods"].items()
-            if m not in CONTROLS and not math.isnan(r[metric]["mean"])
-        ]
+    for name, paper, key, kind in PAPER:
+        cands = {m: v[key] for m, v in verdicts.items() if key in v and m not in CONTROLS}
+        control = {m: v[key]["appears"] for m, v in verdicts.items() if key in v and m in CONTROLS}
+        row: dict[str, Any] = {"phenomenon": name, "paper": paper, "key": key, "control": control}
         if not cands:
-            rows.append({"phenomenon": name, "paper": paper, "metric": metric, "ours": None, "appears": None})
+            rows.append({**row, "method": None, "ours": None, "appears": None, "methods": []})
             continue
-        method, r = max(cands, key=lambda c: c[1]["mean"])
-        appears: bool | None
-        evidence: str | None = None
-        if kind == "gap":  # the paper's premise: students within 3 points of the teacher
-            appears = all(c[1]["mean"] < paper for c in cands)
+        if kind == "gap":
+            method = min(cands, key=lambda m: cands[m]["abs_gap_points"])
+            v = cands[method]
+            ours, low, high = v["gap_points"] / 100, v["boot90_points"][0] / 100, v["boot90_points"][1] / 100
         else:
-            # a violation/excess that some method shows beyond the seed noise: mean at least 5%
-            # and the lower end of its t-interval above zero (with one seed: its mean). The
-            # worst mean alone can sit on a wide interval while a steadier method settles it.
-            # A method with one seed counts only when no method has more (a one-seed study).
-            most = max(c["seeds"] for _, c in cands)
-            lows = [(m, _low(c)) for m, c in cands if c["mean"] >= 0.05 and (c["seeds"] > 1 or most == 1)]
-            shown = [(m, low) for m, low in lows if low > 0.0]
-            appears = bool(shown)
-            evidence = max(shown, key=lambda c: c[1])[0] if shown else None
+            est = "excess" if key == "excess_attack_drop" else "mean"
+            method = max(cands, key=lambda m: cands[m][est])
+            v = cands[method]
+            ours, low, high = v[est], v["boot_low"], v["boot_high"]
+        shown = sorted(m for m, c in cands.items() if c["appears"])
         rows.append(
-            {
-                "phenomenon": name,
-                "paper": paper,
-                "metric": metric,
-                "method": method,
-                "ours": r["mean"],
-                "t_low": r["t_low"],
-                "t_high": r["t_high"],
-                "seeds": r["seeds"],
-                "appears": appears,
-                "evidence": evidence,
-            }
+            {**row, "method": method, "ours": ours, "low": low, "high": high, "appears": bool(shown), "methods": shown}
         )
     return rows
-
-
-def _low(r: dict[str, Any]) -> float:
-    """The lower end of a method's t-interval over seeds, or its mean with one seed."""
-    return float(r["mean"] if math.isnan(r["t_low"]) else r["t_low"])
 
 
 def write_reproduction(
@@ -238,15 +213,27 @@ def write_reproduction(
 ) -> dict[str, Any]:
     """Summarise the finished evaluations ``results`` (``(method, seed)`` → metrics, from
     :func:`.reproduce.collect`) and write ``<dataset>.json``/``.md`` into ``output``, and log
-    them as the ``reproduction/`` artifact folder of a report run."""
+    them as the ``reproduction/`` artifact folder of a report run. The JSON keeps the
+    per-row counts the two-level bootstrap needs (``summary.row_counts``)."""
     from dataclasses import asdict
 
     import mlflow
     from mlflow import MlflowClient
 
+    from .repro_rows import paired_bootstrap, per_sample_violations, read_per_sample, row_counts, stack_row_counts
     from .resume import STAGE_TAG, STUDY_TAG
 
-    summary = summarise(results, cfg.methods, cfg.seeds, cfg.attacks)
+    per_method: dict[str, Any] = {}
+    for method in cfg.methods:
+        seeds = [s for s in cfg.seeds if (method, s) in results]
+        if seeds and len(seeds) == len(cfg.seeds):  # the row-level bootstrap needs every seed
+            frames = [read_per_sample(str(results[(method, s)]["run_id"])) for s in seeds]
+            rows = sorted(set.intersection(*(set(f["row"].unique()) for f in frames)))
+            per_method[method] = stack_row_counts([row_counts(f, rows) for f in frames])
+            for metric, c in per_method[method].items():  # each seed's denominator, for exact intervals
+                for s, n in zip(seeds, c["n"], strict=True):
+                    results[(method, s)][f"n/{metric}"] = float(sum(n))
+    summary = summarise(results, cfg.methods, cfg.seeds, cfg.attacks, attack_rows_of(cfg), per_method)
     f = summary["fidelity"]
     if f.get("available"):
         f["per_seed_bootstrap"] = {}
@@ -257,6 +244,10 @@ def write_reproduction(
                     per_sample_violations(str(a["run_id"])), per_sample_violations(str(b["run_id"])), seed=seed
                 )
     tmetrics: dict[str, float | str] = dict(MlflowClient().get_run(teacher.run_id).data.metrics)
+    # the same teacher on the same held-out pairs for every student
+    codebert = finite([r.get("codebert/teacher_mr1_violation_rate") for r in results.values()])
+    if codebert:
+        tmetrics["codebert_disagreement"] = codebert[0]
     b = cfg.teacher
     tmetrics["arch"] = (
         f"{b.layers} × {b.hidden} encoder, {b.vocab_size // 1000}k BPE vocabulary, max length {b.max_length}"
@@ -264,26 +255,47 @@ def write_reproduction(
     dataset = "bigclonebench" if cfg.task in ("clone", "bigclonebench") else "devign"
     report = {
         "dataset": dataset,
-        "config": json.loads(json.dumps(asdict(cfg), default=str)),
+        "config": {**json.loads(json.dumps(asdict(cfg), default=str)), "attack_rows": attack_rows_of(cfg)},
         "teacher": tmetrics,
         "teacher_uri": teacher.outputs.get("model_uri"),
         "summary": summary,
         "headline": headline(summary),
         "finished": sorted(f"{m}-seed{s}" for m, s in results),
     }
-    notes = Path(output) / f"{dataset}_conclusions.md"
+    write_pages(report, output)
+    with mlflow.start_run(run_name=f"reproduction-{dataset}", tags={STAGE_TAG: "report", STUDY_TAG: cfg.task}):
+        mlflow.log_artifacts(str(output), artifact_path="reproduction")
+    logger.info("reproduction table (%d finished evaluations) written to %s", len(results), output)
+    return report
+
+
+def attack_rows_of(cfg: Any) -> int:
+    """The test rows each attack ran on: ``attack_rows`` when the study attacks its own rows,
+    else the evaluated rows (capped by ``attack_max_samples``)."""
+    if getattr(cfg, "attack_rows", None):
+        return int(cfg.attack_rows)
+    rows = cfg.eval_rows
+    return int(min(rows, cfg.attack_max_samples)) if cfg.attack_max_samples else int(rows)
+
+
+def write_pages(report: dict[str, Any], output: str | Path) -> None:
+    """Write ``<dataset>.json`` and ``<dataset>.md`` into ``output`` (with the hand-written
+    ``<dataset>_conclusions.md`` of that folder, when present)."""
+    out = Path(output)
+    dataset = report["dataset"]
+    notes = out / f"{dataset}_conclusions.md"
     if notes.is_file():  # hand-written conclusions, kept beside the generated table
         report["conclusions"] = notes.read_text(encoding="utf-8").strip().splitlines()
-    out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{dataset}.json").write_text(
         json.dumps(clean(report), indent=2, default=str, allow_nan=False) + "\n", encoding="utf-8"
     )
-    (out / f"{dataset}.md").write_text(render_markdown(report), encoding="utf-8")
-    with mlflow.start_run(run_name=f"reproduction-{dataset}", tags={STAGE_TAG: "report", STUDY_TAG: cfg.task}):
-        mlflow.log_artifacts(str(out), artifact_path="reproduction")
-    logger.info("reproduction table (%d finished evaluations) written to %s", len(results), out)
-    return report
+    (out / f"{dataset}.md").write_text(render_markdown(clean_nan(report)), encoding="utf-8")
+
+
+def clean_nan(obj: Any) -> Any:
+    """``obj`` as its JSON would read back (None for NaN): the page renders what the JSON holds."""
+    return json.loads(json.dumps(clean(obj), default=str))
 
 
 def clean(obj: Any) -> Any:

@@ -9,8 +9,10 @@ MR2 up to 31%, MR3 up to 62%, and up to 285% more accuracy lost under attack.
 :func:`run_study` repeats that protocol on one CPU-trained teacher: a scratch encoder of
 at least 20 MB trained on every labelled training pair; students of each method at
 ``size_mb`` for each seed, distilled on the CodeBERT-labelled half
-(:mod:`.repro_data`); every metamorphic transformation plus ALERT and MHM on
-``eval_rows`` test pairs with bootstrap intervals; the students' MR1 and accuracy
+(:mod:`.repro_data`); every metamorphic transformation on ``eval_rows`` test pairs with
+bootstrap intervals; ALERT and MHM on ``attack_rows`` test pairs of their own, teacher and
+student (:mod:`.repro_attacks`; with ``attack_rows=None`` on the judged rows, inside the
+evaluation, as the 2026-12-02 run did); the students' MR1 and accuracy
 against the real CodeBERT's hard labels on held-out pairs. Every stage is resumable
 (:mod:`.resume`); :mod:`.repro_table` aggregates the seeds and writes ``reproduction/``.
 """
@@ -80,6 +82,9 @@ class StudyConfig:
     method_options: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(CPU_OPTIONS))
     attack_budget: int = 30
     attack_max_samples: int | None = None  # None: every eval row
+    # test rows attacked in a stage of their own (teacher and student, every attack), apart
+    # from the eval_rows judged for MR1-MR4; None attacks the judged rows inside the evaluation
+    attack_rows: int | None = 1000
     bootstrap: int = 1000
     oracle_rows: int = 1000
     distill_rows: int | None = 6000
@@ -255,7 +260,7 @@ def eval_args(cfg: StudyConfig, student: StageResult, method: str, seed: int) ->
         "seed": seed,
         "eval_rows": cfg.eval_rows,
         "transforms": cfg.transforms,
-        "attacks": list(cfg.attacks),
+        "attacks": [] if cfg.attack_rows else list(cfg.attacks),
         "attack_budget": cfg.attack_budget,
         "attack_max_samples": cfg.attack_max_samples,
         "bootstrap": cfg.bootstrap,
@@ -286,7 +291,7 @@ def evaluation_stage(
             "teacher": teacher.outputs["model_uri"],
             "code_columns": list(data.code_columns),
             "transforms": cfg.transforms,
-            "attacks": list(cfg.attacks),
+            "attacks": [] if cfg.attack_rows else list(cfg.attacks),
             "attack_budget": cfg.attack_budget,
             "attack_max_samples": cfg.attack_max_samples,
             "seed": seed,
@@ -367,6 +372,11 @@ def _run_stages(cfg: StudyConfig, only: str, output: str | Path) -> dict[str, An
                     if only == "all":
                         ev = evaluation_stage(cfg, data, teacher, student, method, seed)
                         done[ev.name] = ev
+                        if cfg.attack_rows and cfg.attacks:
+                            from .repro_attacks import attack_stage
+
+                            at = attack_stage(cfg, data, teacher, student, method, seed)
+                            done[at.name] = at
                 except Exception as exc:  # noqa: BLE001 - one failed stage must not end a study of hours
                     logger.exception("%s seed %d failed: %s; the study goes on (a rerun retries it)", method, seed, exc)
                     done["failed"].append(f"{method}-seed{seed}: {type(exc).__name__}: {exc}")
@@ -382,7 +392,8 @@ def collect(cfg: StudyConfig, teacher: StageResult) -> dict[tuple[str, int], dic
     ``size_mb``); stages not finished are absent."""
     from mlflow import MlflowClient
 
-    from .repro_table import max_excess
+    from .repro_attacks import attack_args, flip_counts
+    from .repro_table import attack_rows_of
     from .resume import lookup
 
     client = MlflowClient()
@@ -396,10 +407,17 @@ def collect(cfg: StudyConfig, teacher: StageResult) -> dict[tuple[str, int], dic
             if ev is None:
                 continue
             metrics = dict(client.get_run(ev.run_id).data.metrics)
+            if cfg.attack_rows and cfg.attacks:  # the attacks ran in a stage of their own
+                at = lookup(f"attack-{method}-seed{seed}", attack_args(cfg, student, method, seed))
+                if at is not None:
+                    metrics.update(
+                        {k: v for k, v in client.get_run(at.run_id).data.metrics.items() if k.startswith("attack_")}
+                    )
+            else:
+                metrics.update(flip_counts(metrics, cfg.attacks, attack_rows_of(cfg)))
             size = student.outputs.get("size_mb")
             if size not in (None, "", "nan"):
                 metrics["size_mb"] = float(size)
-            metrics["attack_excess_drop_pct"] = max_excess(metrics, cfg.attacks)
             # a str among the floats: the run id that the per-sample paired bootstrap reads back
             metrics["run_id"] = ev.run_id  # type: ignore[assignment]
             out[(method, seed)] = metrics

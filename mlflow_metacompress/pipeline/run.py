@@ -81,7 +81,7 @@ class PipelineConfig:
     strategy: str = "auto"
     precision: str | None = None
     # torch threads of every stage's training, inference and speed timings (mlflow_metacompress/threads.py):
-    # None/"auto" = $METACOMPRESS_THREADS, else the cores less one
+    # None/"auto" = $METACOMPRESS_THREADS, else the free cores
     threads: int | str | None = None
 
 

@@ -8,8 +8,10 @@ ICSE-SEIS 2024).
    surrogate and NSGA-II over ``|size − target|``, ``−predicted accuracy`` and GFLOPs.
    ``objective="paper"`` is that published search; ``objective="latency"`` (default,
    :mod:`..search.objective`) keeps structurally sound shapes only and replaces GFLOPs
-   by the latency measured on this machine (:mod:`..latency`), bounded by
-   ``latency_slack`` × that of the teacher-shaped student of the same size.
+   by an inference cost bounded by ``latency_slack`` × that of the teacher-shaped
+   student of the same size: a deterministic FLOP count (``cost="flops"``, default,
+   :mod:`..cost`; one seed, one architecture, on every run) or the latency measured on
+   this machine (``cost="measured"``, :mod:`..latency`).
 2. **Choice and distillation.** The Pareto configuration nearest the size target is
    distilled with Compressor's loss (soft-label KD at T = 1 on cached teacher logits).
    The latency search is warm-started from the teacher-shaped student and the probes;
@@ -35,13 +37,15 @@ NAME = "avatar"
 class Options(ProbeOptions):
     """The search budget (:class:`~..search.probes.ProbeOptions`), the KD
     ``temperature`` (Compressor's 1.0), the validation rows timed for energy, the search
-    ``objective`` (``latency`` or the published ``paper`` one) and the ``latency_slack``
-    of the latency budget."""
+    ``objective`` (``latency`` or the published ``paper`` one), the ``latency_slack``
+    of the latency budget and the ``cost`` it bounds (``flops``, deterministic, or
+    ``measured``; :mod:`..cost`)."""
 
     temperature: float = 1.0
     energy_samples: int = 200
     objective: Literal["latency", "paper"] = "latency"
     latency_slack: float = 1.0
+    cost: Literal["flops", "measured"] = "flops"
 
 
 def run(ctx: DistillContext, options: Options) -> StudentOutcome:
@@ -55,7 +59,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
 
     tokenizers: dict = {}
     choice, record = avatar_search(
-        ctx, options, tokenizers, objective=options.objective, latency_slack=options.latency_slack
+        ctx, options, tokenizers, objective=options.objective, latency_slack=options.latency_slack, cost=options.cost
     )
     model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers, ctx.seed)
     fit = train_student(

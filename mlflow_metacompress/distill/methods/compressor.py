@@ -5,9 +5,11 @@
    size target: fitness ``GFLOPs − |size_MB − target|``, no candidate trained. The
    vocabulary genes are capped at what BPE can learn from the unlabeled task code.
    ``objective="paper"`` is the published search; ``objective="latency"`` (default,
-   :mod:`..search.objective`) searches structurally sound shapes only and bounds the
-   latency measured on this machine (:mod:`..latency`) by ``latency_slack`` × that of
-   the teacher-shaped student of the same size. With nothing in the size band the
+   :mod:`..search.objective`) searches structurally sound shapes only and bounds their
+   inference cost by ``latency_slack`` × that of the teacher-shaped student of the same
+   size; the cost is a deterministic FLOP count (``cost="flops"``, default,
+   :mod:`..cost`), so one seed searches one architecture on every run, or the latency
+   measured on this machine (``cost="measured"``, :mod:`..latency`). With nothing in the size band the
    candidate nearest the target is taken and the student tagged
    ``metacompress.search_fallback=true``.
 2. **Tokenizer.** Byte-level BPE trained on the unlabeled task code with the searched
@@ -32,13 +34,15 @@ NAME = "compressor"
 class Options(SearchOptions):
     """``population``/``generations`` of the GA, ``max_vocab`` of the BPE tokenizer,
     the KD ``temperature``, the ``tolerance`` (relative) around the size target, ``lr``,
-    the search ``objective`` (``latency`` or the published ``paper`` one) and the
-    ``latency_slack`` of the latency budget."""
+    the search ``objective`` (``latency`` or the published ``paper`` one), the
+    ``latency_slack`` of the latency budget and the ``cost`` it bounds (``flops``,
+    deterministic, or ``measured``; :mod:`..cost`)."""
 
     temperature: float = 1.0
     tolerance: float = 0.1
     objective: Literal["latency", "paper"] = "latency"
     latency_slack: float = 1.0
+    cost: Literal["flops", "measured"] = "flops"
 
 
 def run(ctx: DistillContext, options: Options) -> StudentOutcome:
@@ -104,6 +108,10 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
             "evaluated": result.evaluated,
             "history": result.history,
             "fallback": result.fallback,
+            "cost": result.cost_model,
+            "cost_unit": result.cost_unit,
+            "predicted_cost": result.cost,
+            "cost_budget": result.cost_budget,
             "predicted_latency_ms": result.latency_ms,
             "latency_budget_ms": result.latency_budget_ms,
         },
@@ -113,18 +121,22 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
 
 
 def _latency_setup(ctx: DistillContext, options: Options, max_vocab: int) -> dict[str, Any]:
-    """Keyword arguments of the latency objective: the machine's latency model at the
-    task's length and batch size, the budget and the teacher-shaped seeds (none for
+    """Keyword arguments of the latency objective: the search cost (:mod:`..cost`, at the
+    task's length and batch size for a measured one), the budget and the teacher-shaped seeds (none for
     ``objective="paper"``): the budget's reference, sized in ``[0.8, 1] × target``, and
     the teacher-shaped student of the GA's own band ``[1 − tolerance, 1 + tolerance] ×
     target``, so that a small GA starts from a shape inside it."""
     if options.objective == "paper":
         return {}
-    from ..latency import latency_model
+    from ..cost import search_cost
     from ..search.objective import latency_budget, reference
 
-    model = latency_model(
-        ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir, progress=ctx.fit_config.progress
+    model = search_cost(
+        options.cost,
+        ctx.max_length,
+        ctx.fit_config.batch_size,
+        cache_dir=ctx.cache_dir,
+        progress=ctx.fit_config.progress,
     )
     budget, ref = latency_budget(
         model,

@@ -11,9 +11,10 @@ during the search.
 The genetic algorithm is pymoo's ``GA`` (tournament selection, uniform crossover,
 polynomial mutation rounded to gene indices, elitist survival of the fittest of parents
 and offspring). ``objective="latency"`` (see :mod:`.objective`) repairs every genome
-to a structurally sound shape and adds the constraint ``predicted latency ≤ budget``
-from the machine's measured :class:`~..latency.LatencyModel`; ``objective="paper"`` is
-the published search.
+to a structurally sound shape and adds the constraint ``cost ≤ budget``, the cost being
+the deterministic :class:`~..cost.FlopCost` (default) or the machine's measured
+:class:`~..latency.LatencyModel` (:mod:`..cost`); ``objective="paper"`` is the
+published search.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..options import SearchOptions
 from .objective import check_objective, repair
 
 if TYPE_CHECKING:
-    from ..latency import LatencyModel
+    from ..cost import SearchCost
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +70,20 @@ class SearchResult:
     history: list[dict[str, float]] = field(default_factory=list)
     evaluated: int = 0
     objective: str = "paper"
-    latency_ms: float | None = None  # predicted, ``objective="latency"`` only
-    latency_budget_ms: float | None = None
+    cost: float | None = None  # the chosen architecture's search cost, ``objective="latency"`` only
+    cost_budget: float | None = None
     fallback: str | None = None
+    cost_model: str | None = None  # "flops" or "measured" (:mod:`..cost`)
+    cost_unit: str | None = None  # "MFLOP" or "ms"
+
+    @property
+    def latency_ms(self) -> float | None:
+        """The predicted latency (ms per sample) when the search bounded a measured one."""
+        return self.cost if self.cost_unit == "ms" else None
+
+    @property
+    def latency_budget_ms(self) -> float | None:
+        return self.cost_budget if self.cost_unit == "ms" else None
 
 
 def fitness(spec: ArchSpec, target_mb: float) -> float:
@@ -100,13 +112,14 @@ def search_architecture(
     mutation_rate: float = 0.2,
     progress: bool = True,
     objective: str = "paper",
-    latency: LatencyModel | None = None,
+    latency: SearchCost | None = None,
     latency_budget_ms: float = math.inf,
     seeds: tuple[ArchSpec, ...] = (),
 ) -> SearchResult:
     """Run the GA and return the fittest architecture within ``tolerance`` (relative)
-    of ``target_mb`` (and, for ``objective="latency"``, within ``latency_budget_ms`` as
-    ``latency`` predicts it; the fastest in the band when none is). When no candidate is
+    of ``target_mb`` (and, for ``objective="latency"``, with ``latency``'s cost
+    (:mod:`..cost`) within ``latency_budget_ms``, in that cost's unit; the cheapest in
+    the band when none is). When no candidate is
     within the band, the one nearest the target size (``feasible=False``,
     ``fallback="nearest"``).
 
@@ -132,15 +145,17 @@ def search_architecture(
         raise ValueError(f"need population ≥ 2 and generations ≥ 1, got {population}, {generations}")
     sound = check_objective(objective) == "latency"
     if sound and latency is None:
-        raise ValueError("objective='latency' needs a latency model (distill.latency.latency_model)")
+        raise ValueError(
+            "objective='latency' needs a search cost (distill.cost.search_cost: a FLOP cost or a latency model)"
+        )
     base, space = base or ArchSpec(), space or SearchSpace()
     xu = np.array([len(getattr(space, g)) - 1 for g in space.genes], dtype=float)
-    scores: dict[ArchSpec, tuple[float, float]] = {}  # spec -> (fitness, predicted latency)
+    scores: dict[ArchSpec, tuple[float, float]] = {}  # spec -> (fitness, search cost)
 
     def score(genome: np.ndarray) -> tuple[float, float]:
         spec = _decode(genome, space, base, sound)
         if spec not in scores:
-            scores[spec] = (fitness(spec, target_mb), latency.predict_ms(spec) if sound and latency else 0.0)
+            scores[spec] = (fitness(spec, target_mb), latency.cost(spec) if sound and latency else 0.0)
         return scores[spec]
 
     constrained = sound and math.isfinite(latency_budget_ms)
@@ -183,7 +198,10 @@ def search_architecture(
         minimize(_Problem(), algorithm, ("n_gen", generations), seed=seed, callback=_Trace(), verbose=False)
     finally:
         bar.close()
-    return _choose(scores, target_mb, tolerance, objective, latency_budget_ms, history)
+    result = _choose(scores, target_mb, tolerance, objective, latency_budget_ms, history)
+    if sound and latency is not None:
+        result.cost_model, result.cost_unit = latency.name, latency.unit
+    return result
 
 
 def _initial(space: SearchSpace, seeds: tuple[ArchSpec, ...], population: int, seed: int, random: Any) -> Any:
@@ -216,7 +234,7 @@ def _choose(
         else:
             best = min(in_band, key=lambda s: scores[s][1])
             logger.warning(
-                "no architecture at %.2f MB meets the latency budget of %.3f ms/sample; taking the fastest (%.3f ms)",
+                "no architecture at %.2f MB meets the cost budget of %.3f per sample; taking the cheapest (%.3f)",
                 target_mb,
                 budget,
                 scores[best][1],

@@ -13,8 +13,10 @@ Models of Code", ICSE-SEIS 2024), shared by the ``avatar`` method and ``fidelity
    predicted accuracy).
 
 ``objective="paper"`` is the published search above. ``objective="latency"``
-(:mod:`.objective`) prunes to structurally sound shapes, replaces GFLOPs by the
-per-sample latency the machine's :class:`~..latency.LatencyModel` predicts, bounds it by
+(:mod:`.objective`) prunes to structurally sound shapes, replaces GFLOPs by a per-sample
+inference cost (``cost``, :mod:`..cost`: the deterministic ``"flops"`` by default, or
+the latency the machine's fitted :class:`~..latency.LatencyModel` predicts with
+``"measured"``), bounds it by
 ``latency_slack`` × that of the teacher-shaped student of the same size (a constraint),
 and warm-starts NSGA-II: the teacher-shaped student (at its nearest grid point, when that
 is inside the size band) and the probed configurations join the initial population, the
@@ -49,6 +51,7 @@ def avatar_search(
     *,
     objective: str = "paper",
     latency_slack: float = 1.0,
+    cost: str = "flops",
 ) -> tuple[ArchSpec, dict[str, Any]]:
     """Steps 1–4: the chosen configuration and a JSON-able search record (probes are
     distilled with Compressor's loss, KD at T = 1)."""
@@ -63,13 +66,14 @@ def avatar_search(
     surrogate = fit_surrogate([p.config for p in probes], [p.val_acc for p in probes], pruned, "bayesian_ridge")
     k, pm = len(ctx.labels), ctx.pair_mode
     top_vocab = pruned.space.vocab_size[1]
-    cost, budget, constraints, seeds = (lambda c: gflops(c, k, pm)), None, None, []
+    price, budget, constraints, seeds = (lambda c: gflops(c, k, pm)), None, None, []
+    model = None
     if latency_mode:
-        from ..latency import latency_model
+        from ..cost import search_cost
         from .objective import latency_budget
 
-        model = latency_model(
-            ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir, progress=ctx.fit_config.progress
+        model = search_cost(
+            cost, ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir, progress=ctx.fit_config.progress
         )
         budget, ref = latency_budget(
             model,
@@ -81,19 +85,19 @@ def avatar_search(
             max_vocab=top_vocab,
         )
         seeds = _seeds(ref, [p.config for p in probes], pruned)
-        cost = model.predict_ms
+        price = model.cost
         if np.isfinite(budget):
-            limit = float(budget)
+            limit, bound = float(budget), model
 
             def over_budget(cs: list[ArchSpec]) -> np.ndarray:
-                return np.array([[model.predict_ms(c) - limit] for c in cs])
+                return np.array([[bound.cost(c) - limit] for c in cs])
 
             constraints = over_budget
 
     def objectives(configs: list[ArchSpec]) -> np.ndarray:
         acc = surrogate.predict(configs)
         return np.array(
-            [[abs(size_mb(c, k, pm) - ctx.size_mb), -a, cost(c)] for c, a in zip(configs, acc, strict=True)]
+            [[abs(size_mb(c, k, pm) - ctx.size_mb), -a, price(c)] for c, a in zip(configs, acc, strict=True)]
         )
 
     result = moo_search(
@@ -118,9 +122,10 @@ def avatar_search(
         "evaluated": result.evaluated,
         "fallback": None,
     }
-    if latency_mode:
-        record["seeded"] = len(seeds)
-        record["latency_budget_ms"] = budget if budget is not None and np.isfinite(budget) else None
+    if model is not None:
+        bounded = budget if budget is not None and np.isfinite(budget) else None
+        record.update(seeded=len(seeds), cost=model.name, cost_unit=model.unit, cost_budget=bounded)
+        record["latency_budget_ms"] = bounded if model.unit == "ms" else None
     if not result.configs:
         choice, kind = fallback(
             ctx.size_mb,
@@ -136,8 +141,9 @@ def avatar_search(
         best = nearest_to_target(result.configs, ctx.size_mb, pruned, tie_break=result.F[:, 1])
         choice = result.configs[best]
         record["predicted_val_acc"] = float(-result.F[best, 1])
-    if latency_mode:
-        record["predicted_latency_ms"] = float(cost(choice))
+    if model is not None:
+        record["predicted_cost"] = float(price(choice))
+        record["predicted_latency_ms"] = record["predicted_cost"] if model.unit == "ms" else None
     return choice, record
 
 

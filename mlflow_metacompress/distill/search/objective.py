@@ -9,11 +9,14 @@ Two objectives (option ``objective`` of Compressor and AVATAR):
   slower than the teacher.
 - ``latency`` (the default): the same searches over *structurally sound* shapes (head
   dimension ≥ 16, hidden a multiple of the head count, FFN ≤ 4 × hidden, as in BERT,
-  DistilBERT and TinyBERT) with the per-sample latency predicted by the machine's
-  measured :class:`~..latency.LatencyModel` bounded by a budget: ``latency_slack`` ×
-  the latency of the teacher-shaped student of the same size (:mod:`.teacher_shaped`).
+  DistilBERT and TinyBERT) with a per-sample inference cost bounded by a budget:
+  ``latency_slack`` × the cost of the teacher-shaped student of the same size
+  (:mod:`.teacher_shaped`). The cost (option ``cost``, :mod:`..cost`) is
+  ``"flops"`` by default, a deterministic FLOP count with memory-bound work weighted
+  (the same architecture for one seed on every run and machine), or ``"measured"``,
+  the latency predicted by the machine's fitted :class:`~..latency.LatencyModel`.
   Compressor keeps its fitness inside the budget (the most computation that runs as fast
-  as a standard small transformer); AVATAR replaces GFLOPs by the predicted latency.
+  as a standard small transformer); AVATAR replaces GFLOPs by the cost.
 
 Both latency searches are warm-started with teacher-shaped students (AVATAR also with its
 probed configurations), so small budgets (a population of 4 × 2 generations) no longer end
@@ -36,7 +39,7 @@ from ..arch import ArchSpec
 from .space import MAX_FFN_RATIO, MIN_HEAD_DIM, size_mb, structurally_sound
 
 if TYPE_CHECKING:
-    from ..latency import LatencyModel
+    from ..cost import SearchCost
 
 logger = logging.getLogger(__name__)
 
@@ -103,17 +106,18 @@ def reference(
 
 
 def latency_budget(
-    model: LatencyModel, target_mb: float, slack: float = 1.0, **shape: Any
+    model: SearchCost, target_mb: float, slack: float = 1.0, **shape: Any
 ) -> tuple[float, ArchSpec | None]:
-    """``(budget in ms per sample, reference)``: ``slack`` × the predicted latency of the
-    teacher-shaped :func:`reference` student; unbounded (``inf``) when none fits."""
+    """``(budget per sample in the cost's unit, reference)``: ``slack`` × the cost
+    (:mod:`..cost`: FLOPs, or predicted ms) of the teacher-shaped :func:`reference`
+    student; unbounded (``inf``) when none fits."""
     if slack <= 0:
         raise ValueError(f"latency_slack must be > 0, got {slack}")
     ref = reference(target_mb, **shape)
     if ref is None:
         logger.warning("no teacher-shaped student fits %.2f MB; the latency objective has no budget", target_mb)
         return math.inf, None
-    return slack * model.predict_ms(ref), ref
+    return slack * model.cost(ref), ref
 
 
 def fallback(

@@ -9,7 +9,7 @@ rows are tokenised once, sorted by token count and padded per batch (:mod:`.batc
 so the two backends see the same batches. Each :class:`onnxruntime.InferenceSession`
 runs ``intra_op_num_threads`` = the project's thread count
 (:func:`mlflow_metacompress.threads.resolve`: ``evaluator_config["threads"]``, the
-enclosing work's count, ``$METACOMPRESS_THREADS``, else the cores less one) and one
+enclosing work's count, ``$METACOMPRESS_THREADS``, else the ``auto`` default) and one
 inter-op thread; a session is built once per thread count.
 
 Imports neither torch nor onnx (``onnx`` only for :meth:`OnnxClassifier.measurements`).

@@ -72,6 +72,11 @@ DESCRIPTIONS: dict[str, str] = {
         'Torch threads for inference and timing: a positive integer, or `"auto"`/unset for '
         "`$METACOMPRESS_THREADS`, else `$OMP_NUM_THREADS`, else the usable cores minus one (at least 1)."
     ),
+    "inference": (
+        '`"torch"`, or `"onnxruntime"`: query both models through ONNX Runtime (each code classifier exported '
+        "once, cached by content; metrics equal torch's). A model logged with `mlflow.onnx` always runs on ONNX "
+        "Runtime. See the [ONNX guide](../guide/onnx.md)."
+    ),
     "engine": '`"local"`, or `"spark"`: transformations and inference on a SparkSession\'s executors.',
     "attack_engine": (
         '`"driver"`, or `"spark"` (needs `engine: "spark"`): the attacked samples split across executors.'

@@ -290,10 +290,12 @@ class Predictor:
             )
 
 
-def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
+def resolve_model(model: Any, name: str, inference: str = "torch", **kw: Any) -> Predictor:
     """Wrap a URI (``models:/``, ``runs:/``, any MLflow model path), a ``PyFuncModel`` or a
     callable ``DataFrame → probabilities`` as a :class:`Predictor`. A text-classification
-    pipeline logged with ``mlflow.transformers`` is scored by calling the pipeline itself."""
+    pipeline logged with ``mlflow.transformers`` is scored by calling the pipeline itself;
+    an ``mlflow.onnx`` model, and with ``inference="onnxruntime"`` a code classifier, by
+    ONNX Runtime (:mod:`.onnx`)."""
     uri = model if isinstance(model, str) else None
     if isinstance(model, str):
         import mlflow
@@ -304,6 +306,11 @@ def resolve_model(model: Any, name: str, **kw: Any) -> Predictor:
             from .model_refs import resolve_error
 
             raise resolve_error(model, name, exc) from exc
+    from .onnx import onnx_predictor
+
+    on_onnx = onnx_predictor(model, uri, name, inference, **kw)
+    if on_onnx is not None:
+        return on_onnx
     if hasattr(model, "predict") and is_text_classification(model, name):
         scorer = load_scorer(model, uri, name)
         return Predictor(

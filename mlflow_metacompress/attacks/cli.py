@@ -30,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mlm", default=None, help="local fill-mask model directory for ALERT's substitutes")
     parser.add_argument("--output", default=None, help="write the per-sample table to this .parquet file")
+    parser.add_argument(
+        "--inference",
+        default="torch",
+        choices=["torch", "onnxruntime"],
+        help="backend answering the queries: torch (default) or onnxruntime (the classifier exported once, cached); "
+        "an mlflow.onnx model always runs on ONNX Runtime",
+    )
 
 
 def add_attack(sub: argparse._SubParsersAction) -> None:
@@ -66,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         budget=args.budget,
         seed=args.seed,
         mlm=args.mlm,
+        inference=args.inference,
     )
     print(report.summary())
     if args.output:

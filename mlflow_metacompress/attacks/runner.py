@@ -30,17 +30,21 @@ __all__ = ["ATTACKS", "attack_positions", "list_attacks", "run_attack", "victim_
 
 
 def victim_predict(
-    model: Any, code_columns: Sequence[str], batch_size: int = 256
+    model: Any, code_columns: Sequence[str], batch_size: int = 256, inference: str = "torch"
 ) -> Callable[[pd.DataFrame], np.ndarray]:
     """A validated ``predict(df) -> N×K`` for a callable, a ``PyFuncModel``, a model URI or an
     :class:`~mlflow_metacompress.adapters.predictors.Predictor` (one adapter for
-    the evaluator and attacks)."""
+    the evaluator and attacks). ``inference="onnxruntime"`` queries a code classifier
+    through ONNX Runtime (:mod:`mlflow_metacompress.adapters.onnx`; a ``Predictor`` keeps
+    the backend it was built with)."""
     from ..adapters.predictors import Predictor, resolve_model
 
     if isinstance(model, Predictor):
         predictor = model.uncached()
     else:
-        predictor = resolve_model(model, "attacked model", cache_dir=None, batch_size=batch_size, progress=False)
+        predictor = resolve_model(
+            model, "attacked model", inference, cache_dir=None, batch_size=batch_size, progress=False
+        )
     columns = list(code_columns)
     return lambda df: predictor.predict(df, columns)[0]
 
@@ -90,13 +94,16 @@ def run_attack(
     seed: int = 0,
     progress: bool = True,
     mlm: Any = None,
+    inference: str = "torch",
     **options: Any,
 ) -> AttackReport:
     """Attack every row of ``df`` with attack ``name``; only ``code_columns[0]`` changes.
 
     ``language`` is ``c``, ``java``, ``python`` or ``auto`` (detected from the first
     row). ``mlm`` (a local fill-mask model directory) feeds ALERT's substitutes.
-    ``options`` go to the recipe's ``build``.
+    ``inference`` (``torch`` or ``onnxruntime``) is the backend that answers the queries
+    of a code classifier given by URI or as a ``PyFuncModel``. ``options`` go to the
+    recipe's ``build``.
     """
     if name not in ATTACKS:
         raise KeyError(f"unknown attack {name!r}; available: {list_attacks()}")
@@ -111,7 +118,7 @@ def run_attack(
         from ..transforms import detect_language
 
         language = detect_language(str(df[code_columns[0]].iloc[0])) if len(df) else "c"
-    model = QueryModel(victim_predict(predict, code_columns), code_columns)
+    model = QueryModel(victim_predict(predict, code_columns, inference=inference), code_columns)
     attack = ATTACKS[name](model, budget=budget, seed=seed, mlm=mlm, **options)
     t0 = time.perf_counter()
     rows = [{c: str(r[c]) for c in code_columns} for r in df[code_columns].to_dict("records")]

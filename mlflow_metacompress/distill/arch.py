@@ -275,10 +275,14 @@ def measure_model(model: Any) -> dict[str, float]:
     FLOPs are counted on the meta device because on real CPU tensors PyTorch's fused
     attention kernel is invisible to ``FlopCounterMode``, which would drop the
     attention FLOPs; on meta tensors the attention matmuls are counted.
+    An ONNX classifier (``onnx-int8``) reports its own :meth:`measurements` (weights stored
+    in the graph, the file's bytes, the source model's GFLOPs).
     A quantized classifier (``meta.extra["quantization"]``, :mod:`..models.quantization`)
     is measured by the bytes its weights are stored in (int8 values plus scales, or half
     precision) and its weight count; for float32 models both definitions agree.
     """
+    if hasattr(model, "measurements"):  # an ONNX classifier (models/onnx_runtime.py): its stored weights and file
+        return {"gflops": float("nan"), **model.measurements()}
     from ..models.classifier import parameter_count, size_mb
 
     if getattr(getattr(model, "meta", None), "extra", {}).get("quantization"):

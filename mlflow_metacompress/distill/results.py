@@ -61,8 +61,8 @@ def register(
     teacher: str = "",
     extra_tags: dict[str, Any] | None = None,
 ) -> tuple[str, str | None, dict[str, float]]:
-    """Log the classifier as a pyfunc model in the active run, register it under
-    ``registered_name`` with the metacompress tags, and return
+    """Log the classifier as a pyfunc model (an ONNX classifier with ``mlflow.onnx``) in the
+    active run, register it under ``registered_name`` with the metacompress tags, and return
     ``(model_uri, version, measurements)``."""
     from ..models.pyfunc import log_code_classifier
     from .arch import measure_model
@@ -77,9 +77,16 @@ def register(
     if teacher:
         tags[f"{TAG_PREFIX}teacher"] = teacher
     tags.update({f"{TAG_PREFIX}{k}": str(v) for k, v in (extra_tags or {}).items()})
-    info = log_code_classifier(
-        model, tokenizer, registered_model_name=registered_name, code_columns=list(code_columns), tags=tags
-    )
+    if hasattr(model, "measurements"):  # an ONNX classifier (onnx-int8): logged as mlflow.onnx, as deployed
+        from ..models.onnx_logging import log_onnx_classifier
+
+        info = log_onnx_classifier(
+            model.path, registered_model_name=registered_name, code_columns=list(code_columns), tags=tags
+        )
+    else:
+        info = log_code_classifier(
+            model, tokenizer, registered_model_name=registered_name, code_columns=list(code_columns), tags=tags
+        )
     version = str(info.registered_model_version) if registered_name else None
     uri = f"models:/{registered_name}/{version}" if registered_name else info.model_uri
     logger.info("logged %s model %s (%.3f MB, %.4f GFLOPs)", method, uri, sizes["size_mb"], sizes["gflops"])

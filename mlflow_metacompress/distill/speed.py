@@ -116,10 +116,11 @@ def measure(
     import mlflow
     import torch
 
+    from ..adapters.onnx import timed_model
     from .latency import device_name
 
-    s = mlflow.pyfunc.load_model(student) if isinstance(student, str) else student
-    t = mlflow.pyfunc.load_model(teacher) if isinstance(teacher, str) else teacher
+    s = timed_model(mlflow.pyfunc.load_model(student) if isinstance(student, str) else student, student)
+    t = timed_model(mlflow.pyfunc.load_model(teacher) if isinstance(teacher, str) else teacher, teacher)
     rows = batch_of(frame, columns, batch_size)
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the pyfuncs place themselves
     with timing_threads(device, threads) as count:

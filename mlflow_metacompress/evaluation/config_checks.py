@@ -116,6 +116,16 @@ def check_values(cfg: EvaluatorConfig) -> None:
         raise MetaCompressInputError(
             "evaluator_config['measure_speed'] needs models; static mode has only probabilities"
         )
+    from ..adapters.onnx import INFERENCES
+
+    if cfg.inference not in INFERENCES:
+        known = " or ".join(map(repr, INFERENCES))
+        raise MetaCompressInputError(f"evaluator_config['inference'] must be {known}; got {cfg.inference!r}")
+    if cfg.inference == "onnxruntime" and cfg.engine != "local":
+        raise MetaCompressInputError(
+            f"evaluator_config['inference'] 'onnxruntime' runs in this process and needs engine 'local'; got engine "
+            f"{cfg.engine!r}"
+        )
     from .engines import engine_names
 
     if cfg.engine not in engine_names():

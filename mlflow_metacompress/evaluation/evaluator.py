@@ -103,8 +103,8 @@ class MetaCompressEvaluator(ModelEvaluator):
             if cache_dir is not None:
                 warn_if_unwritable(cache_dir)
             kw = dict(cache_dir=cache_dir, batch_size=cfg.batch_size, progress=cfg.progress)
-            teacher = resolve_model(cfg.teacher, "teacher", **kw)
-            student = resolve_model(model, "student", **kw)
+            teacher = resolve_model(cfg.teacher, "teacher", cfg.inference, **kw)
+            student = resolve_model(model, "student", cfg.inference, **kw)
             if y is not None and teacher.classes is not None:  # labels checked before any model runs
                 encode_labels(y, teacher.classes, len(teacher.classes), index_labels=teacher.index_labels)
         outcome = run_evaluation(df, y, cfg, teacher, student, engine)

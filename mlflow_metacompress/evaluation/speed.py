@@ -34,9 +34,14 @@ METRICS = ("student_speedup", "student_latency_ms", "teacher_latency_ms")
 
 
 def local_pyfunc(predictor: Predictor) -> Any:
-    """The ``PyFuncModel`` behind ``predictor``, or None when it is something else."""
+    """The ``PyFuncModel`` behind ``predictor`` (or its ONNX Runtime runner, :mod:`..adapters.onnx`,
+    which answers ``predict`` the same way), or None when it is something else."""
     from mlflow.pyfunc import PyFuncModel
 
+    from ..adapters.onnx import OnnxPredict
+
+    if isinstance(predictor.fn, OnnxPredict):
+        return predictor.fn
     owner = getattr(predictor.fn, "__self__", None)
     return owner if isinstance(owner, PyFuncModel) else None
 

@@ -21,7 +21,7 @@ from .repro_markdown import MR_METRICS
 from .seeds import finite
 from .verdicts import boot_p, excess_drop, holm, tost, two_level_rows, two_level_within
 
-CONTROLS = ("quantize",)
+CONTROLS = ("quantize", "onnx-int8")  # not distilled: its seeds judge one and the same model
 RESAMPLES = 2000
 ALPHA = 0.05
 # a violation "appears" when its rate is above 5% with total uncertainty (the former rule's floor)

@@ -68,26 +68,20 @@ def check_inference(value: Any, source: str = "inference") -> str:
     return str(value)
 
 
-def onnx_predictor(model: Any, uri: str | None, name: str, inference: str, **kw: Any) -> Any:
-    """A :class:`~.predictors.Predictor` running ONNX Runtime for ``model``, or None when
-    ``model`` runs in torch (``inference="torch"`` and not an ``mlflow.onnx`` model)."""
+def onnx_backend(model: Any, uri: str | None, name: str, inference: str, cache_dir: Any = None) -> Any:
+    """``(predict, identity, labels)`` for running ``model`` on ONNX Runtime, from which
+    :func:`~.predictors.resolve_model` builds its :class:`~.predictors.Predictor`; None
+    when ``model`` runs in torch (``inference="torch"`` and not an ``mlflow.onnx`` model)."""
     from ..cache import model_identity
-    from .predictors import Predictor
 
     if is_onnx_flavor(model):
         classifier = _mlflow_onnx(model, uri, name)
-        return Predictor(name, OnnxPredict(classifier, name), model_identity(model, uri), classifier.labels, **kw)
+        return OnnxPredict(classifier, name), model_identity(model, uri), classifier.labels
     if check_inference(inference) == "torch":
         return None
-    classifier = _exported(model, name, kw.get("cache_dir"))
+    classifier = _exported(model, name, cache_dir)
     identity = model_identity(model, uri) if hasattr(model, "metadata") else None
-    return Predictor(
-        name,
-        OnnxPredict(classifier, name),
-        identity + SUFFIX if identity is not None else None,
-        classifier.labels,
-        **kw,
-    )
+    return OnnxPredict(classifier, name), identity + SUFFIX if identity is not None else None, classifier.labels
 
 
 def timed_model(model: Any, uri: Any = None) -> Any:

@@ -306,11 +306,11 @@ def resolve_model(model: Any, name: str, inference: str = "torch", **kw: Any) ->
             from .model_refs import resolve_error
 
             raise resolve_error(model, name, exc) from exc
-    from .onnx import onnx_predictor
+    from .onnx import onnx_backend
 
-    on_onnx = onnx_predictor(model, uri, name, inference, **kw)
+    on_onnx = onnx_backend(model, uri, name, inference, kw.get("cache_dir"))
     if on_onnx is not None:
-        return on_onnx
+        return Predictor(name, *on_onnx, **kw)
     if hasattr(model, "predict") and is_text_classification(model, name):
         scorer = load_scorer(model, uri, name)
         return Predictor(

@@ -17,7 +17,7 @@ from sklearn.metrics import confusion_matrix
 from mlflow_metacompress.data.generators import generate_vulnerability
 from mlflow_metacompress.evaluation.artifacts import write_artifacts
 from mlflow_metacompress.evaluation.config import parse_config
-from mlflow_metacompress.evaluation.engine import run_evaluation
+from mlflow_metacompress.evaluation.loop import run_evaluation
 from mlflow_metacompress.evaluation.plots import (
     confusion_counts,
     confusion_figure,

@@ -13,7 +13,7 @@ import pytest
 
 from mlflow_metacompress.evaluation.artifacts import write_artifacts
 from mlflow_metacompress.evaluation.config import parse_config
-from mlflow_metacompress.evaluation.engine import Outcome, run_evaluation
+from mlflow_metacompress.evaluation.loop import Outcome, run_evaluation
 from mlflow_metacompress.evaluation.predictors import Predictor
 from mlflow_metacompress.relations import RelationConfig, evaluate_relations
 from mlflow_metacompress.transforms import TransformStatus, transform

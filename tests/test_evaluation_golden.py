@@ -26,7 +26,7 @@ GOLDEN = Path(__file__).parent / "golden" / "evaluation_metrics.json"
 
 
 def _run(df: pd.DataFrame, y: np.ndarray | None, raw: dict, models: bool) -> dict:
-    from mlflow_metacompress.evaluation import engine as loop
+    from mlflow_metacompress.evaluation import loop
 
     cfg = parse_config(raw, df, model_given=models)
     pair = (

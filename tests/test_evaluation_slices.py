@@ -16,7 +16,7 @@ from mlflow.utils.validation import _validate_metric_name
 
 from mlflow_metacompress.data.generators import generate_vulnerability
 from mlflow_metacompress.evaluation.config import parse_config
-from mlflow_metacompress.evaluation.engine import run_evaluation
+from mlflow_metacompress.evaluation.loop import run_evaluation
 from mlflow_metacompress.evaluation.predictors import Predictor
 from mlflow_metacompress.evaluation.slices import SLICE_METRICS, metric_tokens
 from mlflow_metacompress.evaluation.validation import MetaCompressInputError

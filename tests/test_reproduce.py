@@ -221,7 +221,7 @@ def _bigclonebench_folder(root, rows: int = 160):
 
 
 def _tiny_config(data_dir):
-    from mlflow_metacompress.pipeline.reproduce import StudyConfig, TeacherBudget
+    from mlflow_metacompress.pipeline.repro_config import StudyConfig, TeacherBudget
 
     return StudyConfig(
         task="clone",
@@ -436,8 +436,8 @@ def test_premise_ladder_stops_at_the_first_rung_within_3_points(tmp_path):
     """Rungs run in order (sizes outermost) on every CodeBERT-labelled pair, without attacks,
     on at least 1,000 judged rows; the ladder stops where the study's own rule (TOST and the
     two-level interval inside ±3 points) first says "within 3 points"."""
+    from mlflow_metacompress.pipeline.repro_config import StudyConfig
     from mlflow_metacompress.pipeline.repro_premise import premise_ladder
-    from mlflow_metacompress.pipeline.reproduce import StudyConfig
 
     gap = {(3.0, 1000): 0.08, (3.0, 2000): 0.05, (6.0, 1000): 0.004, (6.0, 2000): 0.0}
     seen = []

@@ -31,8 +31,8 @@ from ..report.data import worst_discrepancies
 from .plots import confusion_counts, write_plots
 
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
-    from .engine import Outcome
+    from .config_model import EvaluatorConfig
+    from .loop import Outcome
 
 __all__ = ["worst_discrepancies", "write_artifacts"]
 

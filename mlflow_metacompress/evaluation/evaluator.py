@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from mlflow.models.evaluation.base import EvaluationArtifact, EvaluationResult, ModelEvaluator
 
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
-    from .engine import Outcome
+    from .config_model import EvaluatorConfig
+    from .loop import Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +87,8 @@ class MetaCompressEvaluator(ModelEvaluator):
     ) -> EvaluationResult:
         from ..adapters.predictors import resolve_model
         from .config import parse_config
-        from .engine import run_evaluation
         from .engines import get_engine
+        from .loop import run_evaluation
         from .validation import check_nonempty, encode_labels
 
         df = dataset.features_data

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 from .resume import StageResult, run_stage
 
 if TYPE_CHECKING:
-    from .reproduce import StudyConfig
+    from .repro_config import StudyConfig
 
 
 def attack_args(cfg: StudyConfig, student: StageResult, method: str, seed: int) -> dict[str, Any]:
     """What one attack stage depends on: the student's stage, the attacked rows and the attacks."""
-    from .reproduce import _data_args
+    from .repro_config import data_args
 
     return {
-        **_data_args(cfg),
+        **data_args(cfg),
         "student_key": student.key,
         "method": method,
         "seed": seed,

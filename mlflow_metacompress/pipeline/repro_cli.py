@@ -12,7 +12,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from .reproduce import ATTACKS, METHODS, StudyConfig, TeacherBudget
+from .repro_config import ATTACKS, METHODS, StudyConfig, TeacherBudget
 
 logger = logging.getLogger(__name__)
 

@@ -21,77 +21,14 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from .repro_config import StudyConfig, data_args
 from .resume import StageResult, run_stage
 
 logger = logging.getLogger(__name__)
-
-ATTACKS = ("alert_yang_2022", "mhm_zhang_2020")
-METHODS = ("compressor", "avatar", "morph", "fidelity", "quantize")
-
-
-# CPU-scale budgets of the searching methods (the quick profile's probes, a larger GA) and
-# of fidelity's variants: two transformations (identifiers, dead code) instead of all ten,
-# each costing one teacher pass over the distillation set.
-_PROBES = {"population": 20, "generations": 8, "probes": 3, "probe_steps": 8, "probe_rows": 64, "probe_valid": 48}
-CPU_OPTIONS: dict[str, dict[str, Any]] = {
-    "compressor": {"population": 20, "generations": 15, "lr": 2e-3},
-    "avatar": {**_PROBES, "energy_samples": 50, "lr": 2e-3},
-    "morph": {**_PROBES, "lr": 2e-3},
-    "fidelity": {**_PROBES, "transforms": ["rename_variables", "insert_dead_code"], "variants_per_step": 1, "lr": 2e-3},
-}
-
-
-@dataclass(frozen=True)
-class TeacherBudget:
-    """The teacher's shape and training budget (defaults: 23 MB; 1,500 steps of 32 pairs of
-    ``train_full.txt``, a little over one epoch, functions truncated to 256 tokens)."""
-
-    vocab_size: int = 16000
-    layers: int = 2
-    hidden: int = 256
-    heads: int = 4
-    intermediate: int = 1024
-    max_length: int = 256
-    batch_size: int = 32
-    max_steps: int = 1500
-    epochs: int = 2  # an upper bound; max_steps ends training (and the linear decay) first
-    lr: float = 5e-4
-
-
-@dataclass(frozen=True)
-class StudyConfig:
-    """Every argument of a reproduction study; each stage hashes the part it depends on."""
-
-    task: str = "clone"
-    data_dir: str = "../shared/data"
-    seeds: tuple[int, ...] = (0, 1, 2)
-    methods: tuple[str, ...] = METHODS
-    eval_rows: int = 200
-    attacks: tuple[str, ...] = ATTACKS
-    transforms: Any = "all"
-    threads: int = 1
-    teacher: TeacherBudget = field(default_factory=TeacherBudget)
-    size_mb: float = 3.0
-    student_max_length: int = 128
-    student_batch_size: int = 32
-    student_steps: int = 300
-    method_options: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(CPU_OPTIONS))
-    attack_budget: int = 30
-    attack_max_samples: int | None = None  # None: every eval row
-    # test rows attacked in a stage of their own (teacher and student, every attack), apart
-    # from the eval_rows judged for MR1-MR4; None attacks the judged rows inside the evaluation
-    attack_rows: int | None = 1000
-    bootstrap: int = 1000
-    oracle_rows: int = 1000
-    distill_rows: int | None = 6000
-    data_seed: int = 0
-
-    def folder(self) -> str:
-        return str(Path(self.data_dir).expanduser().resolve())
 
 
 def _study_data(cfg: StudyConfig) -> Any:
@@ -184,20 +121,10 @@ def measure_teacher(uri: str, test: Any, columns: tuple[str, ...], label: str) -
     }
 
 
-def _data_args(cfg: StudyConfig) -> dict[str, Any]:
-    return {
-        "task": cfg.task,
-        "data": cfg.folder(),
-        "data_seed": cfg.data_seed,
-        "distill_rows": cfg.distill_rows,
-        "oracle_rows": cfg.oracle_rows,
-    }
-
-
 def student_args(cfg: StudyConfig, teacher: StageResult, method: str, seed: int) -> dict[str, Any]:
     """What one student depends on: the teacher's stage, the data, its method and seed, budgets."""
     return {
-        **_data_args(cfg),
+        **data_args(cfg),
         "teacher_key": teacher.key,
         "method": method,
         "seed": seed,
@@ -254,7 +181,7 @@ def student_stage(cfg: StudyConfig, data: Any, teacher: StageResult, method: str
 def eval_args(cfg: StudyConfig, student: StageResult, method: str, seed: int) -> dict[str, Any]:
     """What one evaluation depends on: the student's stage and every evaluation budget."""
     return {
-        **_data_args(cfg),
+        **data_args(cfg),
         "student_key": student.key,
         "method": method,
         "seed": seed,

@@ -19,10 +19,11 @@ from typing import Any
 
 import pandas as pd
 
+from ..adapters.checks import MetaCompressInputError
 from .config_checks import check_values
 from .config_model import EvaluatorConfig, Source, config_keys
 from .slices import check_slice_config, check_slice_keys
-from .validation import MetaCompressInputError, check_code_columns, check_probability_columns
+from .validation import check_code_columns, check_probability_columns
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import math
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
-from .validation import MetaCompressInputError
+from ..adapters.checks import MetaCompressInputError
 from .value_checks import bad_value as _bad
 from .value_checks import check_int as _int
 from .value_checks import check_names as _names

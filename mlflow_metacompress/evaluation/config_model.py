@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from ..adapters.checks import MetaCompressInputError
 from ..relations import RelationConfig
-from .validation import MetaCompressInputError
 
 Source = Literal["given", "default", "inferred", "detected"]
 

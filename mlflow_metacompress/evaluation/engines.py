@@ -105,7 +105,7 @@ def get_engine(cfg: EvaluatorConfig) -> Engine:
     module is imported."""
     name = "local" if cfg.static else cfg.engine
     if name not in ENGINES:
-        from .validation import MetaCompressInputError
+        from ..adapters.checks import MetaCompressInputError
 
         raise MetaCompressInputError(
             f"evaluator_config['engine'] must be {' or '.join(map(repr, ENGINES))}; got {name!r}"

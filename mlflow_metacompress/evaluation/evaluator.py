@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from mlflow.models.evaluation.base import EvaluationArtifact, EvaluationResult, ModelEvaluator
 
+from ..artifact_names import ARTIFACT_DIR
+
 if TYPE_CHECKING:
     from .config_model import EvaluatorConfig
     from .loop import Outcome
@@ -58,9 +60,6 @@ def warn_if_unwritable(folder: Path) -> bool:
     return True
 
 
-ARTIFACT_DIR = "metacompress"
-
-
 class MetaCompressEvaluator(ModelEvaluator):
     """Compare a student (``model``) with ``evaluator_config["teacher"]``."""
 
@@ -85,11 +84,12 @@ class MetaCompressEvaluator(ModelEvaluator):
         predictions: Any = None,
         **kwargs: Any,
     ) -> EvaluationResult:
+        from ..adapters.checks import encode_labels
         from ..adapters.predictors import resolve_model
         from .config import parse_config
         from .engines import get_engine
         from .loop import run_evaluation
-        from .validation import check_nonempty, encode_labels
+        from .validation import check_nonempty
 
         df = dataset.features_data
         y = dataset.labels_data

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..adapters.checks import MetaCompressInputError
 from .engines import Engine, LocalEngine
 from .judge import add_slices_and_statistics, judge_table
 from .pair import ModelPair
 from .predict import original_table, predict_variants, static_table
-from .validation import MetaCompressInputError
 from .variants import (
     SOURCES,
     SourceInputs,
@@ -68,9 +68,10 @@ def run_evaluation(
 
     ``engine`` (:mod:`.engines`) is where the heavy work runs: the evaluator passes the one
     ``cfg`` chose (:func:`~.engines.get_engine`, bound to the models); by default, this
-    process. The loop below enters the engine's session, takes its variant producers and
-    judges what they produce, whatever the engine (the Spark engine transforms and predicts
-    on executors first, :mod:`.spark_engine`).
+    process. The loop below enters the engine's session, takes its variant producers (and
+    the predictions it made ahead, :meth:`~.engines.Engine.predicted`), predicts what is not
+    yet in the table and judges the table, whatever the engine (the Spark engine transforms
+    and predicts on executors first, :mod:`.spark_engine`).
 
     In model mode, inference and the speed timings run on ``cfg.threads`` torch threads
     (:mod:`mlflow_metacompress.threads`: default the enclosing run's, ``$METACOMPRESS_THREADS``

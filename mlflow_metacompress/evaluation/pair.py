@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..adapters.checks import align_classes
 from .predictions import PairPredictions
-from .validation import align_classes
 
 if TYPE_CHECKING:
     from ..adapters.predictors import Predictor

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..adapters.checks import MetaCompressInputError, check_probabilities, encode_labels
 from .predictions import ORIGINAL, PairPredictions, PredictionTable
-from .validation import MetaCompressInputError, check_probabilities, encode_labels
 
 if TYPE_CHECKING:
     from .config_model import EvaluatorConfig

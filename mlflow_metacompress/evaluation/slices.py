@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .validation import MetaCompressInputError
+from ..adapters.checks import MetaCompressInputError
 from .value_checks import check_int, check_names
 
 if TYPE_CHECKING:

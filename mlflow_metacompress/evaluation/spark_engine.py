@@ -45,9 +45,9 @@ import numpy as np
 import pandas as pd
 
 from .. import cache
+from ..adapters.checks import MetaCompressInputError, check_probabilities
 from ..adapters.predictors import KIND
 from ..cache import rows_digest
-from .validation import MetaCompressInputError, check_probabilities
 
 if TYPE_CHECKING:
     from ..adapters.predictors import Predictor

@@ -8,7 +8,7 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Any
 
-from .validation import MetaCompressInputError
+from ..adapters.checks import MetaCompressInputError
 
 
 def bad_value(key: str, value: Any, expected: str) -> MetaCompressInputError:

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 import pandas as pd
 
+from ..adapters.checks import MetaCompressInputError
 from .column_transforms import ColumnTransforms, column_transforms
-from .validation import MetaCompressInputError
 
 if TYPE_CHECKING:
     from .config_model import EvaluatorConfig
@@ -253,6 +253,7 @@ def adversarial(
     language = cfg.language
     if language is None:  # parse_config detects it whenever attacks are asked for
         raise MetaCompressInputError("attacks need the code's language; set evaluator_config['language']")
+    from ..artifact_names import attack_table
     from ..attacks.memo import recall, remember, teacher_report_key
     from ..attacks.runner import run_attack
     from .pair import attack_victim
@@ -305,7 +306,7 @@ def adversarial(
             logger.warning(
                 "attack %s: the teacher's accuracy did not drop, so excess_drop_pct is undefined and not logged", attack
             )
-        tables[f"attacks/{attack}"] = reports["student"].table()
+        tables[attack_table(attack)] = reports["student"].table()
         adv = reports["student"].adversarial_frame()
         if len(adv):
             variants.append(

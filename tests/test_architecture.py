@@ -697,3 +697,16 @@ def test_artifact_names_are_declared_in_one_module():
         "metacompress/summary.json",
         "metacompress/per_sample.parquet",
     )  # public interface: the names never change
+
+
+def test_every_lazy_package_export_resolves_at_its_home():
+    """Each name a package exports lazily (``_EXPORTS``) imports, from the module that defines
+    it: a moved or renamed module (issue 34: engine → loop) cannot leave a dangling export."""
+    for name, path in module_names().items():
+        if path.name != "__init__.py" or "_EXPORTS" not in path.read_text(encoding="utf-8"):
+            continue
+        package = importlib.import_module(name)
+        for attr, home in package._EXPORTS.items():
+            value = getattr(package, attr)
+            module = importlib.import_module(f".{home}", name)
+            assert getattr(value, "__module__", module.__name__) == module.__name__, (name, attr, home)

@@ -12,12 +12,14 @@ from ..adapters.checks import MetaCompressInputError
 
 
 def bad_value(key: str, value: Any, expected: str) -> MetaCompressInputError:
+    """The error for ``evaluator_config[key]``: what was expected, the value and its type."""
     return MetaCompressInputError(
         f"evaluator_config[{key!r}] must be {expected}; got {value!r} ({type(value).__name__})"
     )
 
 
 def check_int(key: str, value: Any, lo: int, hi: int | None = None, optional: bool = False) -> None:
+    """An integer (never a bool) in ``[lo, hi]`` (``hi`` None: no upper bound), or None when ``optional``."""
     if optional and value is None:
         return
     ok = (

@@ -81,7 +81,7 @@ def _setup(rows: int, seed: int = 0) -> dict:
     from mlflow_metacompress.data.generators import make_splits
     from mlflow_metacompress.distill.arch import ArchSpec
     from mlflow_metacompress.models.tokenizer import train_tokenizer
-    from mlflow_metacompress.pipeline.profiles import get_profile
+    from mlflow_metacompress.profiles import get_profile
 
     quick = get_profile("quick")
     frame = make_splits("vulnerability", rows, seed)["train"]

@@ -1,9 +1,9 @@
 """Budgets of the end-to-end pipeline (``mlflow run .``): how much data, training and
 testing each stage gets.
 
-This module sits below both readers: the pipeline (:mod:`mlflow_metacompress.pipeline`,
-which re-exports it as ``mlflow_metacompress.pipeline.profiles``) and ``metacompress
-distill`` (the quick profile's generated rows); it imports no package of the project.
+This module sits below both readers: the pipeline (:mod:`mlflow_metacompress.pipeline`)
+and ``metacompress distill`` (the quick profile's generated rows); it imports no package
+of the project.
 
 - ``quick`` (default): sized for 2 CPU cores, the whole pipeline in minutes, peak
   memory well under 6 GB. Models are tiny, so they are judged by the ``quick`` gate

@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     from mlflow_metacompress.gates.gate import GATE_PASSED, log_verdict
     from mlflow_metacompress.gates.registry import TAG_VERDICT
     from mlflow_metacompress.pipeline.data import load_task_data
-    from mlflow_metacompress.pipeline.profiles import get_profile, resolve_policy
     from mlflow_metacompress.pipeline.stages import gate_stage
+    from mlflow_metacompress.profiles import get_profile, resolve_policy
 
     profile = get_profile(args.profile, args.task)
     policy = resolve_policy(args.policy, profile)

@@ -18,8 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     devices = trainer(args)
 
     from mlflow_metacompress.pipeline.data import load_task_data
-    from mlflow_metacompress.pipeline.profiles import get_profile
     from mlflow_metacompress.pipeline.stages import teacher_stage
+    from mlflow_metacompress.profiles import get_profile
 
     profile = get_profile(args.profile, args.task)
     data = load_task_data(args.task, args.data_dir or None, profile, args.seed)

@@ -1,7 +1,9 @@
 """The package's architecture rules (issues 11 and 24):
 
 - no import cycles between modules of ``mlflow_metacompress``, counting imports inside
-  functions (``if TYPE_CHECKING:`` blocks aside), checked on an AST import graph;
+  functions and under ``if TYPE_CHECKING:`` (a loop a type checker must untangle is a loop
+  a reader must untangle too; issue 34), checked on an AST import graph;
+- no module only re-exports another (the shims of moved modules are gone; issue 34);
 - no two top-level packages (or top-level modules such as ``cli.py``) import each other:
   every joint between them points one way, on the same graph;
 - a local evaluation never imports a Spark module (the engine is chosen once);
@@ -46,23 +48,11 @@ def module_names() -> dict[str, Path]:
     return out
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement at any depth, except inside ``if TYPE_CHECKING:`` bodies."""
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
+    """Every import statement at any depth: inside functions and ``if TYPE_CHECKING:`` too."""
+    for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend(node.orelse)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
 
 
 def _ancestors(name: str) -> set[str]:
@@ -169,6 +159,8 @@ def test_import_graph_sees_relative_function_level_and_package_edges():
     graph = import_graph()
     # function-level relative import: the attack CLI reads tables lazily
     assert "mlflow_metacompress.data.tables" in graph["mlflow_metacompress.attacks.cli"]
+    # an import under `if TYPE_CHECKING:` is an edge too (the loop imports the config's type there)
+    assert "mlflow_metacompress.evaluation.config_model" in graph["mlflow_metacompress.evaluation.loop"]
     # a package __init__ re-exporting its submodules
     assert "mlflow_metacompress.attacks.results" in graph["mlflow_metacompress.attacks"]
     # importing a name from another package runs its __init__
@@ -179,12 +171,66 @@ def test_import_graph_sees_relative_function_level_and_package_edges():
     assert strongly_connected({"a": {"b": [1]}, "b": {"a": [2]}, "c": {"a": [3]}}) == [["a", "b"], ["c"]]
 
 
+def test_a_type_checking_loop_is_found_and_named(tmp_path, monkeypatch):
+    """Two modules importing each other only under TYPE_CHECKING and inside a function: the
+    cycle test's graph sees the loop and names both files' lines."""
+    pkg = tmp_path / ROOT
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n")
+    (pkg / "b.py").write_text("def f():\n    from . import a\n    return a\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
+    graph = import_graph()
+    cycles = [c for c in strongly_connected(graph) if len(c) > 1]
+    assert cycles == [[f"{ROOT}.a", f"{ROOT}.b"]]
+    text = describe(cycles[0], graph)
+    assert f"{ROOT}.a -> {ROOT}.b (line 3)" in text and f"{ROOT}.b -> {ROOT}.a (line 2)" in text
+
+
 def test_no_import_cycles_between_modules():
     graph = import_graph()
     cycles = [c for c in strongly_connected(graph) if len(c) > 1]
-    assert not cycles, "import cycles (function-level imports included):\n" + "\n".join(
+    assert not cycles, "import cycles (function-level and TYPE_CHECKING imports included):\n" + "\n".join(
         describe(c, graph) for c in cycles
     )
+
+
+# --------------------------------------------------------------------------- re-export shims
+
+
+def only_reexports(source: str) -> bool:
+    """True when a module's code is nothing but imports, ``__all__`` and its docstring: a
+    shim that keeps an old import path working."""
+    body = ast.parse(source).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    imports = [n for n in body if isinstance(n, ast.ImportFrom) and n.module != "__future__"]
+    rest = [
+        n
+        for n in body
+        if not isinstance(n, (ast.Import, ast.ImportFrom))
+        and not (isinstance(n, (ast.Assign, ast.AnnAssign)) and "__all__" in ast.unparse(n).split("=")[0])
+    ]
+    return bool(imports) and not rest
+
+
+def test_the_shim_detector_tells_a_shim_from_a_module():
+    assert only_reexports(
+        '"""Moved."""\nfrom __future__ import annotations\nfrom .x import a, b\n__all__ = ["a", "b"]\n'
+    )
+    assert not only_reexports("from .x import a\n\ndef f():\n    return a\n")
+    assert not only_reexports('"""Empty package."""\n')
+
+
+def test_no_module_only_reexports_another():
+    """Packages' ``__init__`` files gather their public names and are allowed to; any other
+    module that only imports and re-exports is a leftover shim: import from the real home."""
+    shims = [
+        name
+        for name, path in module_names().items()
+        if path.name != "__init__.py" and only_reexports(path.read_text(encoding="utf-8"))
+    ]
+    assert not shims, f"modules that only re-export another (import from the real home instead): {shims}"
 
 
 # --------------------------------------------------------------------------- joints between packages
@@ -243,19 +289,19 @@ def test_package_edges_find_mutual_pairs_and_name_the_lines():
             "mlflow_metacompress.attacks.runner": [5],
         },
         "mlflow_metacompress.attacks.runner": {
-            "mlflow_metacompress.evaluation.predictors": [38],
+            "mlflow_metacompress.evaluation.variants": [38],
             "mlflow_metacompress.evaluation": [38],
         },
         "mlflow_metacompress.evaluation": {},
-        "mlflow_metacompress.evaluation.predictors": {},
+        "mlflow_metacompress.evaluation.variants": {},
     }
     edges = package_edges(graph)
     assert edges[("attacks", "evaluation")] == {
-        ("mlflow_metacompress.attacks.runner", 38): "mlflow_metacompress.evaluation.predictors"
+        ("mlflow_metacompress.attacks.runner", 38): "mlflow_metacompress.evaluation.variants"
     }
     assert ("attacks", "attacks") not in edges  # inside one package is no joint
     assert mutual_pairs(edges) == [("attacks", "cli")]  # the root package's own imports are no joint
-    edges[("evaluation", "attacks")] = {("mlflow_metacompress.evaluation.predictors", 1): "mlflow_metacompress.attacks"}
+    edges[("evaluation", "attacks")] = {("mlflow_metacompress.evaluation.variants", 1): "mlflow_metacompress.attacks"}
     assert mutual_pairs(edges) == [("attacks", "cli"), ("attacks", "evaluation")]
     # the real graph: a known one-way joint is seen (the evaluator's variants run the attacks)
     real = package_edges(import_graph())
@@ -600,3 +646,67 @@ def test_distill_student_leaves_an_empty_cwd_empty(empty_cwd, tiny_classifiers, 
     )
     assert code == 0, capsys.readouterr().err
     assert sorted(os.listdir(work)) == []
+
+
+# --------------------------------------------------------------------------- artifact names
+
+
+def _string_constants(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """Every string constant that is not a docstring, with its line."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node.lineno, node.value
+
+
+def test_artifact_names_are_declared_in_one_module():
+    """The evaluator, the report, the gates and the study read every artifact name from
+    ``artifact_names``: no other module spells one out (help texts and messages aside, which
+    name them in prose)."""
+    from mlflow_metacompress import artifact_names as names
+
+    spelled = {
+        names.SUMMARY,
+        names.PER_SAMPLE,
+        names.WORST_DISCREPANCIES,
+        *names.PLOTS,
+        names.PROVENANCE,
+        names.SUMMARY_PATH,
+        names.PER_SAMPLE_PATH,
+        f"{names.ARTIFACT_DIR}/",
+        f"{names.ATTACK_TABLES}/",
+        names.COMPARISON_CSV,
+        names.COMPARISON_MD,
+    }
+    found = []
+    for name, path in module_names().items():
+        if name == f"{ROOT}.artifact_names":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{name}:{line}: {text!r}" for line, text in _string_constants(tree) if text in spelled]
+    assert not found, "artifact names spelled outside mlflow_metacompress.artifact_names:\n" + "\n".join(found)
+    assert (names.ARTIFACT_DIR, names.SUMMARY_PATH, names.PER_SAMPLE_PATH) == (
+        "metacompress",
+        "metacompress/summary.json",
+        "metacompress/per_sample.parquet",
+    )  # public interface: the names never change
+
+
+def test_every_lazy_package_export_resolves_at_its_home():
+    """Each name a package exports lazily (``_EXPORTS``) imports, from the module that defines
+    it: a moved or renamed module (issue 34: engine → loop) cannot leave a dangling export."""
+    for name, path in module_names().items():
+        if path.name != "__init__.py" or "_EXPORTS" not in path.read_text(encoding="utf-8"):
+            continue
+        package = importlib.import_module(name)
+        for attr, home in package._EXPORTS.items():
+            value = getattr(package, attr)
+            module = importlib.import_module(f".{home}", name)
+            assert getattr(value, "__module__", module.__name__) == module.__name__, (name, attr, home)

@@ -63,8 +63,8 @@ def test_location_precedence_explicit_then_env_then_user_dir(no_cache_env, monke
 
 
 def test_location_is_read_when_used_not_at_import(no_cache_env, monkeypatch):
+    from mlflow_metacompress.adapters.predictors import Predictor
     from mlflow_metacompress.evaluation.config import EvaluatorConfig
-    from mlflow_metacompress.evaluation.predictors import Predictor
 
     tmp = no_cache_env
     predictor = Predictor("m", Counting(), identity="model-a", progress=False)  # default location, not yet resolved
@@ -166,7 +166,7 @@ def test_log_probability_entries_check_that_exp_rows_sum_to_one(tmp_path):
 
 # --------------------------------------------------------------------- predictor
 def test_predictor_recomputes_a_tampered_entry(tmp_path, caplog):
-    from mlflow_metacompress.evaluation.predictors import Predictor
+    from mlflow_metacompress.adapters.predictors import Predictor
 
     df = pd.DataFrame({"func": CODES})
     teacher_fn, student_fn = Counting(lambda d: softmax_rows(len(d), 2, 7)), Counting()

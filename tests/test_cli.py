@@ -334,7 +334,7 @@ def test_quick_is_a_policy_in_every_cli(store, capsys):
     """``quick`` (the pipeline's default policy) works in ``policies``, ``gate --policy``
     and the pipeline/MLproject resolution, like the presets."""
     from mlflow_metacompress.gates.policy import load_policy
-    from mlflow_metacompress.pipeline.profiles import get_profile, resolve_policy
+    from mlflow_metacompress.profiles import get_profile, resolve_policy
 
     uri, client, eval_run = store
     assert main(["policies", "quick"]) == 0

@@ -129,7 +129,7 @@ def test_a_missing_alias_names_the_model_and_its_aliases(models, capsys):
 def test_the_evaluator_names_the_teacher_alias_problem_too(models):
     """Through ``mlflow.models.evaluate`` (no CLI pre-check): the evaluator's own resolution
     of the teacher names the model behind a missing alias."""
-    from mlflow_metacompress.evaluation.validation import MetaCompressInputError
+    from mlflow_metacompress.adapters.checks import MetaCompressInputError
 
     uri, _, student, _, _ = models
     with (

@@ -5,9 +5,9 @@ cache uses the same identity (:func:`mlflow_metacompress.cache.model_identity`).
 import mlflow
 import pandas as pd
 
+from mlflow_metacompress.adapters.predictors import resolve_model
 from mlflow_metacompress.cache import model_identity
 from mlflow_metacompress.distill.soft_labels import cache_key
-from mlflow_metacompress.evaluation.predictors import resolve_model
 
 
 class Const(mlflow.pyfunc.PythonModel):

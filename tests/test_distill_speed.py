@@ -182,10 +182,10 @@ def test_evaluator_measures_student_speedup_and_a_policy_gates_on_it(tracking, m
 
 
 def test_measure_speed_is_refused_in_static_mode_and_skipped_for_callables(tracking, caplog):
+    from mlflow_metacompress.adapters.checks import MetaCompressInputError
+    from mlflow_metacompress.adapters.predictors import resolve_model
     from mlflow_metacompress.evaluation.config import parse_config
-    from mlflow_metacompress.evaluation.predictors import resolve_model
     from mlflow_metacompress.evaluation.speed import speed_metrics
-    from mlflow_metacompress.evaluation.validation import MetaCompressInputError
 
     df = pd.DataFrame({"func": TOY_CODE, "t0": 0.5, "t1": 0.5, "s0": 0.5, "s1": 0.5})
     with pytest.raises(MetaCompressInputError, match="measure_speed"):

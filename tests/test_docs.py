@@ -39,11 +39,11 @@ def test_keys_table_lists_every_evaluator_config_key_with_its_default():
 
 def test_keys_table_warns_on_an_undescribed_key(tmp_path, caplog):
     hook = load_hook()
-    source = (REPO / "mlflow_metacompress" / "evaluation" / "config.py").read_text()
+    source = (REPO / "mlflow_metacompress" / "evaluation" / "config_model.py").read_text()
     extra = source.replace('    engine: str = "local"', '    brand_new_key: int = 3\n    engine: str = "local"', 1)
     assert extra != source
-    (tmp_path / "config.py").write_text(extra)
-    hook.SOURCE = tmp_path / "config.py"
+    (tmp_path / "config_model.py").write_text(extra)
+    hook.SOURCE = tmp_path / "config_model.py"
     with caplog.at_level("WARNING", logger="mkdocs.hooks.evaluator_config"):
         hook.keys_table()
     assert "'brand_new_key' has no description" in caplog.text

@@ -14,10 +14,11 @@ import pytest
 from PIL import Image
 from sklearn.metrics import confusion_matrix
 
+from mlflow_metacompress.adapters.predictors import Predictor
 from mlflow_metacompress.data.generators import generate_vulnerability
 from mlflow_metacompress.evaluation.artifacts import write_artifacts
 from mlflow_metacompress.evaluation.config import parse_config
-from mlflow_metacompress.evaluation.engine import run_evaluation
+from mlflow_metacompress.evaluation.loop import run_evaluation
 from mlflow_metacompress.evaluation.plots import (
     confusion_counts,
     confusion_figure,
@@ -25,7 +26,6 @@ from mlflow_metacompress.evaluation.plots import (
     variant_group,
     write_plots,
 )
-from mlflow_metacompress.evaluation.predictors import Predictor
 from mlflow_metacompress.relations import evaluate_relations
 from tests.conftest import random_probs
 

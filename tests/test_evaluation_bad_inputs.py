@@ -56,8 +56,8 @@ def test_bad_code_cells_name_the_row_before_any_model_runs(tracking, value, matc
 def test_lone_surrogates_in_code_are_named():
     """Through mlflow.models.evaluate, MLflow's own dataset digest already refuses such text
     before any plugin runs; the plugin's own check names the row for every other caller."""
+    from mlflow_metacompress.adapters.checks import MetaCompressInputError
     from mlflow_metacompress.evaluation.config import parse_config
-    from mlflow_metacompress.evaluation.validation import MetaCompressInputError
 
     df = toy_frame(8).astype({"func": object})
     df.loc[3, "func"] = "int f(){}\udc80"

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlflow_metacompress.adapters.checks import MetaCompressInputError
 from mlflow_metacompress.evaluation.config import EvaluatorConfig, config_keys, parse_config
-from mlflow_metacompress.evaluation.validation import MetaCompressInputError
 from tests.conftest import toy_frame
 
 PYTHON_CODE = [

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlflow_metacompress.adapters.predictors import Predictor
 from mlflow_metacompress.evaluation.artifacts import write_artifacts
 from mlflow_metacompress.evaluation.config import parse_config
-from mlflow_metacompress.evaluation.engine import Outcome, run_evaluation
-from mlflow_metacompress.evaluation.predictors import Predictor
+from mlflow_metacompress.evaluation.loop import Outcome, run_evaluation
 from mlflow_metacompress.relations import RelationConfig, evaluate_relations
 from mlflow_metacompress.transforms import TransformStatus, transform
 from tests.conftest import random_probs, toy_frame

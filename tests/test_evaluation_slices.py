@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 from mlflow.utils.validation import _validate_metric_name
 
+from mlflow_metacompress.adapters.checks import MetaCompressInputError
+from mlflow_metacompress.adapters.predictors import Predictor
 from mlflow_metacompress.data.generators import generate_vulnerability
 from mlflow_metacompress.evaluation.config import parse_config
-from mlflow_metacompress.evaluation.engine import run_evaluation
-from mlflow_metacompress.evaluation.predictors import Predictor
+from mlflow_metacompress.evaluation.loop import run_evaluation
 from mlflow_metacompress.evaluation.slices import SLICE_METRICS, metric_tokens
-from mlflow_metacompress.evaluation.validation import MetaCompressInputError
 from mlflow_metacompress.metrics import greater_is_better
 from mlflow_metacompress.relations import RelationConfig, evaluate_relations
 from tests.conftest import random_probs

@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlflow_metacompress.adapters.checks import MetaCompressInputError
+from mlflow_metacompress.adapters.predictors import Predictor
 from mlflow_metacompress.evaluation.config import parse_config
-from mlflow_metacompress.evaluation.pair import ModelPair, PairPredictions
-from mlflow_metacompress.evaluation.predictors import Predictor
-from mlflow_metacompress.evaluation.validation import MetaCompressInputError
+from mlflow_metacompress.evaluation.pair import ModelPair
+from mlflow_metacompress.evaluation.predictions import PairPredictions
 from mlflow_metacompress.evaluation.variants import (
     SOURCES,
     SourceInputs,

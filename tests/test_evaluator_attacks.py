@@ -98,10 +98,9 @@ class _LengthTeacher(mlflow.pyfunc.PythonModel):
 def test_a_logged_teacher_is_attacked_once_per_process_for_several_students(tracking, monkeypatch):
     """Two students judged against one logged teacher on the same rows: the teacher's
     attack runs once, and the second evaluation logs the same teacher metrics."""
-    from mlflow_metacompress.attacks import runner
-    from mlflow_metacompress.evaluation import variants
+    from mlflow_metacompress.attacks import memo, runner
 
-    monkeypatch.setattr(variants, "_TEACHER_ATTACKS", {})
+    monkeypatch.setattr(memo, "_TEACHER_REPORTS", {})
     calls = []
     real = runner.run_attack
 

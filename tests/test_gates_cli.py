@@ -146,7 +146,7 @@ def test_policies_lists_quick_and_rejects_bad_files(tmp_path, capsys):
 
 def test_quick_preset_matches_the_pipeline_profile():
     from mlflow_metacompress.gates.policy import load_policy
-    from mlflow_metacompress.pipeline.profiles import QUICK_POLICY
+    from mlflow_metacompress.profiles import QUICK_POLICY
 
     assert load_policy("quick") == load_policy(QUICK_POLICY)
     assert load_policy("quick").description == QUICK_POLICY["description"]

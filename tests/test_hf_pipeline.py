@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_metacompress.evaluation.predictors import to_probabilities
-from mlflow_metacompress.evaluation.validation import MetaCompressInputError
+from mlflow_metacompress.adapters.checks import MetaCompressInputError
+from mlflow_metacompress.adapters.predictors import to_probabilities
 from tests.conftest import TOY_CODE, toy_frame
 
 LABELS = ["SAFE", "VULN"]
@@ -191,7 +191,7 @@ def test_pyfunc_outputs_of_logged_pipelines(tracking, hf):
 def test_pipeline_is_loaded_with_mlflow_transformers_when_pyfunc_gives_no_pipeline(tracking, hf):
     from mlflow.models import Model
 
-    from mlflow_metacompress.evaluation.hf_pipeline import is_text_classification, load_scorer
+    from mlflow_metacompress.adapters.hf_pipeline import is_text_classification, load_scorer
 
     tok, teacher, _ = hf
     uri = log_pipeline(tok, teacher, "t", "plain").model_uri
@@ -284,7 +284,7 @@ def test_unreadable_outputs_name_what_came_back(tracking, bad, match):
 def test_a_transformers_pipeline_of_another_task_is_named():
     from types import SimpleNamespace
 
-    from mlflow_metacompress.evaluation.predictors import resolve_model
+    from mlflow_metacompress.adapters.predictors import resolve_model
 
     fill_mask = SimpleNamespace(predict=None, metadata=SimpleNamespace(flavors={"transformers": {"task": "fill-mask"}}))
     with pytest.raises(

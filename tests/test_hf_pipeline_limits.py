@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlflow_metacompress.adapters.checks import MetaCompressInputError
 from mlflow_metacompress.cli import main
-from mlflow_metacompress.evaluation.validation import MetaCompressInputError
 from tests.conftest import TOY_CODE
 from tests.test_hf_pipeline import LABELS, REQS, assert_same_metrics, evaluate
 
@@ -127,7 +127,7 @@ def test_long_code_is_cut_to_the_position_embeddings_and_the_limit_is_recorded(t
 def test_a_set_model_max_length_is_used_and_capped_to_the_positions(bare):
     from transformers import pipeline
 
-    from mlflow_metacompress.evaluation.hf_pipeline import PipelineScorer
+    from mlflow_metacompress.adapters.hf_pipeline import PipelineScorer
 
     tok, model, _ = bare
     df = long_frame(4)[["func"]]
@@ -218,7 +218,7 @@ def test_cli_evaluates_long_code_with_exit_0(tracking, bare, tmp_path, capsys):
 def test_input_limit_reads_the_sentinel_as_unset_and_bert_positions_have_no_offset():
     from types import SimpleNamespace as NS
 
-    from mlflow_metacompress.evaluation.hf_pipeline import input_limit
+    from mlflow_metacompress.adapters.hf_pipeline import input_limit
 
     bert = NS(config=NS(max_position_embeddings=512), base_model=NS(embeddings=NS(position_embeddings=object())))
     assert input_limit(NS(tokenizer=NS(model_max_length=int(1e30)), model=bert)).as_dict() == {

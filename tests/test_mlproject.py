@@ -123,7 +123,7 @@ def test_run_registers_teacher_and_students_with_tags_and_champion_only_if_passe
 
 def test_stages_are_child_runs_and_the_table_matches_the_evaluation(client, project_run):
     from mlflow_metacompress.gates.policy import load_policy
-    from mlflow_metacompress.pipeline.profiles import QUICK_POLICY
+    from mlflow_metacompress.profiles import QUICK_POLICY
 
     main, exp = _main_run(client)
     children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{main.info.run_id}'")

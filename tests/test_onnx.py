@@ -103,8 +103,8 @@ def test_export_refuses_a_torch_quantized_copy(tiny_classifiers, tmp_path):
     ],
 )
 def test_inference_key_is_validated(config, match):
+    from mlflow_metacompress.adapters.checks import MetaCompressInputError
     from mlflow_metacompress.evaluation.config import check_config
-    from mlflow_metacompress.evaluation.validation import MetaCompressInputError
 
     with pytest.raises(MetaCompressInputError, match=match):
         check_config(config)
@@ -181,7 +181,7 @@ def test_mlflow_onnx_int8_student_is_judged_against_a_torch_teacher(tracking, ti
 def test_mlflow_onnx_model_without_metadata_is_refused_by_name(tracking, tiny_classifiers, tmp_path):
     import onnx
 
-    from mlflow_metacompress.evaluation.validation import MetaCompressInputError
+    from mlflow_metacompress.adapters.checks import MetaCompressInputError
     from mlflow_metacompress.models.onnx_export import export
     from mlflow_metacompress.models.pyfunc import log_code_classifier
 

@@ -16,7 +16,6 @@ from mlflow_metacompress.gates.policy import load_policy
 from mlflow_metacompress.metrics import greater_is_better
 from mlflow_metacompress.pipeline import default_tracking_uri, is_file_store, setup_tracking
 from mlflow_metacompress.pipeline.data import load_task_data, normalise_task
-from mlflow_metacompress.pipeline.profiles import PROFILES, QUICK_POLICY, get_profile, resolve_policy
 from mlflow_metacompress.pipeline.report import comparison_table, to_markdown
 from mlflow_metacompress.pipeline.stages import (
     GateOutcome,
@@ -24,6 +23,7 @@ from mlflow_metacompress.pipeline.stages import (
     parse_methods,
     resolve_methods,
 )
+from mlflow_metacompress.profiles import PROFILES, QUICK_POLICY, get_profile, resolve_policy
 from tests.test_distill_registry import add_method_module
 
 

@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 
 from mlflow_metacompress.pipeline.budget import SEARCH, pipeline_work, training_variants, trains
-from mlflow_metacompress.pipeline.profiles import get_profile
 from mlflow_metacompress.pipeline.progress import StageClock
+from mlflow_metacompress.profiles import get_profile
 
 SIZES = {"train": 9600, "valid": 120, "test": 100}  # the quick profile's split sizes
 METHODS = ["compressor", "avatar", "morph", "fidelity", "quantize"]

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from mlflow_metacompress.evaluation.config import parse_config
-from mlflow_metacompress.evaluation.engine import run_evaluation
+from mlflow_metacompress.evaluation.loop import run_evaluation
 from mlflow_metacompress.report import fmt
 from mlflow_metacompress.report.compare import check_comparable
 from mlflow_metacompress.report.data import ReportData, from_outcome

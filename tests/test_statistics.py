@@ -14,7 +14,7 @@ import pytest
 from scipy import stats as sps
 
 from mlflow_metacompress import statistics as st
-from mlflow_metacompress.evaluation.validation import MetaCompressInputError
+from mlflow_metacompress.adapters.checks import MetaCompressInputError
 from mlflow_metacompress.relations import RelationConfig, evaluate_relations
 from tests.conftest import random_probs
 

@@ -322,8 +322,8 @@ def test_student_speedup_is_timed_on_the_evaluation_threads_and_tagged(
 
 @pytest.mark.parametrize("bad", ["many", -1, 1.5, True])
 def test_evaluator_refuses_bad_threads_by_key(bad):
+    from mlflow_metacompress.adapters.checks import MetaCompressInputError
     from mlflow_metacompress.evaluation.config import parse_config
-    from mlflow_metacompress.evaluation.validation import MetaCompressInputError
 
     with pytest.raises(MetaCompressInputError, match=r"evaluator_config\['threads'\] must be a positive integer"):
         parse_config({"teacher": "x", "threads": bad, "transforms": []}, toy_frame(4), model_given=True)

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_metacompress.evaluation.predictors import to_probabilities
-from mlflow_metacompress.evaluation.validation import MetaCompressInputError, check_probabilities
+from mlflow_metacompress.adapters.checks import MetaCompressInputError, check_probabilities
+from mlflow_metacompress.adapters.predictors import to_probabilities
 from tests.conftest import toy_frame
 
 CALLS = {"n": 0}

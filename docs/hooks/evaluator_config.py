@@ -2,7 +2,7 @@
 
 ``docs/hooks/generated.py`` writes it into a page between ``<!-- generated:
 evaluator-config-keys -->`` and ``<!-- end generated -->``: a table of every field of
-:class:`mlflow_metacompress.evaluation.config.EvaluatorConfig` (the keys
+:class:`mlflow_metacompress.evaluation.config_model.EvaluatorConfig` (the keys
 ``evaluator_config`` accepts): its name, type and default read from the dataclass's source
 with :mod:`ast` (so the build never imports the package, and documents the checkout it
 runs in), and its description from :data:`DESCRIPTIONS`. A key without a description, or a
@@ -19,7 +19,7 @@ from pathlib import Path
 
 log = logging.getLogger("mkdocs.hooks.evaluator_config")
 
-SOURCE = Path(__file__).resolve().parents[2] / "mlflow_metacompress" / "evaluation" / "config.py"
+SOURCE = Path(__file__).resolve().parents[2] / "mlflow_metacompress" / "evaluation" / "config_model.py"
 
 DESCRIPTIONS: dict[str, str] = {
     "teacher": (

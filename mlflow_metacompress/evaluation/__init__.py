@@ -1,11 +1,11 @@
 """The ``metacompress`` MLflow evaluator plugin, one arrow per module:
 
 config (``evaluator_config`` resolved once, language detection included → frozen
-:class:`~.config.EvaluatorConfig`) → validation → model adapters (models → N×K
-probabilities, :mod:`mlflow_metacompress.adapters`) → pair (teacher and student side by side) → variants (original,
-transformed and adversarial inputs, one interface) → engine (one loop: predict, judge,
-collect per variant; computes, never logs) → artifacts → evaluator (logs metrics and
-artifacts in one go).
+:class:`~.config_model.EvaluatorConfig`) → validation → loop, in three steps: variants
+(original, transformed and adversarial inputs, one interface) → predict (both models
+through :mod:`mlflow_metacompress.adapters`, side by side in :mod:`.pair`, into the
+:class:`~.predictions.PredictionTable`) → judge (every relation and metric from the table;
+computes, never logs) → artifacts → evaluator (logs metrics and artifacts in one go).
 
 Importing this package is light; the plugin class is loaded on first use.
 """
@@ -16,10 +16,11 @@ from .._lazy import lazy_getattr
 
 _EXPORTS = {
     "MetaCompressEvaluator": "evaluator",
-    "MetaCompressInputError": "validation",
-    "EvaluatorConfig": "config",
+    "MetaCompressInputError": ".adapters.checks",  # the package above: mlflow_metacompress.adapters.checks
+    "EvaluatorConfig": "config_model",
+    "PredictionTable": "predictions",
     "parse_config": "config",
-    "run_evaluation": "engine",
+    "run_evaluation": "loop",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,4 +1,5 @@
-"""Artifacts of one evaluation, written under ``metacompress/`` in the run:
+"""Artifacts of one evaluation, written under ``metacompress/`` in the run (every name in
+:mod:`mlflow_metacompress.artifact_names`):
 
 - ``summary.json``: every metric, the config as the user set it (``config``), how each key
   was set (``config_sources``: given, default, inferred or detected) and the values that
@@ -27,12 +28,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import artifact_names as names
 from ..report.data import worst_discrepancies
 from .plots import confusion_counts, write_plots
 
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
-    from .engine import Outcome
+    from .config_model import EvaluatorConfig
+    from .loop import Outcome
 
 __all__ = ["worst_discrepancies", "write_artifacts"]
 
@@ -55,13 +57,13 @@ def write_artifacts(outcome: Outcome, cfg: EvaluatorConfig, out: Path) -> list[s
         "columns": "student prediction",
         "counts": counts.tolist(),
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
-    outcome.per_sample.to_parquet(out / "per_sample.parquet", index=False)
-    worst_discrepancies(outcome.per_sample, cfg.max_examples).to_csv(out / "worst_discrepancies.csv", index=False)
-    written = ["summary.json", "per_sample.parquet", "worst_discrepancies.csv"]
+    (out / names.SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, default=str))
+    outcome.per_sample.to_parquet(out / names.PER_SAMPLE, index=False)
+    worst_discrepancies(outcome.per_sample, cfg.max_examples).to_csv(out / names.WORST_DISCREPANCIES, index=False)
+    written = [names.SUMMARY, names.PER_SAMPLE, names.WORST_DISCREPANCIES]
     written += write_plots(outcome.per_sample, outcome.classes, cfg.calibration_bins, cfg.kl_threshold, out)
     for name, table in outcome.extra_tables.items():
-        path = out / (f"{name}.parquet" if name.startswith("attacks/") else f"{name}.csv")
+        path = out / (f"{name}.parquet" if names.is_attack_table(name) else f"{name}.csv")
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix == ".parquet":
             table.to_parquet(path, index=False)

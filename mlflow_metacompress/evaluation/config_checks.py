@@ -10,21 +10,18 @@ import math
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
-from .validation import MetaCompressInputError
+from ..adapters.checks import MetaCompressInputError
+from .value_checks import bad_value as _bad
+from .value_checks import check_int as _int
+from .value_checks import check_names as _names
 
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
+    from .config_model import EvaluatorConfig
 
 MAX_CALIBRATION_BINS = 1000
 MAX_BOOTSTRAP_SAMPLES = 100_000  # 0 turns intervals off
 MAX_SEED = 2**63 - 1
 COLUMN_KEYS = ("code_columns", "teacher_prob_columns", "student_prob_columns", "transform_columns")
-
-
-def _bad(key: str, value: Any, expected: str) -> MetaCompressInputError:
-    return MetaCompressInputError(
-        f"evaluator_config[{key!r}] must be {expected}; got {value!r} ({type(value).__name__})"
-    )
 
 
 def _real(key: str, value: Any, lo: float, hi: float = math.inf, lo_open: bool = False) -> None:
@@ -39,20 +36,6 @@ def _real(key: str, value: Any, lo: float, hi: float = math.inf, lo_open: bool =
         raise _bad(key, value, f"a number {bounds}")
 
 
-def _int(key: str, value: Any, lo: int, hi: int | None = None, optional: bool = False) -> None:
-    if optional and value is None:
-        return
-    ok = (
-        isinstance(value, Integral)
-        and not isinstance(value, bool)
-        and int(value) >= lo
-        and (hi is None or int(value) <= hi)
-    )
-    if not ok:
-        rng = f"an integer ≥ {lo}" + (f" and ≤ {hi}" if hi is not None else "")
-        raise _bad(key, value, rng + (" or unset" if optional else ""))
-
-
 def _flag(key: str, value: Any) -> None:
     if not isinstance(value, bool):
         raise _bad(key, value, "true or false")
@@ -61,23 +44,6 @@ def _flag(key: str, value: Any) -> None:
 def _text(key: str, value: Any, optional: bool = False) -> None:
     if not (isinstance(value, str) or (optional and value is None)):
         raise _bad(key, value, "a string" + (" or unset" if optional else ""))
-
-
-def _names(key: str, values: Any) -> None:
-    """A tuple of distinct, non-empty strings (or unset); lists arrive as tuples, and one
-    name as a one-element tuple (:func:`~.config.parse_config`)."""
-    if values is None:
-        return
-    if not isinstance(values, (tuple, list)):
-        raise _bad(key, values, "a list of names (or one name)")
-    for v in values:
-        if not isinstance(v, str) or not v:
-            raise _bad(key, v, "a list of non-empty column/attack names (an entry)")
-    seen: set[str] = set()
-    for v in values:
-        if v in seen:
-            raise MetaCompressInputError(f"evaluator_config[{key!r}] names {v!r} twice: {list(values)}")
-        seen.add(v)
 
 
 def _threads(value: Any) -> None:

@@ -4,7 +4,7 @@
 ``spark`` (transformations and inference on a SparkSession,
 :class:`mlflow_metacompress.evaluation.spark_engine.SparkEngine`). :func:`get_engine`
 imports the chosen engine's module only, so a local evaluation never imports a Spark
-module; the evaluation loop (:func:`~.engine.run_evaluation`) then asks the engine for
+module; the evaluation loop (:func:`~.loop.run_evaluation`) then asks the engine for
 its session and its variant producers and judges whatever they produce, with no
 per-engine branches. Static mode (precomputed probabilities) runs no model, so it always
 runs locally.
@@ -17,7 +17,10 @@ An engine implements three steps:
 - :meth:`Engine.session`: the context the whole evaluation runs in (a SparkSession);
 - :meth:`Engine.sources`: the variant producers (:data:`~.variants.SOURCES` for the
   local engine), possibly computed ahead (the Spark engine transforms on executors and
-  runs both models over every variant in one ``spark_udf`` pass per model).
+  runs both models over every variant in one ``spark_udf`` pass per model);
+- :meth:`Engine.predicted`: the :class:`~.predictions.PredictionTable` of what it
+  predicted ahead (None for the local engine), which the loop's predict step reads
+  instead of running the models again.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..adapters.predictors import Predictor
-    from .config import EvaluatorConfig
+    from .config_model import EvaluatorConfig
+    from .predictions import PredictionTable
     from .variants import VariantSource
 
 # name → "module:class"; imported when chosen, never before
@@ -62,6 +66,11 @@ class Engine(Protocol):
         """The variant producers the loop runs after the original, in order."""
         ...
 
+    def predicted(self) -> PredictionTable | None:
+        """The predictions the engine made while producing :meth:`sources` (the Spark
+        engine's ``spark_udf`` pass), by variant name; None when it made none."""
+        ...
+
 
 class LocalEngine:
     """Everything in this process: the producers of :mod:`.variants` as they are."""
@@ -81,6 +90,10 @@ class LocalEngine:
 
         return SOURCES
 
+    def predicted(self) -> PredictionTable | None:
+        """None: the loop predicts every variant here (:mod:`.predict`)."""
+        return None
+
 
 def engine_names() -> list[str]:
     """The engines ``evaluator_config["engine"]`` may name."""
@@ -92,7 +105,7 @@ def get_engine(cfg: EvaluatorConfig) -> Engine:
     module is imported."""
     name = "local" if cfg.static else cfg.engine
     if name not in ENGINES:
-        from .validation import MetaCompressInputError
+        from ..adapters.checks import MetaCompressInputError
 
         raise MetaCompressInputError(
             f"evaluator_config['engine'] must be {' or '.join(map(repr, ENGINES))}; got {name!r}"

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from mlflow.models.evaluation.base import EvaluationArtifact, EvaluationResult, ModelEvaluator
 
+from ..artifact_names import ARTIFACT_DIR
+
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
-    from .engine import Outcome
+    from .config_model import EvaluatorConfig
+    from .loop import Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +60,6 @@ def warn_if_unwritable(folder: Path) -> bool:
     return True
 
 
-ARTIFACT_DIR = "metacompress"
-
-
 class MetaCompressEvaluator(ModelEvaluator):
     """Compare a student (``model``) with ``evaluator_config["teacher"]``."""
 
@@ -85,11 +84,12 @@ class MetaCompressEvaluator(ModelEvaluator):
         predictions: Any = None,
         **kwargs: Any,
     ) -> EvaluationResult:
+        from ..adapters.checks import encode_labels
         from ..adapters.predictors import resolve_model
         from .config import parse_config
-        from .engine import run_evaluation
         from .engines import get_engine
-        from .validation import check_nonempty, encode_labels
+        from .loop import run_evaluation
+        from .validation import check_nonempty
 
         df = dataset.features_data
         y = dataset.labels_data

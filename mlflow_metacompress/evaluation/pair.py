@@ -1,5 +1,6 @@
 """The teacher and the student side by side: one prediction call returns both models'
-probabilities on the same rows, the student's columns in the teacher's class order.
+probabilities on the same rows, the student's columns in the teacher's class order
+(:mod:`.predict` puts them into the :class:`~.predictions.PredictionTable`).
 
 The teacher is the oracle (MetaCompress, arXiv 2511.05476), so its class order is the
 order of every probability table the evaluator writes.
@@ -14,31 +15,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .validation import align_classes, check_probabilities
+from ..adapters.checks import align_classes
+from .predictions import PairPredictions
 
 if TYPE_CHECKING:
     from ..adapters.predictors import Predictor
-    from .config import EvaluatorConfig
-
-
-@dataclass(frozen=True, eq=False)
-class PairPredictions:
-    """Teacher and student probabilities (N×K each, same rows, same class order)."""
-
-    teacher: np.ndarray
-    student: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.teacher)
-
-    def take(self, positions: np.ndarray) -> PairPredictions:
-        """The rows at ``positions``."""
-        return PairPredictions(self.teacher[positions], self.student[positions])
-
-    @staticmethod
-    def concat(parts: list[PairPredictions]) -> PairPredictions:
-        """Row-wise concatenation, in order."""
-        return PairPredictions(np.concatenate([p.teacher for p in parts]), np.concatenate([p.student for p in parts]))
 
 
 @dataclass(frozen=True)
@@ -56,15 +37,6 @@ class ModelPair:
         p_s, c_s = self.student.predict(frame, cols)
         p_s, classes = align_classes(p_t, c_t, p_s, c_s)
         return PairPredictions(p_t, p_s), classes
-
-
-def static_predictions(df: pd.DataFrame, cfg: EvaluatorConfig) -> PairPredictions:
-    """Static mode: probabilities read from columns already in the data; the i-th column of
-    each list is class i (labels are class indices)."""
-    t_cols, s_cols = list(cfg.teacher_prob_columns or ()), list(cfg.student_prob_columns or ())
-    p_t = check_probabilities(df[t_cols].to_numpy(dtype=np.float64, na_value=np.nan), "teacher (static columns)")
-    p_s = check_probabilities(df[s_cols].to_numpy(dtype=np.float64, na_value=np.nan), "student (static columns)")
-    return PairPredictions(p_t, p_s)
 
 
 def attack_victim(

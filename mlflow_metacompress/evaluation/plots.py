@@ -199,7 +199,9 @@ def _save(fig: Any, path: Path) -> None:
 
 def write_plots(per: pd.DataFrame, classes: list[str], bins: int, kl_threshold: float, out: Path) -> list[str]:
     """Every plot into ``out``; returns their file names."""
-    _save(reliability_figure(per, classes, bins), out / "reliability.png")
-    _save(kl_figure(per, kl_threshold), out / "kl_histogram.png")
-    _save(confusion_figure(confusion_counts(per, classes), classes), out / "confusion_teacher_vs_student.png")
-    return ["reliability.png", "kl_histogram.png", "confusion_teacher_vs_student.png"]
+    from ..artifact_names import CONFUSION_PLOT, KL_PLOT, PLOTS, RELIABILITY_PLOT
+
+    _save(reliability_figure(per, classes, bins), out / RELIABILITY_PLOT)
+    _save(kl_figure(per, kl_threshold), out / KL_PLOT)
+    _save(confusion_figure(confusion_counts(per, classes), classes), out / CONFUSION_PLOT)
+    return list(PLOTS)

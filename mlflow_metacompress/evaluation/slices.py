@@ -50,11 +50,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .config_checks import _int, _names
-from .validation import MetaCompressInputError
+from ..adapters.checks import MetaCompressInputError
+from .value_checks import check_int, check_names
 
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
+    from .config_model import EvaluatorConfig
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +106,8 @@ def value_text(value: Any) -> str:
 
 def check_slice_keys(cfg: EvaluatorConfig) -> None:
     """The types of ``slice_columns`` and ``max_slice_values``, without the data."""
-    _int("max_slice_values", cfg.max_slice_values, 1)
-    _names("slice_columns", cfg.slice_columns)
+    check_int("max_slice_values", cfg.max_slice_values, 1)
+    check_names("slice_columns", cfg.slice_columns)
 
 
 def check_slice_config(cfg: EvaluatorConfig, data: pd.DataFrame) -> None:

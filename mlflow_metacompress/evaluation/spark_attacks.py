@@ -34,7 +34,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from ..attacks.results import AttackReport
-    from .config import EvaluatorConfig
+    from .config_model import EvaluatorConfig
 
 logger = logging.getLogger(__name__)
 

@@ -27,8 +27,10 @@ with all ten transformations; raise it with the driver's memory, or evaluate in 
 
 Predictions pass through the same cache as the local engine (:mod:`mlflow_metacompress.adapters.predictors`), keyed
 by model identity and a digest of the rows, so a second student against the same teacher
-reads the teacher's predictions instead of running it again; the engine's loop then finds
-every prediction in memory and judges exactly as the local engine does.
+reads the teacher's predictions instead of running it again. The engine hands the loop a
+:class:`~.predictions.PredictionTable` of the original and every transformed variant
+(:meth:`SparkEngine.predicted`), which the loop's predict step reads instead of running
+the models, and judges exactly as the local engine does.
 """
 
 from __future__ import annotations
@@ -43,14 +45,15 @@ import numpy as np
 import pandas as pd
 
 from .. import cache
+from ..adapters.checks import MetaCompressInputError, check_probabilities
 from ..adapters.predictors import KIND
 from ..cache import rows_digest
-from .validation import MetaCompressInputError, check_probabilities
 
 if TYPE_CHECKING:
     from ..adapters.predictors import Predictor
     from ..attacks.results import AttackReport
-    from .config import EvaluatorConfig
+    from .config_model import EvaluatorConfig
+    from .predictions import PredictionTable
     from .variants import VariantSet, VariantSource
 
 logger = logging.getLogger(__name__)
@@ -148,19 +151,31 @@ def prepare(
     student: Predictor,
     uris: tuple[str, str],
     make_transformed: Callable[[], VariantSet],
-) -> VariantSet:
+) -> tuple[VariantSet, PredictionTable]:
     """The transformed variants (on the executors), then both models on the originals and
-    every variant, one ``spark_udf`` pass per model; returns the transformed set."""
+    every variant, one ``spark_udf`` pass per model; returns the transformed set and the
+    table of both models' probabilities on the original and each transformed variant (the
+    student's columns in the teacher's class order, as the local engine orders them)."""
+    from .pair import ModelPair
+    from .predictions import ORIGINAL, PredictionTable
     from .spark_session import active_session
     from .variants import original_variant
 
     spark = active_session()
     columns = list(cfg.code_columns or ())
     produced = make_transformed()
-    frames = [original_variant(df, cfg.code_columns).frame] + [v.frame for v in produced.variants]
+    original = original_variant(df, cfg.code_columns)
+    variants = (original, *produced.variants)
     for predictor, uri in ((teacher, uris[0]), (student, uris[1])):
-        predict_frames(spark, predictor, uri, frames, columns)
-    return produced
+        predict_frames(spark, predictor, uri, [v.frame for v in variants], columns)
+    pair = ModelPair(teacher, student, tuple(columns))  # every frame is in the predictors' memory now
+    base, named = pair.predict(original.frame)
+    k = base.teacher.shape[1]
+    table = PredictionTable(len(df), named or [str(j) for j in range(k)], named=named is not None)
+    table.add(ORIGINAL, original.positions, base)
+    for variant in produced.variants:
+        table.add(variant.name, variant.positions, pair.predict(variant.frame)[0])
+    return produced, table
 
 
 def _attacks_on_executors(
@@ -175,13 +190,14 @@ def _attacks_on_executors(
 class SparkEngine:
     """Transformations on the executors (``mapInPandas``), both models' inference through
     ``spark_udf`` over the originals and every variant at once, and with
-    ``attack_engine="spark"`` the attacks on the executors too; the loop then finds every
-    prediction in the cache and judges as the local engine does."""
+    ``attack_engine="spark"`` the attacks on the executors too; the loop then reads those
+    predictions from the engine's table and judges as the local engine does."""
 
     name = "spark"
 
     def __init__(self) -> None:
         self.uris: dict[str, str] | None = None  # role -> model URI, set by bind
+        self.table: PredictionTable | None = None  # what sources() predicted, by variant name
 
     def bind(self, cfg: EvaluatorConfig, student: Any, model_id: str | None = None) -> None:
         """``spark_udf`` ships models by URI: both models must have one (a callable or a
@@ -207,7 +223,7 @@ class SparkEngine:
         from .spark_transforms import spark_column_transforms
         from .variants import SourceInputs, adversarial, transformed
 
-        produced = prepare(
+        produced, self.table = prepare(
             df,
             cfg,
             teacher,
@@ -217,3 +233,8 @@ class SparkEngine:
         )
         reports = functools.partial(_attacks_on_executors, uris=self.uris) if cfg.attack_engine == "spark" else None
         return (lambda inputs, models: produced, functools.partial(adversarial, attack_reports=reports))
+
+    def predicted(self) -> PredictionTable | None:
+        """Both models on the original and every transformed variant (set by :meth:`sources`);
+        the attacks' variants, produced later, are predicted by the loop on the driver."""
+        return self.table

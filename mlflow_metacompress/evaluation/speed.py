@@ -26,7 +26,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from ..adapters.predictors import Predictor
-    from .config import EvaluatorConfig
+    from .config_model import EvaluatorConfig
 
 logger = logging.getLogger(__name__)
 

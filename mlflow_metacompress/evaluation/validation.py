@@ -3,7 +3,7 @@
 Nothing is logged to the run when one of these raises (the evaluator validates first).
 The checks of model outputs and labels (and :class:`MetaCompressInputError`) live in the
 model-adapter layer (:mod:`mlflow_metacompress.adapters.checks`), shared with the attacks;
-they are re-exported here, where they have always been imported from.
+import them from there.
 """
 
 from __future__ import annotations
@@ -13,24 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..adapters.checks import (
-    ROW_SUM_TOLERANCE,
-    MetaCompressInputError,
-    align_classes,
-    check_probabilities,
-    encode_labels,
-)
+from ..adapters.checks import MetaCompressInputError
 
-__all__ = [
-    "ROW_SUM_TOLERANCE",
-    "MetaCompressInputError",
-    "align_classes",
-    "check_code_columns",
-    "check_nonempty",
-    "check_probabilities",
-    "check_probability_columns",
-    "encode_labels",
-]
+__all__ = ["check_code_columns", "check_nonempty", "check_probability_columns"]
 
 
 def check_nonempty(df: pd.DataFrame) -> None:

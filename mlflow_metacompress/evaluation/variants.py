@@ -13,8 +13,9 @@ relations on original, transformed and adversarial code). Three producers:
   while they search, so this producer receives the :class:`~.pair.ModelPair`.
 
 A producer never predicts for the evaluator and never touches an outcome: it returns a
-:class:`VariantSet` (its variants plus its own metrics and tables), and
-:func:`~.engine.run_evaluation` predicts, judges and collects.
+:class:`VariantSet` (its variants plus its own metrics and tables); :mod:`.predict` puts
+both models' probabilities on them into the :class:`~.predictions.PredictionTable` and
+:mod:`.judge` judges the table (:func:`~.loop.run_evaluation` runs the three steps).
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 import pandas as pd
 
+from ..adapters.checks import MetaCompressInputError
 from .column_transforms import ColumnTransforms, column_transforms
-from .validation import MetaCompressInputError
 
 if TYPE_CHECKING:
-    from .config import EvaluatorConfig
-    from .pair import ModelPair, PairPredictions
+    from .config_model import EvaluatorConfig
+    from .pair import ModelPair
+    from .predictions import PairPredictions
 
 logger = logging.getLogger(__name__)
 
@@ -229,34 +231,6 @@ def transformed(
     return VariantSet(used, pooled_variant(list(used)), metrics, tables, {"language": cfg.language})
 
 
-# The teacher's attack report per (teacher identity, attack, rows, labels, language, budget,
-# seed, substitute model): evaluating several students of one teacher in one process (the
-# reproduction study, a method comparison) attacks the teacher once. Attacks are seeded and
-# deterministic for a given model and rows, so the report is the one a new attack would give.
-_TEACHER_ATTACKS: dict[tuple[Any, ...], Any] = {}
-
-
-def _teacher_attack_key(
-    role: str, predictor: Any, attack: str, frame: pd.DataFrame, y: np.ndarray, cfg: Any
-) -> tuple[Any, ...] | None:
-    """The memo key of the teacher's attack, or None (the student, or a model without identity)."""
-    identity = getattr(predictor, "identity", None)
-    if role != "teacher" or identity is None:
-        return None
-    from ..cache import rows_digest
-
-    return (
-        identity,
-        attack,
-        rows_digest(frame, list(frame.columns)),
-        np.asarray(y).tobytes(),
-        cfg.language,
-        cfg.attack_budget,
-        cfg.seed,
-        cfg.attack_mlm,
-    )
-
-
 def adversarial(
     inputs: SourceInputs, models: ModelPair | None, attack_reports: AttackReports | None = None
 ) -> VariantSet:
@@ -279,6 +253,8 @@ def adversarial(
     language = cfg.language
     if language is None:  # parse_config detects it whenever attacks are asked for
         raise MetaCompressInputError("attacks need the code's language; set evaluator_config['language']")
+    from ..artifact_names import attack_table
+    from ..attacks.memo import recall, remember, teacher_report_key
     from ..attacks.runner import run_attack
     from .pair import attack_victim
 
@@ -298,13 +274,12 @@ def adversarial(
             ("student", models.student, base.student),
         ):
             clean_accuracy = float((probs[: len(frame)].argmax(axis=1) == y).mean())
-            memo = _teacher_attack_key(role, predictor, attack, frame, y, cfg)
+            memo = teacher_report_key(
+                role, predictor, attack, frame, y, (language, cfg.attack_budget, cfg.seed, cfg.attack_mlm)
+            )
             if elsewhere is not None:
                 report = elsewhere[(attack, role)]
-            elif memo is not None and memo in _TEACHER_ATTACKS:
-                report = _TEACHER_ATTACKS[memo]
-                logger.info("attack %s: the teacher's report on these rows is reused from this process", attack)
-            else:
+            elif (report := recall(memo)) is None:
                 report = run_attack(
                     attack,
                     attack_victim(predictor, code_columns, inputs.classes),
@@ -317,10 +292,7 @@ def adversarial(
                     progress=cfg.progress,
                     mlm=cfg.attack_mlm,
                 )
-                if memo is not None:
-                    if len(_TEACHER_ATTACKS) >= 8:  # a few teachers' reports at most
-                        _TEACHER_ATTACKS.pop(next(iter(_TEACHER_ATTACKS)))
-                    _TEACHER_ATTACKS[memo] = report
+                remember(memo, report)
             attack_metrics = report.metrics(clean_accuracy)
             metrics.update({f"attack_{attack}/{role}_{k}": float(v) for k, v in attack_metrics.items()})
             drops[role] = float(attack_metrics["accuracy_drop"])
@@ -334,7 +306,7 @@ def adversarial(
             logger.warning(
                 "attack %s: the teacher's accuracy did not drop, so excess_drop_pct is undefined and not logged", attack
             )
-        tables[f"attacks/{attack}"] = reports["student"].table()
+        tables[attack_table(attack)] = reports["student"].table()
         adv = reports["student"].adversarial_frame()
         if len(adv):
             variants.append(

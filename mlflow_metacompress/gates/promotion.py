@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..artifact_names import SUMMARY_PATH
 from .lock import DEFAULT_TIMEOUT_S, promotion_lock  # noqa: F401 - DEFAULT_TIMEOUT_S re-exported for callers
 from .policy import CheckResult, GatePolicy, load_policy
 from .registry import (
@@ -73,7 +74,6 @@ __all__ = [
     "promote",
 ]
 
-SUMMARY_ARTIFACT = "metacompress/summary.json"
 _MAX_TAG = 5000
 _VERSION = re.compile(r"[1-9][0-9]*")
 _RECHECKS = 3
@@ -161,12 +161,12 @@ def _check_run_complete(client: MlflowClient, run: Any) -> None:
             f"evaluation run {run_id} is {status}, not FINISHED: its metrics may be incomplete; "
             "wait for it to finish or re-run the evaluation"
         )
-    folder, _, _ = SUMMARY_ARTIFACT.rpartition("/")
+    folder, _, _ = SUMMARY_PATH.rpartition("/")
     entries = {a.path: a for a in client.list_artifacts(run_id, folder)}
-    entry = entries.get(SUMMARY_ARTIFACT)
+    entry = entries.get(SUMMARY_PATH)
     if entry is None or entry.is_dir or entry.file_size == 0:
         raise _Refused(
-            f"evaluation run {run_id} has no {SUMMARY_ARTIFACT} artifact: the evaluation is "
+            f"evaluation run {run_id} has no {SUMMARY_PATH} artifact: the evaluation is "
             "half-written (e.g. its artifact upload failed); re-run the evaluation"
         )
 

@@ -36,15 +36,28 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar, cast
 
 import torch
 from torch import nn
 
-if TYPE_CHECKING:  # the classifier imports this module to save and load quantized weights
-    from .classifier import ClassifierMeta, CodeClassifier
-
 logger = logging.getLogger(__name__)
+
+
+class Classifier(Protocol):
+    """What this module reads of a :class:`~.classifier.CodeClassifier` (its
+    :class:`~.classifier.ClassifierMeta`, encoder and head, and its constructor), typed
+    here: the classifier imports this module to save and load quantized weights, so this
+    module does not import the classifier (no import loop)."""
+
+    meta: Any
+    encoder: Any
+    head: Any
+
+    def __init__(self, encoder: Any, meta: Any) -> None: ...
+
+
+C = TypeVar("C", bound=Classifier)
 
 DTYPES = ("int8", "float16", "bfloat16")
 META_KEY = "quantization"
@@ -67,8 +80,8 @@ class QuantSpec:
             raise ValueError(f"quantization dtype {self.dtype!r} is not one of {list(DTYPES)}")
 
     @classmethod
-    def from_meta(cls, meta: ClassifierMeta) -> QuantSpec | None:
-        """The spec recorded in ``meta.extra``, or None for a float model."""
+    def from_meta(cls, meta: Any) -> QuantSpec | None:
+        """The spec recorded in ``meta.extra`` (a :class:`~.classifier.ClassifierMeta`), or None for a float model."""
         raw = (meta.extra or {}).get(META_KEY)
         return cls(**raw) if raw else None
 
@@ -108,7 +121,7 @@ def quantize_modules(model: nn.Module, spec: QuantSpec) -> nn.Module:
     return model
 
 
-def quantize_classifier(model: CodeClassifier, spec: QuantSpec) -> CodeClassifier:
+def quantize_classifier(model: C, spec: QuantSpec) -> C:
     """A quantized copy of ``model`` (which is left as it is), in eval mode. An int8 copy
     stays on the CPU when moved (:meth:`~.classifier.CodeClassifier.to`)."""
     meta = replace(model.meta, labels=list(model.meta.labels), extra={**model.meta.extra, META_KEY: asdict(spec)})
@@ -116,7 +129,7 @@ def quantize_classifier(model: CodeClassifier, spec: QuantSpec) -> CodeClassifie
 
     out = type(model)(copy.deepcopy(model.encoder).cpu(), meta)
     out.head.load_state_dict(model.head.state_dict())
-    quantize_modules(out.float().eval(), spec)
+    quantize_modules(cast(nn.Module, out).float().eval(), spec)
     return out
 
 
@@ -176,14 +189,14 @@ def weight_count(model: nn.Module) -> int:
 
 
 # ---------------------------------------------------------------------- persistence
-def save_weights(model: CodeClassifier, directory: Path) -> None:
+def save_weights(model: Classifier, directory: Path) -> None:
     """Write the encoder's config and the quantized state dict (``quantized.pt``)."""
     model.encoder.config.save_pretrained(directory / CONFIG_DIR)
     with _quiet_deprecations():
-        torch.save(model.state_dict(), directory / WEIGHTS_FILE)
+        torch.save(cast(nn.Module, model).state_dict(), directory / WEIGHTS_FILE)
 
 
-def load_weights(directory: Path, meta: ClassifierMeta, cls: type[CodeClassifier]) -> CodeClassifier:
+def load_weights(directory: Path, meta: Any, cls: type[C]) -> C:
     """The classifier :func:`save_weights` wrote: the float skeleton built from the
     config, quantized as ``meta`` records, then given the saved quantized state."""
     from transformers import AutoConfig, AutoModel
@@ -207,11 +220,13 @@ def load_weights(directory: Path, meta: ClassifierMeta, cls: type[CodeClassifier
     if encoder is None:
         encoder = AutoModel.from_config(config)
     model = cls(encoder.float(), meta)
-    quantize_modules(model.eval(), spec)
+    module = cast(nn.Module, model)
+    quantize_modules(module.eval(), spec)
     with _quiet_deprecations():
         state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
-        model.load_state_dict(state, strict=True)
-    return model.eval()
+        module.load_state_dict(state, strict=True)
+    module.eval()
+    return model
 
 
 def describe(model: nn.Module) -> dict[str, int]:

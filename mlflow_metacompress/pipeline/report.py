@@ -14,11 +14,11 @@ from typing import Any
 
 import pandas as pd
 
+from ..artifact_names import COMPARISON_CSV, COMPARISON_DIR, COMPARISON_MD, run_path
 from .stages import GateOutcome
 
 logger = logging.getLogger(__name__)
 
-ARTIFACT_DIR = "comparison"
 METRIC_COLUMNS = ("accuracy", "accuracy_drop", "any_violation_rate", "any_violation_rate/metamorphic")
 
 
@@ -121,9 +121,9 @@ def log_comparison(table: pd.DataFrame, title: str = "") -> str:
 
     markdown = (f"## {title}\n\n" if title else "") + to_markdown(table)
     mlflow.log_text(
-        table.to_csv(index=False, float_format="%.4g"), f"{ARTIFACT_DIR}/comparison.csv"
+        table.to_csv(index=False, float_format="%.4g"), run_path(COMPARISON_CSV, COMPARISON_DIR)
     )  # 4 significant digits; the metric store keeps full precision
-    mlflow.log_text(markdown, f"{ARTIFACT_DIR}/comparison.md")
+    mlflow.log_text(markdown, run_path(COMPARISON_MD, COMPARISON_DIR))
     passed = int((table["verdict"] == "passed").sum())
     mlflow.log_metrics({"students": float((table["method"] != "teacher").sum()), "students_passed": float(passed)})
     return markdown

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..artifact_names import PER_SAMPLE_PATH
 from .repro_markdown import MR_METRICS
 from .verdicts import boot_p
 
@@ -26,7 +27,7 @@ def read_per_sample(run_id: str) -> Any:
     import mlflow
     import pandas as pd
 
-    path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/per_sample.parquet")
+    path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=PER_SAMPLE_PATH)
     return pd.read_parquet(path)
 
 

@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..artifact_names import REPRODUCTION_DIR
 from .repro_markdown import MR_METRICS, render_markdown
 from .seeds import finite, paired_test, t_interval
 from .verdicts import rate_interval, tost
@@ -264,7 +265,7 @@ def write_reproduction(
     }
     write_pages(report, output)
     with mlflow.start_run(run_name=f"reproduction-{dataset}", tags={STAGE_TAG: "report", STUDY_TAG: cfg.task}):
-        mlflow.log_artifacts(str(output), artifact_path="reproduction")
+        mlflow.log_artifacts(str(output), artifact_path=REPRODUCTION_DIR)
     logger.info("reproduction table (%d finished evaluations) written to %s", len(results), output)
     return report
 

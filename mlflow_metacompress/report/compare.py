@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
+from ..artifact_names import COMPARISON_DIR, REPORT, run_path
 from . import fmt
 from .data import ReportData, from_run
 from .page import page
@@ -239,7 +240,7 @@ def write_comparison_html(run_ids: Sequence[str], out_path: str | Path, title: s
 
 
 def log_comparison_html(
-    run_ids: Sequence[str | None], title: str | None = None, artifact_path: str = "comparison"
+    run_ids: Sequence[str | None], title: str | None = None, artifact_path: str = COMPARISON_DIR
 ) -> str | None:
     """Log ``<artifact_path>/report.html`` comparing the evaluation runs ``run_ids`` (None
     entries, e.g. methods that failed before evaluation, are skipped) to the active run;
@@ -254,9 +255,9 @@ def log_comparison_html(
         return None
     with tempfile.TemporaryDirectory(prefix="metacompress-compare-") as tmp:
         try:
-            path = write_comparison_html(ids, Path(tmp) / "report.html", title)
+            path = write_comparison_html(ids, Path(tmp) / REPORT, title)
         except ValueError as exc:
-            logger.warning("no %s/report.html: %s", artifact_path, exc)
+            logger.warning("no %s: %s", run_path(REPORT, artifact_path), exc)
             return None
         mlflow.log_artifact(str(path), artifact_path)
-    return f"{artifact_path}/report.html"
+    return run_path(REPORT, artifact_path)

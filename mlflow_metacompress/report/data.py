@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..artifact_names import ARTIFACT_DIR, ATTACK_TABLES, PER_SAMPLE, PROVENANCE, SUMMARY, SUMMARY_PATH, is_attack_table
+
 if TYPE_CHECKING:
     from .contract import EvaluationResults, EvaluationSettings
 
 logger = logging.getLogger(__name__)
 
-ARTIFACT_DIR = "metacompress"
 SPECIAL_VARIANTS = ("original", "metamorphic")
 SLICE_PREFIX = "slice:"  # ``<metric>/slice:<column>:<value>`` (evaluation/slices.py): a data segment, not a variant
 
@@ -137,9 +138,7 @@ def from_outcome(
         "classes": list(outcome.classes),
         **outcome.notes,
     }
-    attacks = {
-        name.split("/", 1)[1]: table for name, table in outcome.extra_tables.items() if name.startswith("attacks/")
-    }
+    attacks = {name.split("/", 1)[1]: table for name, table in outcome.extra_tables.items() if is_attack_table(name)}
     metrics = {k: float(v) for k, v in outcome.metrics.items()}
     return ReportData(metrics, outcome.per_sample, list(outcome.classes), summary, attacks, dict(provenance or {}))
 
@@ -185,15 +184,15 @@ def from_run(run_id: str) -> ReportData:
     client = MlflowClient(existing_store())  # a missing sqlite store is named, never created
     run = get_run(client, run_id)
     names = {a.path for a in client.list_artifacts(run_id, ARTIFACT_DIR)}
-    if f"{ARTIFACT_DIR}/summary.json" not in names:
-        raise ValueError(f"run {run_id} has no {ARTIFACT_DIR}/summary.json: it is not a metacompress evaluation run")
+    if SUMMARY_PATH not in names:
+        raise ValueError(f"run {run_id} has no {SUMMARY_PATH}: it is not a metacompress evaluation run")
     with tempfile.TemporaryDirectory(prefix="metacompress-report-") as tmp, _quiet_downloads():
         local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=ARTIFACT_DIR, dst_path=tmp))
-        summary = json.loads((local / "summary.json").read_text())
-        per = local / "per_sample.parquet"
+        summary = json.loads((local / SUMMARY).read_text())
+        per = local / PER_SAMPLE
         per_sample = pd.read_parquet(per) if per.exists() else pd.DataFrame()
-        attacks = {p.stem: pd.read_parquet(p) for p in sorted((local / "attacks").glob("*.parquet"))}
-        prov_path = local / "provenance.json"
+        attacks = {p.stem: pd.read_parquet(p) for p in sorted((local / ATTACK_TABLES).glob("*.parquet"))}
+        prov_path = local / PROVENANCE
         logged = json.loads(prov_path.read_text()) if prov_path.exists() else {}
     metrics = {k: float(v) for k, v in summary.pop("metrics", {}).items() if v is not None}
     provenance = from_run_record(run, summary, logged)

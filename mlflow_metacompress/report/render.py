@@ -11,6 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..artifact_names import PROVENANCE, REPORT
 from . import facts, sections
 from .data import ReportData, from_outcome, from_run
 from .page import page
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-REPORT_NAME = "report.html"
-PROVENANCE_NAME = "provenance.json"
 NAV = (
     ("headline", "Headline"),
     ("transformations", "Transformations"),
@@ -74,9 +73,9 @@ def write_evaluation_report(
     """The evaluator's hook: write ``report.html`` and ``provenance.json`` into ``out``
     (the ``metacompress/`` artifact folder); return their names. ``outcome`` and ``cfg``
     are read through the report's contract (:mod:`.contract`)."""
-    (out / PROVENANCE_NAME).write_text(json.dumps(provenance, indent=2, sort_keys=True, default=str))
-    (out / REPORT_NAME).write_text(render_report(from_outcome(outcome, cfg, provenance)), encoding="utf-8")
-    return [PROVENANCE_NAME, REPORT_NAME]
+    (out / PROVENANCE).write_text(json.dumps(provenance, indent=2, sort_keys=True, default=str))
+    (out / REPORT).write_text(render_report(from_outcome(outcome, cfg, provenance)), encoding="utf-8")
+    return [PROVENANCE, REPORT]
 
 
 def write_run_report(run_id: str, out_path: str | Path) -> Path:

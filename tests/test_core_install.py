@@ -119,4 +119,4 @@ def test_every_extra_named_in_errors_exists_and_the_core_is_light():
     for module, (package, extra) in PROVIDERS.items():
         assert any(re.split(r"[<>=!~\[; ]", dep)[0] == package for dep in extras[extra]), (module, package, extra)
     assert extras["distill"][0] == "mlflow-metacompress[models]"
-    assert extras["all"] == ["mlflow-metacompress[code,models,distill]"]
+    assert extras["all"] == ["mlflow-metacompress[code,models,distill,onnx]"]

@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import fresh_mlflow_stores
+
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 MARKER = re.compile(r"^\s*<!-- docs-block: (\S+)\s*(.*?)\s*-->\s*$")
@@ -105,6 +107,7 @@ def test_python_block_runs_as_written(block, tmp_path, monkeypatch, capsys):
 
     assert block.lang == "python", block.where
     monkeypatch.chdir(tmp_path)
+    fresh_mlflow_stores()  # a relative sqlite:///mlflow.db is this folder's, not an earlier test's
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     try:
         exec(compile(block.text, block.where, "exec"), {})

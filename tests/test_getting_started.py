@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mlflow_metacompress.pipeline.progress import pipeline_stages
-from tests.conftest import TOY_CODE, toy_frame
+from tests.conftest import TOY_CODE, fresh_mlflow_stores, toy_frame
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "getting-started.md"
@@ -76,6 +76,7 @@ def test_hugging_face_walkthrough_runs_verbatim_and_prints_the_models_mr1(tmp_pa
     data = toy_frame(24, seed=3)
     data.to_json(tmp_path / "test.jsonl", orient="records", lines=True)
     monkeypatch.chdir(tmp_path)
+    fresh_mlflow_stores()  # a relative sqlite:///mlflow.db is this folder's, not an earlier test's
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
     mlflow.set_registry_uri(None)

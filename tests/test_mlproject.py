@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.conftest import fresh_mlflow_stores
+
 REPO = Path(__file__).resolve().parents[1]
 TEACHER = "metacompress-generated-vulnerability-teacher"
 STUDENT = "metacompress-generated-vulnerability-compressor"
@@ -331,6 +333,7 @@ def test_readme_api_example_runs_verbatim_on_the_models_the_run_registered(proje
     code = re.search(r"```python\n(.*?)```", api, re.S).group(1)
     assert "models:/metacompress-generated-vulnerability-compressor/1" in code
     monkeypatch.chdir(project_run[0])
+    fresh_mlflow_stores()  # a relative sqlite:///mlflow.db is this folder's, not an earlier test's
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
     mlflow.set_registry_uri(None)  # an earlier test's registry must not win over the README's tracking URI

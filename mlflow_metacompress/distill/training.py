@@ -57,6 +57,7 @@ from ..heartbeat import format_seconds, note, on_terminal  # noqa: E402 - after 
 from .batches import loaders  # noqa: E402 - after require()
 from .datasets import CodeExamples  # noqa: E402 - after require()
 from .devices import file_system_sharing, resolve, ship_by_value  # noqa: E402 - after require()
+from .jobs import FitConfig  # noqa: E402 - after require()
 from .modules import ClassifierModule  # noqa: E402 - after require()
 
 if TYPE_CHECKING:
@@ -80,38 +81,6 @@ def active_run_logger(prefix: str = "") -> MLFlowLogger | None:
     if run is None:
         return None
     return AttachedMLFlowLogger(tracking_uri=mlflow.get_tracking_uri(), run_id=run.info.run_id, prefix=prefix)
-
-
-@dataclass
-class FitConfig:
-    """Budget and optimiser settings of one training run."""
-
-    epochs: int = 3
-    batch_size: int = 16
-    eval_batch_size: int = 64
-    max_steps: int = -1
-    seed: int = 0
-    progress: bool = True
-    accelerator: str = "auto"  # "auto" takes a GPU when one is visible (the ``paper`` profile), else the CPU
-    precision: str | None = None  # e.g. "bf16-mixed" on a GPU; None = full precision
-    # Lightning's devices and strategy (:mod:`.devices`): devices=2, strategy="ddp" trains in two
-    # processes (spawned; gloo on a CPU, NCCL on GPUs); 1 = this process only
-    devices: int | str = 1
-    strategy: str = "auto"
-    # the validation metric whose best epoch is kept: "val_acc" (labels), "val_agreement"
-    # (the teacher's argmax) or "val_relations_kept" (rows keeping MR1-MR4 with the teacher,
-    # :func:`.losses.relation_agreement`), both when the validation set carries teacher
-    # logits, or "last"
-    monitor: str = "val_acc"
-    # stop once the monitored metric has not improved for this many epochs (Lightning's
-    # EarlyStopping; the best checkpoint is still the one reloaded); None trains every epoch
-    patience: int | None = None
-    # torch's intra-op threads per training process (mlflow_metacompress/threads.py): None or "auto"
-    # = $METACOMPRESS_THREADS, else the default for this machine
-    threads: int | str | None = None
-    # training batches draw rows from windows of this many batches sorted by token count
-    # (:mod:`.batches`: less padding, seeded order); 0 or 1 = plain seeded shuffling
-    length_window: int = 16
 
 
 @dataclass

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..arch import ArchSpec
-from ..context import DistillContext, StudentOutcome
+from ..context import DistillContext, StudentOutcome, describe_student
 from ..datasets import CodeExamples
 from ..search.probes import ProbeOptions
 
@@ -148,8 +148,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     from ..fidelity_cache import teacher_outputs
     from ..losses import FIDELITY_WEIGHTS
     from ..modules import FidelityModule
-    from ..search.build import gflops, materialise
-    from ..search.space import size_mb
+    from ..search.build import materialise
     from ..training import fit
 
     language = language_of(ctx.task, options.language)
@@ -186,21 +185,17 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     valid = validation_set(ctx, language, names, options.select)
     train = CodeExamples(ctx.unlabeled.texts, ctx.unlabeled.texts_b, None, t_o)
     result = fit(module, tokenizer, train, valid, replace(ctx.fit_config, monitor=SELECT_MONITOR[options.select]))
-    k, pm = len(ctx.labels), ctx.pair_mode
-    out = {
-        "method": NAME,
-        "student": config.to_dict(),
-        "target_size_mb": ctx.size_mb,
-        "size_mb": size_mb(config, k, pm),
-        "gflops": gflops(config, k, pm),
-        "weights": {w: getattr(options, w) for w in FIDELITY_WEIGHTS},
-        "transforms": names,
-        "variants": len(variants),
-        "language": language,
-        "variants_per_step": options.variants_per_step,
-        "checkpoint_selection": options.select,
-        "validation_rows": len(valid),
-        "search": record,
-    }
-    params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
-    return StudentOutcome(model, tokenizer, out, result, params)
+    return describe_student(
+        ctx,
+        NAME,
+        (model, tokenizer, config),
+        result,
+        record,
+        weights={w: getattr(options, w) for w in FIDELITY_WEIGHTS},
+        transforms=names,
+        variants=len(variants),
+        language=language,
+        variants_per_step=options.variants_per_step,
+        checkpoint_selection=options.select,
+        validation_rows=len(valid),
+    )

@@ -5,6 +5,7 @@
   a reader must untangle too; issue 34), checked on an AST import graph;
 - no module only re-exports another (the shims of moved modules are gone; issue 34);
 - no function or method is longer than 80 body lines (issue 34; :func:`body_lines`);
+- one meaning per name: a class name, and ``parse_config``, are defined once (issue 34);
 - no two top-level packages (or top-level modules such as ``cli.py``) import each other:
   every joint between them points one way, on the same graph;
 - a local evaluation never imports a Spark module (the engine is chosen once);
@@ -326,6 +327,34 @@ def test_no_function_is_longer_than_80_lines():
     """Issue 34: a function a reader can hold; split a longer one into named steps."""
     found = long_functions(PACKAGE)
     assert not found, f"functions over {MAX_FUNCTION_LINES} body lines (see body_lines):\n" + "\n".join(found)
+
+
+# --------------------------------------------------------------------------- one meaning per name
+
+
+def top_level_definitions(kind: type) -> dict[str, list[str]]:
+    """Each public top-level name of ``kind`` (``ast.ClassDef``, ``ast.FunctionDef``) to the modules defining it."""
+    found: dict[str, list[str]] = {}
+    for name, path in sorted(module_names().items()):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, kind) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(name)
+    return found
+
+
+def test_one_meaning_per_class_name():
+    """Issue 34: ``Outcome`` meant an attack's result and an evaluation's; a class name is
+    defined once. The exception is each method's ``Options`` (the method protocol of
+    :mod:`mlflow_metacompress.distill.registry` reads ``module.Options``)."""
+    shared = {k: v for k, v in top_level_definitions(ast.ClassDef).items() if len(v) > 1 and k != "Options"}
+    assert not shared, f"class names defined in more than one module: {shared}"
+    methods = top_level_definitions(ast.ClassDef)["Options"]
+    assert all(m.startswith(f"{ROOT}.distill.methods.") for m in methods), methods
+
+
+def test_parse_config_means_the_evaluator_config_only():
+    """Issue 34: ``parse_config`` meant three things; it is the ``evaluator_config`` parser only."""
+    assert top_level_definitions(ast.FunctionDef)["parse_config"] == [f"{ROOT}.evaluation.config"]
 
 
 def describe_pair(pair: tuple[str, str], edges: dict[tuple[str, str], dict[tuple[str, int], str]]) -> str:

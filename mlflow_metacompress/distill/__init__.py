@@ -38,7 +38,7 @@ _EXPORTS = {
     "TrainingResult": "results",
     "kd_loss": "losses",
     "ArchSpec": "arch",
-    "search_architecture": "search.ga",
+    "search_architecture": "search.compressor_search",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,7 +1,7 @@
 """AVATAR (Shi, Yang, Yang, Xu, Zhou, Lo, "Greening Large Language Models of Code",
 ICSE-SEIS 2024).
 
-1. **Search.** AVATAR's search (:mod:`..search.nsga`): z3 pruning of the space
+1. **Search.** AVATAR's search (:mod:`..search.avatar_search`): z3 pruning of the space
    (tokenizer type BPE/WordPiece/Unigram, vocabulary, layers, hidden size, heads,
    intermediate size, activation, dropout, maximum sequence length, position-embedding
    type), ``probes`` briefly distilled configurations, a ``BayesianRidge`` accuracy
@@ -51,8 +51,8 @@ class Options(ProbeOptions):
 def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     """AVATAR student: search, then distil the chosen configuration."""
     from ..energy import log_inference_energy
+    from ..search.avatar_search import avatar_search
     from ..search.build import materialise
-    from ..search.nsga import avatar_search
 
     tokenizers: dict = {}
     choice, record = avatar_search(

@@ -1,7 +1,7 @@
 """Compressor (Shi, Yang, Xu, Zhou, Lo, "Compressing Pre-trained Models of Code into
 3 MB", ASE 2022).
 
-1. **Search.** Compressor's genetic algorithm (:mod:`..search.ga`, pymoo's GA) at the
+1. **Search.** Compressor's genetic algorithm (:mod:`..search.compressor_search`, pymoo's GA) at the
    size target: fitness ``GFLOPs − |size_MB − target|``, no candidate trained. The
    vocabulary genes are capped at what BPE can learn from the unlabeled task code.
    ``objective="paper"`` is the published search; ``objective="latency"`` (default,
@@ -51,7 +51,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
 
     from ...models.tokenizer import train_tokenizer
     from ..arch import ArchSpec, seeded
-    from ..search.ga import SearchSpace, search_architecture
+    from ..search.compressor_search import SearchSpace, search_architecture
     from ..search.objective import FALLBACK_KEY
 
     texts = ctx.corpus()

@@ -3,7 +3,7 @@ MetaCompress's four relations (Awal, Rochan, Roy, arXiv 2511.05476) at a size bu
 
 1. **Architecture.** ``arch="teacher_shaped"`` (default): a scaled-down standard
    transformer that fits the size budget (:mod:`..search.teacher_shaped`);
-   ``arch="avatar"``: AVATAR's z3-pruned NSGA-II search (:mod:`..search.nsga`); or a
+   ``arch="avatar"``: AVATAR's z3-pruned NSGA-II search (:mod:`..search.avatar_search`); or a
    given ``student_config`` (e.g. AVATAR's choice, to compare losses at equal
    architecture).
 2. **Variants.** Every training sample is rewritten by every applicable
@@ -101,7 +101,7 @@ def validation_set(ctx: DistillContext, language: str, names: list[str], select:
 
 def choose_architecture(ctx: DistillContext, options: Options, tokenizers: dict) -> tuple[ArchSpec, dict[str, Any]]:
     """The student configuration for ``options.arch`` and a JSON-able record."""
-    from ..search.nsga import avatar_search
+    from ..search.avatar_search import avatar_search
     from ..search.teacher_shaped import teacher_shaped
 
     if options.arch == "avatar":

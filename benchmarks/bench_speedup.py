@@ -26,7 +26,7 @@ import torch
 
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.latency import latency_model, timing_threads
-from mlflow_metacompress.distill.search.ga import search_architecture
+from mlflow_metacompress.distill.search.compressor_search import search_architecture
 from mlflow_metacompress.distill.search.objective import latency_budget
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "devign"

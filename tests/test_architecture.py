@@ -4,6 +4,8 @@
   functions and under ``if TYPE_CHECKING:`` (a loop a type checker must untangle is a loop
   a reader must untangle too; issue 34), checked on an AST import graph;
 - no module only re-exports another (the shims of moved modules are gone; issue 34);
+- no function or method is longer than 80 body lines (issue 34; :func:`body_lines`);
+- one meaning per name: a class name, and ``parse_config``, are defined once (issue 34);
 - no two top-level packages (or top-level modules such as ``cli.py``) import each other:
   every joint between them points one way, on the same graph;
 - a local evaluation never imports a Spark module (the engine is chosen once);
@@ -265,6 +267,94 @@ def package_edges(graph: dict[str, dict[str, list[int]]]) -> dict[tuple[str, str
 def mutual_pairs(edges: dict[tuple[str, str], dict[tuple[str, int], str]]) -> list[tuple[str, str]]:
     """The pairs of top-level packages that import each other, each sorted, in order."""
     return sorted({tuple(sorted(pair)) for pair in edges if (pair[1], pair[0]) in edges})  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------- function length
+
+MAX_FUNCTION_LINES = 80
+
+
+def body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """A function's length as a reader holds it: the lines from its first statement after
+    the docstring to its last line, blank lines and comments inside included; the signature,
+    decorators and docstring are not counted (they describe, they do not branch). A nested
+    function counts towards its enclosing function and is also measured on its own."""
+    body = node.body
+    first = body[0]
+    if (
+        len(body) > 1
+        and isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        first = body[1]
+    assert node.end_lineno is not None
+    return node.end_lineno - first.lineno + 1
+
+
+def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``path:line name (N lines)`` of every function or method under ``root`` whose
+    :func:`body_lines` exceed ``limit``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and body_lines(node) > limit:
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.name} ({body_lines(node)} lines)")
+    return found
+
+
+def test_the_function_length_rule_counts_the_body_not_the_docstring(tmp_path):
+    def docstring(n: int, indent: int) -> str:
+        pad = " " * indent
+        return pad + '"""' + f"\n{pad}".join(["A long docstring."] * n) + '"""\n'
+
+    def statements(n: int, indent: int) -> str:
+        return "".join(f"{' ' * indent}x{i} = {i}\n" for i in range(n))
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "m.py").write_text(
+        f"def short(\n    a,\n    b,\n):\n{docstring(30, 4)}{statements(80, 4)}"
+        f"class C:\n    def method(self):\n{docstring(30, 8)}{statements(81, 8)}"
+        f"def outer():\n    def inner():\n{statements(81, 8)}    return inner\n"
+    )
+    found = long_functions(pkg)
+    assert sorted(f.split(" ", 1)[1] for f in found) == ["inner (81 lines)", "method (81 lines)", "outer (83 lines)"]
+    assert all(f.startswith("pkg/m.py:") for f in found)
+
+
+def test_no_function_is_longer_than_80_lines():
+    """Issue 34: a function a reader can hold; split a longer one into named steps."""
+    found = long_functions(PACKAGE)
+    assert not found, f"functions over {MAX_FUNCTION_LINES} body lines (see body_lines):\n" + "\n".join(found)
+
+
+# --------------------------------------------------------------------------- one meaning per name
+
+
+def top_level_definitions(kind: type) -> dict[str, list[str]]:
+    """Each public top-level name of ``kind`` (``ast.ClassDef``, ``ast.FunctionDef``) to the modules defining it."""
+    found: dict[str, list[str]] = {}
+    for name, path in sorted(module_names().items()):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, kind) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(name)
+    return found
+
+
+def test_one_meaning_per_class_name():
+    """Issue 34: ``Outcome`` meant an attack's result and an evaluation's; a class name is
+    defined once. The exception is each method's ``Options`` (the method protocol of
+    :mod:`mlflow_metacompress.distill.registry` reads ``module.Options``)."""
+    shared = {k: v for k, v in top_level_definitions(ast.ClassDef).items() if len(v) > 1 and k != "Options"}
+    assert not shared, f"class names defined in more than one module: {shared}"
+    methods = top_level_definitions(ast.ClassDef)["Options"]
+    assert all(m.startswith(f"{ROOT}.distill.methods.") for m in methods), methods
+
+
+def test_parse_config_means_the_evaluator_config_only():
+    """Issue 34: ``parse_config`` meant three things; it is the ``evaluator_config`` parser only."""
+    assert top_level_definitions(ast.FunctionDef)["parse_config"] == [f"{ROOT}.evaluation.config"]
 
 
 def describe_pair(pair: tuple[str, str], edges: dict[tuple[str, str], dict[tuple[str, int], str]]) -> str:

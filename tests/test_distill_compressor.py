@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlflow_metacompress.distill.arch import ArchSpec
-from mlflow_metacompress.distill.search.ga import SearchSpace, fitness, search_architecture
+from mlflow_metacompress.distill.search.compressor_search import SearchSpace, fitness, search_architecture
 
 
 def test_fitness_is_gflops_minus_size_error():

@@ -52,7 +52,7 @@ def test_flop_search_never_reads_the_clock_and_repeats_itself(monkeypatch):
     timing, and the same architecture for a seed whatever the clock would say."""
     from mlflow_metacompress.distill import latency
     from mlflow_metacompress.distill.methods import compressor
-    from mlflow_metacompress.distill.search.ga import SearchSpace, search_architecture
+    from mlflow_metacompress.distill.search.compressor_search import SearchSpace, search_architecture
     from tests.test_distill_search_seeded import toy_context
 
     def clock(*a, **k):

@@ -11,7 +11,7 @@ import pytest
 
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.latency import LatencyModel, features
-from mlflow_metacompress.distill.search.ga import SearchSpace, fitness, search_architecture
+from mlflow_metacompress.distill.search.compressor_search import SearchSpace, fitness, search_architecture
 from mlflow_metacompress.distill.search.moo import decode, moo_search
 from mlflow_metacompress.distill.search.objective import fallback, latency_budget, reference, repair
 from mlflow_metacompress.distill.search.space import enumerate_feasible, prune, size_mb, structurally_sound

@@ -77,16 +77,16 @@ def toy_context(seed: int, target: float = 3.0):
 def fake_search(monkeypatch):
     """AVATAR's search with probes scored without training and the FAKE latency model."""
     from mlflow_metacompress.distill import latency
-    from mlflow_metacompress.distill.search import nsga, probes
+    from mlflow_metacompress.distill.search import avatar_search, probes
 
     def fake_probes(ctx, pruned, opts, loss_fn, **kw):
         configs = probes.sample_feasible(pruned, opts.probes, seed=ctx.seed)
         return [probes.ProbeResult(c, 0.5 + 0.05 * i) for i, c in enumerate(configs)]
 
     monkeypatch.setattr(probes, "run_probes", fake_probes)
-    monkeypatch.setattr(nsga, "run_probes", fake_probes)
+    monkeypatch.setattr(avatar_search, "run_probes", fake_probes)
     monkeypatch.setattr(latency, "latency_model", lambda *a, **k: FAKE)
-    return nsga
+    return avatar_search
 
 
 def priced(spec, cost: str) -> float:
@@ -160,7 +160,7 @@ def test_compressor_seeds_a_teacher_shaped_student_of_its_own_band(monkeypatch):
     1 MB with a 1000-token vocabulary; the band's own teacher-shaped student is seeded too."""
     from mlflow_metacompress.distill import latency
     from mlflow_metacompress.distill.methods import compressor
-    from mlflow_metacompress.distill.search.ga import SearchSpace, search_architecture
+    from mlflow_metacompress.distill.search.compressor_search import SearchSpace, search_architecture
 
     monkeypatch.setattr(latency, "latency_model", lambda *a, **k: FAKE)
     options = compressor.Options(population=4, generations=2, cost="measured")

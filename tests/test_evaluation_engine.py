@@ -14,7 +14,7 @@ import pytest
 from mlflow_metacompress.adapters.predictors import Predictor
 from mlflow_metacompress.evaluation.artifacts import write_artifacts
 from mlflow_metacompress.evaluation.config import parse_config
-from mlflow_metacompress.evaluation.loop import Outcome, run_evaluation
+from mlflow_metacompress.evaluation.loop import EvaluationOutcome, run_evaluation
 from mlflow_metacompress.relations import RelationConfig, evaluate_relations
 from mlflow_metacompress.transforms import TransformStatus, transform
 from tests.conftest import random_probs, toy_frame
@@ -49,7 +49,7 @@ def labelled(n: int = 30, seed: int = 5) -> pd.DataFrame:
     return df
 
 
-def evaluate(df: pd.DataFrame, raw: dict, y: np.ndarray | None = None) -> tuple[Outcome, object]:
+def evaluate(df: pd.DataFrame, raw: dict, y: np.ndarray | None = None) -> tuple[EvaluationOutcome, object]:
     cfg = parse_config({"teacher": teacher_fn, "progress": False, **raw}, df, model_given=True)
     teacher, student = predictors()
     return run_evaluation(df, y, cfg, teacher, student), cfg

@@ -181,7 +181,7 @@ def test_report_without_labels_or_code(k):
 
 def test_the_evaluators_results_satisfy_the_reports_contract():
     """The report reads an evaluation through its own protocols (report/contract.py), never
-    through the evaluation package: the evaluator's Outcome and config satisfy them, and a
+    through the evaluation package: the evaluator's EvaluationOutcome and config satisfy them, and a
     plain stand-in with the same members renders the same page."""
     from types import SimpleNamespace
 

@@ -301,8 +301,8 @@ def test_study_runs_then_a_rerun_trains_and_evaluates_nothing(tracking, tmp_path
     def never(*args, **kwargs):
         raise AssertionError("a finished stage ran again")
 
-    monkeypatch.setattr("mlflow_metacompress.distill.teacher.train_teacher", never)
-    monkeypatch.setattr("mlflow_metacompress.distill.runner.distill_student", never)
+    monkeypatch.setattr("mlflow_metacompress.distill.teacher.run_teacher_job", never)
+    monkeypatch.setattr("mlflow_metacompress.distill.runner.run_student_job", never)
     monkeypatch.setattr(mlflow.models, "evaluate", never)
     second = reproduce.run_study(cfg, output=out)
     assert second["failed"] == [] and all(

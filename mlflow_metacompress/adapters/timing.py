@@ -1,7 +1,9 @@
-"""Timing two models side by side on the same rows, on a known number of torch threads.
+"""The package's one timing primitive: models (or any callables) timed side by side, on a
+known number of torch threads.
 
-Shared by the evaluator's ``student_speedup`` (:mod:`mlflow_metacompress.evaluation.speed`)
-and the speed tags of every distilled student (:mod:`mlflow_metacompress.distill.speed`):
+Shared by the evaluator's ``student_speedup`` (:mod:`mlflow_metacompress.evaluation.speed`),
+the speed tags of every distilled student (:mod:`mlflow_metacompress.distill.speed`) and the
+per-device latency model's calibration (:func:`mlflow_metacompress.distill.latency.time_shape`):
 best wall time of each model over alternating rounds after a warm-up, so both see the same
 machine load (Compressor, Shi et al., ASE 2022, and AVATAR, Shi et al., ICSE-SEIS 2024,
 report such speedups). A speedup is a property of the pair *and* the thread count, so the

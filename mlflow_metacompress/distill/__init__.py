@@ -8,7 +8,8 @@ shared search machinery (:mod:`.search`) and one module per method (:mod:`.metho
 found by :func:`list_methods`.
 
 Public entry points (imported lazily; torch and Lightning load on first use):
-``train_teacher``, ``distill_student``, ``train_student``, ``list_methods``,
+``train_teacher``, ``distill_student`` (keyword entries building a ``TeacherJob``/``StudentJob``,
+:mod:`.jobs`, for ``run_teacher_job``/``run_student_job``), ``train_student``, ``list_methods``,
 ``get_method``, ``kd_loss``, ``ArchSpec``. The command line is
 ``metacompress distill {teacher,student,methods} ...``.
 """
@@ -22,6 +23,11 @@ _EXPORTS = {
     "build_teacher": "teacher",
     "distill_student": "runner",
     "train_student": "student",
+    "run_teacher_job": "teacher",
+    "run_student_job": "runner",
+    "TeacherJob": "jobs",
+    "StudentJob": "jobs",
+    "FitConfig": "jobs",
     "list_methods": "registry",
     "get_method": "registry",
     "Method": "registry",
@@ -32,7 +38,7 @@ _EXPORTS = {
     "TrainingResult": "results",
     "kd_loss": "losses",
     "ArchSpec": "arch",
-    "search_architecture": "search.ga",
+    "search_architecture": "search.compressor_search",
 }
 
 __all__ = sorted(_EXPORTS)

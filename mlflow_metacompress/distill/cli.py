@@ -184,56 +184,81 @@ def run(args: argparse.Namespace) -> int:
 
     if args.experiment:
         mlflow.set_experiment(args.experiment)
-    common = dict(
-        task=args.task,
-        seed=args.seed,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        max_steps=args.max_steps,
-        limit=args.limit,
-        progress=not args.no_progress,
-        dataset=dataset_name(args),
-        trainer=trainer,
-    )
     if args.distill_command == "teacher":
-        from .arch import ArchSpec
-        from .teacher import train_teacher
+        from .teacher import run_teacher_job
 
-        arch = ArchSpec(
-            vocab_size=args.vocab_size,
-            num_hidden_layers=args.layers,
-            hidden_size=args.hidden,
-            num_attention_heads=args.heads,
-            intermediate_size=args.intermediate,
-            max_length=args.max_length,
-        )
-        result = train_teacher(
-            data,
-            init=args.init,
-            arch=arch,
-            pair_mode=args.pair_mode,
-            lr=args.lr,
-            monitor=args.monitor,
-            registered_name=args.registered_name or "metacompress-teacher",
-            **common,
-        )
+        result = run_teacher_job(teacher_job(args, data, trainer))
     else:
-        from .runner import distill_student
+        from .runner import run_student_job
 
-        result = distill_student(
-            data,
-            args.teacher,
-            method=args.method,
-            size_mb=args.size_mb,
-            max_length=args.max_length,
-            registered_name=args.registered_name or f"metacompress-{args.method}",
-            cache_dir=args.cache_dir,
-            **extra,
-            **common,
-        )
+        result = run_student_job(student_job(args, data, trainer, extra))
     json.dump(asdict(result), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return 0
+
+
+def _fit(args: argparse.Namespace, trainer: Any, **more: Any) -> Any:
+    """The command's one :class:`.jobs.FitConfig`: ``--epochs/--batch-size/--max-steps/--seed``,
+    the progress bar, and the Lightning settings of ``trainer``."""
+    from .jobs import FitConfig
+
+    return FitConfig.on(
+        trainer,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        max_steps=args.max_steps,
+        seed=args.seed,
+        progress=not args.no_progress,
+        **more,
+    )
+
+
+def teacher_job(args: argparse.Namespace, data: Any, trainer: Any) -> Any:
+    """``metacompress distill teacher``'s :class:`.jobs.TeacherJob`; the public flags
+    ``--layers/--hidden/--heads/--intermediate`` become :class:`.arch.ArchSpec`'s names here."""
+    from .arch import ArchSpec
+    from .jobs import TeacherJob
+
+    arch = ArchSpec(
+        vocab_size=args.vocab_size,
+        num_hidden_layers=args.layers,
+        hidden_size=args.hidden,
+        num_attention_heads=args.heads,
+        intermediate_size=args.intermediate,
+        max_length=args.max_length,
+    )
+    return TeacherJob(
+        data,
+        args.task,
+        init=args.init,
+        arch=arch,
+        pair_mode=args.pair_mode,
+        lr=args.lr,
+        fit=_fit(args, trainer, monitor=args.monitor),
+        limit=args.limit,
+        registered_name=args.registered_name or "metacompress-teacher",
+        dataset=dataset_name(args),
+    )
+
+
+def student_job(args: argparse.Namespace, data: Any, trainer: Any, options: dict[str, Any]) -> Any:
+    """``metacompress distill student``'s :class:`.jobs.StudentJob` (``options``: the method's)."""
+    from .jobs import StudentJob
+
+    return StudentJob(
+        data,
+        args.teacher,
+        args.task,
+        method=args.method,
+        size_mb=args.size_mb,
+        max_length=args.max_length,
+        fit=_fit(args, trainer),
+        limit=args.limit,
+        registered_name=args.registered_name or f"metacompress-{args.method}",
+        cache_dir=args.cache_dir,
+        dataset=dataset_name(args),
+        options=options,
+    )
 
 
 def trainer_settings(args: argparse.Namespace) -> Any:

@@ -50,3 +50,40 @@ class StudentOutcome:
     config: dict[str, Any]
     fit: FitResult | None = None
     params: dict[str, Any] = field(default_factory=dict)
+
+
+def describe_student(
+    ctx: DistillContext,
+    method: str,
+    built: tuple[Any, Any, Any],
+    fit: FitResult | None,
+    search: dict[str, Any],
+    *,
+    fallback: bool | None = None,
+    **details: Any,
+) -> StudentOutcome:
+    """The :class:`StudentOutcome` of a searched student (AVATAR, MORPH, fidelity): ``built``
+    is ``(model, tokenizer, config)`` of :func:`.search.build.materialise`; the config JSON
+    holds the method, the student's :class:`.arch.ArchSpec`, the size target, its size and
+    GFLOPs (:mod:`.search.space`, :mod:`.search.build`), the method's ``details``, the
+    ``search_fallback`` flag when ``fallback`` is given, and the ``search`` record; the
+    params are ``arch.<field>``."""
+    from .search.build import gflops
+    from .search.objective import FALLBACK_KEY
+    from .search.space import size_mb
+
+    model, tokenizer, config = built
+    k, pm = len(ctx.labels), ctx.pair_mode
+    out: dict[str, Any] = {
+        "method": method,
+        "student": config.to_dict(),
+        "target_size_mb": ctx.size_mb,
+        "size_mb": size_mb(config, k, pm),
+        "gflops": gflops(config, k, pm),
+        **details,
+    }
+    if fallback is not None:
+        out[FALLBACK_KEY] = fallback
+    out["search"] = search
+    params = {f"arch.{name}": v for name, v in config.to_dict().items()}
+    return StudentOutcome(model, tokenizer, out, fit, params)

@@ -43,7 +43,6 @@ import logging
 import os
 import platform
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -51,7 +50,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..adapters.timing import timing_threads
+from ..adapters.timing import side_by_side, timing_threads
 from .arch import ArchSpec
 
 logger = logging.getLogger(__name__)
@@ -176,17 +175,17 @@ def time_shape(spec: ArchSpec, seq_len: int, batch_size: int, *, device: str = "
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(5, spec.vocab_size, (batch_size, seq_len), generator=g).to(device)
     mask = torch.ones_like(ids)
-    best = float("inf")
-    with torch.inference_mode():
-        for i in range(repeats + 1):  # the first run warms up allocators and kernels
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
-            t = time.perf_counter()
-            model(input_ids=ids, attention_mask=mask)
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
-            if i:
-                best = min(best, time.perf_counter() - t)
+    cuda = device.startswith("cuda")
+
+    def forward() -> None:
+        if cuda:  # time the kernels, not their launch
+            torch.cuda.synchronize()
+        model(input_ids=ids, attention_mask=mask)
+        if cuda:
+            torch.cuda.synchronize()
+
+    with torch.inference_mode():  # one warm-up run (allocators, kernels), then the best of ``repeats``
+        best = side_by_side({"shape": forward}, repeats)["shape"]
     return best * 1000.0 / batch_size
 
 

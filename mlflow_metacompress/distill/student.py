@@ -16,6 +16,7 @@ from .datasets import CodeExamples
 from .options import MethodOptions
 
 if TYPE_CHECKING:
+    from .context import DistillContext
     from .training import FitConfig, FitResult
 
 
@@ -46,3 +47,14 @@ def train_student(
     )
     data = inputs[0] if len(inputs) == 1 else ConcatDataset(list(inputs))
     return fit(module, tokenizer, data, valid, fit_config, checkpoint_dir=checkpoint_dir)
+
+
+def train_on_soft_labels(ctx: DistillContext, model: Any, tokenizer: Any, temperature: float, lr: float) -> FitResult:
+    """The plain KD fit of AVATAR and Compressor: :func:`train_student` on the unlabeled set's
+    cached teacher logits with soft-label KD at ``temperature`` (Hinton et al., 2015; Shi et
+    al., ASE 2022), selected on the validation set with ``ctx.fit_config``."""
+    from .modules import soft_label_loss
+
+    return train_student(
+        model, tokenizer, [ctx.unlabeled], ctx.valid, soft_label_loss(temperature), fit_config=ctx.fit_config, lr=lr
+    )

@@ -29,20 +29,16 @@ import pandas as pd
 from .._optional import require
 from .arch import ArchSpec, pair_mode_of, seeded
 from .datasets import CodeExamples, load_splits, split_halves
-from .devices import TrainerSettings
+from .jobs import DEFAULT_TEACHER, Data, TeacherJob
 from .results import TrainingResult, accuracy_on, log_json, register
 
 require("torch", "teacher training", "distill")
 require("lightning", "teacher training", "distill")
 
 # imported after the require() checks, so that a missing extra fails with its install command
-from .training import FitConfig, fit, monitored_metrics  # noqa: E402 - after require()
+from .training import fit, monitored_metrics  # noqa: E402 - after require()
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_TEACHER = ArchSpec(
-    vocab_size=8000, num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024, max_length=256
-)
 
 
 def minilm_path() -> Path:
@@ -80,139 +76,127 @@ def build_teacher(
     return model, AutoTokenizer.from_pretrained(source)
 
 
-def train_teacher(
-    data: str | Path | dict[str, pd.DataFrame] | None,
-    task: str = "devign",
-    *,
-    init: str = "scratch",
-    arch: ArchSpec = DEFAULT_TEACHER,
-    pair_mode: str = "concat_cls",
-    epochs: int = 3,
-    batch_size: int = 16,
-    lr: float = 5e-4,
-    max_steps: int = -1,
-    seed: int = 0,
-    limit: int | None = None,
-    monitor: str = "val_acc",
-    patience: int | None = None,
-    registered_name: str | None = "metacompress-teacher",
-    progress: bool = True,
-    dataset: str | None = None,
-    trainer: TrainerSettings | None = None,
-    train_on: str = "half",
-    unique_texts: bool = False,
-) -> TrainingResult:
-    """Fine-tune a teacher on the labelled half of ``task``'s train split (``train_on="all"``:
+def train_teacher(data: Data, task: str = "devign", **settings: Any) -> TrainingResult:
+    """Fine-tune and register a teacher: :func:`run_teacher_job` of
+    :meth:`.jobs.TeacherJob.build` ``(data, task, **settings)``. ``settings`` are the job's
+    fields (``init``, ``arch``, ``pair_mode``, ``lr``, ``limit``, ``registered_name``,
+    ``dataset``, ``train_on``, ``unique_texts``), FitConfig's budget (``epochs``,
+    ``batch_size``, ``max_steps``, ``seed``, ``progress``, ``monitor``, ``patience``) and
+    ``trainer`` (:class:`.devices.TrainerSettings`)."""
+    return run_teacher_job(TeacherJob.build(data, task, **settings))
+
+
+def run_teacher_job(job: TeacherJob) -> TrainingResult:
+    """Fine-tune a teacher on the labelled half of ``job.task``'s train split (``train_on="all"``:
     on every row of it, when the distillation set is a separate file, as in the reproduction;
     ``unique_texts``: a scratch tokenizer learns from each distinct text once), log the run
     (params, per-epoch metrics, architecture JSON), register it and return the result.
 
     ``pair_mode`` applies to clone pairs only (``concat_cls``, ``single_sequence`` or ``siamese``;
     :mod:`..models.classifier`).
-    ``monitor="last"`` keeps the last epoch instead of the best validation accuracy: on
+    ``fit.monitor="last"`` keeps the last epoch instead of the best validation accuracy: on
     small, noisy data the best-accuracy epoch is often an early, near-uniform one, while
     fine-tuned code models are confident (MetaCompress's MR3 needs confident teachers).
-    ``patience`` stops training after that many epochs without a better ``monitor`` score
+    ``fit.patience`` stops training after that many epochs without a better ``monitor`` score
     (the best epoch is kept); None trains all ``epochs``.
     """
     import mlflow
 
     from ..data.codexglue import get_task
-
-    trainer = trainer or TrainerSettings()
-    trainer.check()  # Lightning's accelerator/devices/strategy/precision (:mod:`.devices`), before any data
-    spec = get_task(task)
-    if train_on not in ("half", "all"):
-        raise ValueError(f"train_teacher: train_on must be 'half' or 'all', got {train_on!r}")
-    frames = load_splits(data, task, limit, seed)
-    labelled = split_halves(frames["train"], seed)[0] if train_on == "half" else frames["train"]
-    cols, label_col = spec.code_columns, spec.label_column
-    labels = ["0", "1"]
-    texts = [str(t) for c in cols for t in labelled[c]]
-    if unique_texts:  # clone pairs reuse each function ~10 times: the tokenizer learns from each once, 10x faster
-        texts = list(dict.fromkeys(texts))
-    started = time.perf_counter()
-    dataset = dataset or task  # the run name and metacompress.task tag (e.g. generated-vulnerability)
     from ..precision import inference_follows
     from ..threads import using
 
+    trainer = job.fit.trainer()
+    trainer.check()  # Lightning's accelerator/devices/strategy/precision (:mod:`.devices`), before any data
+    spec = get_task(job.task)
+    frames = load_splits(job.data, job.task, job.limit, job.fit.seed)
+    labelled = split_halves(frames["train"], job.fit.seed)[0] if job.train_on == "half" else frames["train"]
+    started = time.perf_counter()
     with (
         using(trainer.threads) as threads,
         inference_follows(trainer.precision),  # --precision 32-true: the run's inference in fp32 too
-        mlflow.start_run(run_name=f"teacher-{dataset}", nested=mlflow.active_run() is not None) as run,
+        mlflow.start_run(run_name=f"teacher-{job.run_name}", nested=mlflow.active_run() is not None) as run,
     ):
         logger.info("teacher training on %d torch thread(s)", threads)
-        with seeded(seed):  # the same initial weights in every run of this seed
-            model, tokenizer = build_teacher(init, texts, labels, pair_mode if spec.is_pair else None, arch)
-        config = {
-            "task": task,
-            "init": init,
-            "arch": arch.to_dict(),
-            "pair_mode": model.meta.pair_mode,
-            "max_length": model.meta.max_length,
-            "vocab_size": len(tokenizer),
-        }
-        mlflow.log_params(
-            {
-                "method": "teacher",
-                "task": task,
-                "init": init,
-                "epochs": epochs,
-                "batch_size": batch_size,
-                "lr": lr,
-                "seed": seed,
-                "monitor": monitor,
-                "patience": patience,
-                "max_length": model.meta.max_length,
-                "vocab_size": len(tokenizer),
-                "pair_mode": model.meta.pair_mode,
-                "train_rows": len(labelled),
-                "limit": limit,
-                **({"train_on": train_on} if train_on != "half" else {}),
-                **trainer.params(),
-            }
-        )
-        mlflow.set_tags(trainer.tags())  # metacompress.precision: the resolved precision
-        log_json(config, "teacher_config.json")
+        with seeded(job.fit.seed):  # the same initial weights in every run of this seed
+            model, tokenizer = build_teacher(
+                job.init,
+                _tokenizer_texts(job, labelled, spec.code_columns),
+                ["0", "1"],
+                job.pair_mode if spec.is_pair else None,
+                job.arch,
+            )
+        config = _log_teacher_run(job, model, tokenizer, len(labelled), trainer)
+        cols, label_col = spec.code_columns, spec.label_column
         from .modules import ClassifierModule
 
-        module = ClassifierModule(model, lr=lr)
         result = fit(
-            module,
+            ClassifierModule(model, lr=job.lr),
             tokenizer,
             CodeExamples.from_frame(labelled, cols, label_col),
             CodeExamples.from_frame(frames["valid"], cols, label_col),
-            FitConfig(
-                epochs=epochs,
-                batch_size=batch_size,
-                max_steps=max_steps,
-                seed=seed,
-                progress=progress,
-                monitor=monitor,
-                patience=patience,
-                accelerator=trainer.accelerator,
-                devices=trainer.devices,
-                strategy=trainer.strategy,
-                precision=trainer.precision,
-                threads=trainer.threads,
-            ),
+            job.fit,
         )
-        train_s = time.perf_counter() - started
         metrics = {
             "test_acc": accuracy_on(model, tokenizer, frames["test"], cols, label_col),
             **monitored_metrics(result),
-            "train_seconds": train_s,
+            "train_seconds": time.perf_counter() - started,
         }
         uri, version, sizes = register(
             model,
             tokenizer,
             method="teacher",
-            registered_name=registered_name,
+            registered_name=job.registered_name,
             code_columns=cols,
             teacher="",
-            extra_tags={"init": init, "task": dataset},
+            extra_tags={"init": job.init, "task": job.run_name},
         )
         metrics.update(sizes)
         mlflow.log_metrics(metrics)
     logger.info("teacher %s: %s", uri, metrics)
-    return TrainingResult(uri, run.info.run_id, registered_name, version, metrics, config)
+    return TrainingResult(uri, run.info.run_id, job.registered_name, version, metrics, config)
+
+
+def _tokenizer_texts(job: TeacherJob, labelled: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
+    """Every code text of the teacher's training rows (each distinct one once with ``unique_texts``)."""
+    texts = [str(t) for c in cols for t in labelled[c]]
+    if job.unique_texts:  # clone pairs reuse each function ~10 times: the tokenizer learns from each once, 10x faster
+        texts = list(dict.fromkeys(texts))
+    return texts
+
+
+def _log_teacher_run(job: TeacherJob, model: Any, tokenizer: Any, train_rows: int, trainer: Any) -> dict[str, Any]:
+    """Log the teacher run's params, tags and ``teacher_config.json``; returns that config."""
+    import mlflow
+
+    config = {
+        "task": job.task,
+        "init": job.init,
+        "arch": job.arch.to_dict(),
+        "pair_mode": model.meta.pair_mode,
+        "max_length": model.meta.max_length,
+        "vocab_size": len(tokenizer),
+    }
+    mlflow.log_params(
+        {
+            "method": "teacher",
+            "task": job.task,
+            "init": job.init,
+            "epochs": job.fit.epochs,
+            "batch_size": job.fit.batch_size,
+            "lr": job.lr,
+            "seed": job.fit.seed,
+            "monitor": job.fit.monitor,
+            "patience": job.fit.patience,
+            "max_length": model.meta.max_length,
+            "vocab_size": len(tokenizer),
+            "pair_mode": model.meta.pair_mode,
+            "train_rows": train_rows,
+            "limit": job.limit,
+            **({"train_on": job.train_on} if job.train_on != "half" else {}),
+            **trainer.params(),
+        }
+    )
+    mlflow.set_tags(trainer.tags())  # metacompress.precision: the resolved precision
+    log_json(config, "teacher_config.json")
+    return config

@@ -57,6 +57,7 @@ from ..heartbeat import format_seconds, note, on_terminal  # noqa: E402 - after 
 from .batches import loaders  # noqa: E402 - after require()
 from .datasets import CodeExamples  # noqa: E402 - after require()
 from .devices import file_system_sharing, resolve, ship_by_value  # noqa: E402 - after require()
+from .jobs import FitConfig  # noqa: E402 - after require()
 from .modules import ClassifierModule  # noqa: E402 - after require()
 
 if TYPE_CHECKING:
@@ -80,38 +81,6 @@ def active_run_logger(prefix: str = "") -> MLFlowLogger | None:
     if run is None:
         return None
     return AttachedMLFlowLogger(tracking_uri=mlflow.get_tracking_uri(), run_id=run.info.run_id, prefix=prefix)
-
-
-@dataclass
-class FitConfig:
-    """Budget and optimiser settings of one training run."""
-
-    epochs: int = 3
-    batch_size: int = 16
-    eval_batch_size: int = 64
-    max_steps: int = -1
-    seed: int = 0
-    progress: bool = True
-    accelerator: str = "auto"  # "auto" takes a GPU when one is visible (the ``paper`` profile), else the CPU
-    precision: str | None = None  # e.g. "bf16-mixed" on a GPU; None = full precision
-    # Lightning's devices and strategy (:mod:`.devices`): devices=2, strategy="ddp" trains in two
-    # processes (spawned; gloo on a CPU, NCCL on GPUs); 1 = this process only
-    devices: int | str = 1
-    strategy: str = "auto"
-    # the validation metric whose best epoch is kept: "val_acc" (labels), "val_agreement"
-    # (the teacher's argmax) or "val_relations_kept" (rows keeping MR1-MR4 with the teacher,
-    # :func:`.losses.relation_agreement`), both when the validation set carries teacher
-    # logits, or "last"
-    monitor: str = "val_acc"
-    # stop once the monitored metric has not improved for this many epochs (Lightning's
-    # EarlyStopping; the best checkpoint is still the one reloaded); None trains every epoch
-    patience: int | None = None
-    # torch's intra-op threads per training process (mlflow_metacompress/threads.py): None or "auto"
-    # = $METACOMPRESS_THREADS, else the default for this machine
-    threads: int | str | None = None
-    # training batches draw rows from windows of this many batches sorted by token count
-    # (:mod:`.batches`: less padding, seeded order); 0 or 1 = plain seeded shuffling
-    length_window: int = 16
 
 
 @dataclass
@@ -271,6 +240,35 @@ def _monitor(name: str, val: CodeExamples | None) -> str | None:
     return name if name in teacher_based or val.labels is not None else None
 
 
+def _early_stopping(config: FitConfig, monitor: str | None) -> list[Any]:
+    """Lightning's ``EarlyStopping`` on ``monitor`` when ``config.patience`` is set (none without a monitor)."""
+    if config.patience is None or monitor is None:
+        return []
+    if config.patience < 1:
+        raise ValueError(f"FitConfig.patience must be at least 1 epoch or None, got {config.patience}")
+    from lightning.pytorch.callbacks import EarlyStopping
+
+    return [EarlyStopping(monitor=monitor, mode="max", patience=config.patience, verbose=False)]
+
+
+def _reload_best(
+    module: ClassifierModule, trainer: Any, ckpt: Any, history: Any, monitor: str | None
+) -> tuple[str | None, float | None, int]:
+    """Load the kept checkpoint's weights into ``module``; returns (its path, its score, the
+    epochs run), read from the ranks' summary file when they ran in other processes."""
+    best = ckpt.best_model_path or None
+    best_score = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
+    epochs_run = trainer.current_epoch
+    if history.path is not None and history.path.exists():  # the ranks ran in other processes
+        summary = json.loads(history.path.read_text())
+        history.rows, epochs_run, best_score = summary["rows"], summary["epochs_run"], summary["best_score"]
+    if best:
+        state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
+        module.load_state_dict(state)
+        logger.info("reloaded the checkpoint kept by %s (%s) from %s", monitor or "last epoch", best_score, best)
+    return best, best_score, epochs_run
+
+
 def fit(
     module: ClassifierModule,
     tokenizer: Any,
@@ -322,16 +320,9 @@ def fit(
             filename="best",
         )
         history = _History(Path(checkpoint_dir) / "fit_summary.json" if placement.world_size > 1 else None)
-        stopping = []
-        if config.patience is not None and monitor is not None:
-            if config.patience < 1:
-                raise ValueError(f"FitConfig.patience must be at least 1 epoch or None, got {config.patience}")
-            from lightning.pytorch.callbacks import EarlyStopping
-
-            stopping = [EarlyStopping(monitor=monitor, mode="max", patience=config.patience, verbose=False)]
         bar = config.progress and on_terminal()
         lines = _EpochLines(config.epochs, logging.INFO if config.epochs > 1 else logging.DEBUG)
-        callbacks: list[Any] = [ckpt, history, lines, *stopping]
+        callbacks: list[Any] = [ckpt, history, lines, *_early_stopping(config, monitor)]
         if placement.world_size > 1:
             callbacks.append(_RankThreads(threads))
         sharing = file_system_sharing() if placement.world_size > 1 else contextlib.nullcontext()
@@ -358,16 +349,7 @@ def fit(
                 if lines.interrupt is not None:  # give the caller the interrupt back, not an exit
                     raise lines.interrupt from None
                 raise
-        best = ckpt.best_model_path or None
-        best_score = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
-        epochs_run = trainer.current_epoch
-        if history.path is not None and history.path.exists():  # the ranks ran in other processes
-            summary = json.loads(history.path.read_text())
-            history.rows, epochs_run, best_score = summary["rows"], summary["epochs_run"], summary["best_score"]
-        if best:
-            state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
-            module.load_state_dict(state)
-            logger.info("reloaded the checkpoint kept by %s (%s) from %s", monitor or "last epoch", best_score, best)
+        best, best_score, epochs_run = _reload_best(module, trainer, ckpt, history, monitor)
         if tmp is not None:
             best = None  # deleted with the temporary directory
         return FitResult(best_score, best, epochs_run, history.rows, monitor if best_score is not None else None)

@@ -34,12 +34,12 @@ from .plots import confusion_counts, write_plots
 
 if TYPE_CHECKING:
     from .config_model import EvaluatorConfig
-    from .loop import Outcome
+    from .loop import EvaluationOutcome
 
 __all__ = ["worst_discrepancies", "write_artifacts"]
 
 
-def write_artifacts(outcome: Outcome, cfg: EvaluatorConfig, out: Path) -> list[str]:
+def write_artifacts(outcome: EvaluationOutcome, cfg: EvaluatorConfig, out: Path) -> list[str]:
     """Write every artifact into ``out``; return their paths relative to ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     summary = {

@@ -64,7 +64,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_config(text: str, teacher: str) -> dict[str, Any]:
+def cli_evaluator_config(text: str, teacher: str) -> dict[str, Any]:
     """``{"teacher": teacher, **json}``; ``ValueError`` for invalid JSON, a non-object or a second teacher."""
     config = json_object(text)
     if "teacher" in config:
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from ..data.tables import read_table
     from .config import check_config
 
-    config = parse_config(args.evaluator_config, args.teacher)
+    config = cli_evaluator_config(args.evaluator_config, args.teacher)
     if args.threads is not None:
         from ..threads import parse_threads
 

@@ -25,7 +25,7 @@ from ..artifact_names import ARTIFACT_DIR
 
 if TYPE_CHECKING:
     from .config_model import EvaluatorConfig
-    from .loop import Outcome
+    from .loop import EvaluationOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class MetaCompressEvaluator(ModelEvaluator):
     def _log(
         run_id: str,
         metrics: dict[str, float],
-        outcome: Outcome,
+        outcome: EvaluationOutcome,
         cfg: EvaluatorConfig,
         provenance: dict[str, Any] | None = None,
     ) -> dict[str, Any]:

@@ -8,7 +8,7 @@
 3. **judge the table** (:mod:`.judge`): the four relations of MetaCompress (arXiv
    2511.05476) and every metric, from the table alone.
 
-:func:`run_evaluation` returns one :class:`Outcome` and logs nothing, so a failure
+:func:`run_evaluation` returns one :class:`EvaluationOutcome` and logs nothing, so a failure
 anywhere leaves nothing half-written in the run.
 """
 
@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, eq=False)
-class Outcome:
+class EvaluationOutcome:
     """Everything one evaluation produced, before it is logged (never changed afterwards)."""
 
     metrics: dict[str, float]
@@ -62,7 +62,7 @@ def run_evaluation(
     teacher: Predictor | None,
     student: Predictor | None,
     engine: Engine | None = None,
-) -> Outcome:
+) -> EvaluationOutcome:
     """Compute every metric and table of one metacompress evaluation (``cfg`` from
     :func:`~.config.parse_config`; ``teacher``/``student`` None in static mode).
 
@@ -98,7 +98,7 @@ def _evaluate(
     teacher: Predictor | None,
     student: Predictor | None,
     engine: Engine,
-) -> Outcome:
+) -> EvaluationOutcome:
     with engine.session():
         sources = engine.sources(df, cfg, teacher, student)
         return _run(df, y, cfg, teacher, student, sources, engine.predicted())
@@ -112,7 +112,7 @@ def _run(
     student: Predictor | None,
     sources: tuple[VariantSource, ...],
     ahead: PredictionTable | None = None,
-) -> Outcome:
+) -> EvaluationOutcome:
     """Produce variants → predict into the table → judge the table (``ahead``: the
     predictions the engine made while producing its sources)."""
     models = None
@@ -141,7 +141,7 @@ def _run(
         if limits:  # Hugging Face pipelines: the max input tokens each was cut to, and where that came from
             judged.notes["input_limits"] = limits
     add_slices_and_statistics(judged, df, cfg)
-    return Outcome(judged.metrics, judged.per_sample, table.classes, judged.tables, judged.notes)
+    return EvaluationOutcome(judged.metrics, judged.per_sample, table.classes, judged.tables, judged.notes)
 
 
 def _variant_sets(

@@ -44,6 +44,21 @@ class TeacherBudget:
     epochs: int = 2  # an upper bound; max_steps ends training (and the linear decay) first
     lr: float = 5e-4
 
+    def arch(self) -> Any:
+        """The teacher's shape as a :class:`~mlflow_metacompress.distill.arch.ArchSpec`. The field
+        names here stay ``layers/hidden/heads/intermediate``: they are hashed into the teacher
+        stage's key (:func:`.reproduce.teacher_args`), so renaming them would orphan finished studies."""
+        from ..distill.arch import ArchSpec
+
+        return ArchSpec(
+            vocab_size=self.vocab_size,
+            num_hidden_layers=self.layers,
+            hidden_size=self.hidden,
+            num_attention_heads=self.heads,
+            intermediate_size=self.intermediate,
+            max_length=self.max_length,
+        )
+
 
 @dataclass(frozen=True)
 class StudyConfig:

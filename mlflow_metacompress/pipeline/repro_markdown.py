@@ -112,24 +112,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "| appears for (Holm-adjusted) | control `quantize` |",
         "|---|---|---|---|---|",
     ]
-    for row in report["headline"]:
-        gap = row["key"] == "accuracy_within_3pt"
-        kind = "under" if gap else "up to"
-        said = ("within 3 points", "not established") if gap else ("appears", "does not appear")
-        ctl = ", ".join(f"{m}: {said[0] if v else said[1]}" for m, v in row.get("control", {}).items())
-        if row["ours"] is None:
-            lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | not measured | – | {ctl or '–'} |")
-            continue
-        if gap:
-            est = (
-                f"smallest gap ({row['method']}): {100 * row['ours']:+.1f} points "
-                f"[{100 * row['low']:+.1f}, {100 * row['high']:+.1f}] (90%)"
-            )
-            shown = ", ".join(row["methods"]) if row["methods"] else "none (not established)"
-        else:
-            est = f"{row['method']}: {_pct(row['ours'])} [{_pct(row['low'])}, {_pct(row['high'])}]"
-            shown = ", ".join(row["methods"]) if row["methods"] else "none"
-        lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | {est} | {shown} | {ctl or '–'} |")
+    lines += _headline_rows(report["headline"])
     lines += _verdict_table(s, b)
     cols = [
         "student_accuracy",
@@ -159,6 +142,41 @@ def render_markdown(report: dict[str, Any]) -> str:
         "| method | seed | any (metamorphic) | MR1 | MR2 | MR3 | accuracy gap (teacher − student) |",
         "|---|---|---|---|---|---|---|",
     ]
+    lines += _per_seed_rows(s)
+    lines += _fidelity(s.get("fidelity", {}))
+    if report.get("conclusions"):
+        lines += ["", "## Conclusions", "", *report["conclusions"]]
+    return "\n".join(lines) + "\n"
+
+
+def _headline_rows(headline: list[dict[str, Any]]) -> list[str]:
+    """The headline table's rows: each phenomenon, the paper's value, ours with its interval,
+    the methods it appears for and the ``quantize`` control."""
+    lines: list[str] = []
+    for row in headline:
+        gap = row["key"] == "accuracy_within_3pt"
+        kind = "under" if gap else "up to"
+        said = ("within 3 points", "not established") if gap else ("appears", "does not appear")
+        ctl = ", ".join(f"{m}: {said[0] if v else said[1]}" for m, v in row.get("control", {}).items())
+        if row["ours"] is None:
+            lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | not measured | – | {ctl or '–'} |")
+            continue
+        if gap:
+            est = (
+                f"smallest gap ({row['method']}): {100 * row['ours']:+.1f} points "
+                f"[{100 * row['low']:+.1f}, {100 * row['high']:+.1f}] (90%)"
+            )
+            shown = ", ".join(row["methods"]) if row["methods"] else "none (not established)"
+        else:
+            est = f"{row['method']}: {_pct(row['ours'])} [{_pct(row['low'])}, {_pct(row['high'])}]"
+            shown = ", ".join(row["methods"]) if row["methods"] else "none"
+        lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | {est} | {shown} | {ctl or '–'} |")
+    return lines
+
+
+def _per_seed_rows(s: dict[str, Any]) -> list[str]:
+    """The per-seed table's rows: each rate with its within-run bootstrap interval, the accuracy gap in points."""
+    lines: list[str] = []
     per_seed = ("any_violation_rate/metamorphic", *MR_METRICS, "accuracy_drop")
     for method, rows in s["methods"].items():
         for i, seed in enumerate(s["seeds"]):
@@ -174,10 +192,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                     cells.append(f"{_pct(v)} [{_pct(lo)}, {_pct(hi)}]")
             if any(x != "–" for x in cells):
                 lines.append(f"| {method} | {seed} | " + " | ".join(cells) + " |")
-    lines += _fidelity(s.get("fidelity", {}))
-    if report.get("conclusions"):
-        lines += ["", "## Conclusions", "", *report["conclusions"]]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _verdict_table(s: dict[str, Any], b: int | None) -> list[str]:

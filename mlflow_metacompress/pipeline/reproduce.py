@@ -57,37 +57,27 @@ def teacher_stage(cfg: StudyConfig, data: Any | None = None) -> StageResult:
     def body() -> dict[str, Any]:
         import mlflow
 
-        from ..distill.arch import ArchSpec
-        from ..distill.teacher import train_teacher
+        from ..distill.jobs import FitConfig, TeacherJob
+        from ..distill.teacher import run_teacher_job
 
         d = data if data is not None else _study_data(cfg)
         b = cfg.teacher
-        arch = ArchSpec(
-            vocab_size=b.vocab_size,
-            num_hidden_layers=b.layers,
-            hidden_size=b.hidden,
-            num_attention_heads=b.heads,
-            intermediate_size=b.intermediate,
-            max_length=b.max_length,
-        )
-        started = time.perf_counter()
-        result = train_teacher(
+        job = TeacherJob(
             d.frames(d.teacher_train),
             d.codexglue_task,
             init="scratch",
-            arch=arch,
-            epochs=b.epochs,
-            batch_size=b.batch_size,
+            arch=b.arch(),
             lr=b.lr,
-            max_steps=b.max_steps,
-            seed=0,
-            monitor="last",
+            fit=FitConfig(
+                epochs=b.epochs, batch_size=b.batch_size, max_steps=b.max_steps, seed=0, progress=False, monitor="last"
+            ),
             registered_name=f"metacompress-reproduce-{d.codexglue_task}-teacher",
-            progress=False,
             dataset=d.codexglue_task,
             train_on="all",
             unique_texts=True,
         )
+        started = time.perf_counter()
+        result = run_teacher_job(job)
         seconds = time.perf_counter() - started
         metrics = measure_teacher(result.model_uri, d.test, d.code_columns, d.label_column)
         metrics.update(
@@ -143,25 +133,27 @@ def student_stage(cfg: StudyConfig, data: Any, teacher: StageResult, method: str
     def body() -> dict[str, Any]:
         import math
 
-        from ..distill.runner import distill_student
+        from ..distill.jobs import FitConfig, StudentJob
+        from ..distill.runner import run_student_job
 
         epochs = max(1, math.ceil(cfg.student_steps * cfg.student_batch_size / max(1, len(data.distill))))
-        result = distill_student(
-            data.frames(data.distill),
-            teacher.outputs["model_uri"],
-            data.codexglue_task,
-            method=method,
-            size_mb=cfg.size_mb,
-            max_length=cfg.student_max_length,
-            epochs=epochs,
-            batch_size=cfg.student_batch_size,
-            max_steps=cfg.student_steps,
-            seed=seed,
-            registered_name=f"metacompress-reproduce-{data.codexglue_task}-{method}",
-            progress=False,
-            dataset=data.codexglue_task,
-            unlabeled=data.distill,
-            **cfg.method_options.get(method, {}),
+        fit = FitConfig(
+            epochs=epochs, batch_size=cfg.student_batch_size, max_steps=cfg.student_steps, seed=seed, progress=False
+        )
+        result = run_student_job(
+            StudentJob(
+                data.frames(data.distill),
+                teacher.outputs["model_uri"],
+                data.codexglue_task,
+                method=method,
+                size_mb=cfg.size_mb,
+                max_length=cfg.student_max_length,
+                fit=fit,
+                registered_name=f"metacompress-reproduce-{data.codexglue_task}-{method}",
+                dataset=data.codexglue_task,
+                unlabeled=data.distill,
+                options=dict(cfg.method_options.get(method, {})),
+            )
         )
         return {
             "model_uri": result.model_uri,

@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -121,13 +122,12 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     from .data import load_task_data
     from .interrupts import CleanExit, failed_runs
     from .progress import StageClock
-    from .report import comparison_table, log_comparison
-    from .stages import gate_stage, resolve_methods, student_stage, teacher_stage
+    from .stages import resolve_methods, teacher_stage
 
     profile = get_profile(config.profile, config.task)
     methods = resolve_methods(config.methods)  # fail before any training
     from ..precision import inference_follows
-    from ..threads import describe, parse_threads, using
+    from ..threads import using
 
     trainer = TrainerSettings(
         devices=config.devices, strategy=config.strategy, precision=config.precision or None, threads=config.threads
@@ -142,12 +142,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
         profile, methods, data.sizes(), transform_count(profile, data.language), language=data.language
     )
     clock = StageClock([(w.kind, w.label, w.work) for w in budget])
-    logger.info(
-        "torch threads: %s (threads=%s, %s)",
-        describe(threads),
-        config.threads or "auto",
-        "the default" if parse_threads(config.threads) is None else "given",
-    )
+    _log_threads(config, threads)
     outcomes: list[GateOutcome] = []
     errors: dict[str, str] = {}
     with (
@@ -159,71 +154,27 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
         mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run,
     ):
         cleanup.root = run.info.run_id
-        mlflow.set_tags(
-            {
-                "metacompress.pipeline": "main",
-                "metacompress.data": data.source,
-                "metacompress.task": data.dataset,
-                "metacompress.profile": profile.name,
-                "metacompress.policy": policy.name,
-                **trainer.tags(),
-            }
-        )
-        resolved = {
-            "task": data.task,
-            "data_source": data.source,
-            "profile": profile.name,
-            "methods": ",".join(methods),
-            "policy": policy.name,
-            "size_mb_target": size_mb,
-            "seed": config.seed,
-            "threads": threads,
-            "precision": trainer.resolved_precision(),
-            **{f"rows_{k}": v for k, v in data.sizes().items()},
-        }
-        # "pipeline." keeps these apart from the raw MLproject parameters mlflow run logs
-        mlflow.log_params({f"pipeline.{k}": v for k, v in resolved.items()})
-        mlflow.log_dict(
-            {
-                "profile": profile.to_dict(),
-                "config": asdict(config) | {"methods": methods},
-                "policy": policy.describe(),
-                "stage_work": [asdict(w) for w in budget],
-            },
-            "pipeline/config.json",
-        )
+        _log_setup(config, data, profile, policy, methods, size_mb, trainer, threads, budget)
         with clock.stage("teacher"):
             teacher = teacher_stage(data, profile, config.seed, bars, trainer=trainer)
         for method in methods:
             try:
-                with clock.stage(f"distill {method}"):
-                    student = student_stage(
+                outcomes.append(
+                    _method(
+                        method,
+                        config,
                         data,
                         profile,
-                        teacher.model_uri,
-                        method,
+                        policy,
+                        teacher,
                         size_mb,
-                        config.seed,
-                        Path(cache) / "soft_labels",
+                        Path(cache),
+                        clock,
                         bars,
-                        trainer=trainer,
+                        trainer,
+                        threads,
                     )
-                with clock.stage(f"gate {method}"):
-                    outcomes.append(
-                        gate_stage(
-                            method,
-                            data.model_name(method),
-                            str(student.version),
-                            data,
-                            profile,
-                            policy,
-                            config.alias,
-                            config.seed,
-                            Path(cache) / "predictions",
-                            bars,
-                            threads=threads,
-                        )
-                    )
+                )
             except Exception as exc:  # keep the other methods going; the table says what broke
                 logger.exception("method %s failed", method)
                 errors[method] = f"{type(exc).__name__}: {exc}"
@@ -231,19 +182,127 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
                 if clock.pending(f"gate {method}"):
                     clock.skip(f"gate {method}", "its distillation failed")
                 cleanup.keep |= failed_runs(run.info.run_id, cleanup.since_ms)  # stays FAILED after a Ctrl-C
-        table = comparison_table(
-            outcomes,
-            {"model": teacher.model_uri[len("models:/") :], "size_mb": teacher.metrics.get("size_mb")},
-            profile.attacks,
-        )
-        title = f"{data.task} on {data.source} · profile {profile.name} · policy {policy.name}"
-        markdown = log_comparison(table, title)
-        from ..report.compare import log_comparison_html
-
-        log_comparison_html([o.evaluation_run_id for o in outcomes], title)  # comparison/report.html
+        table, markdown = _compare(outcomes, teacher, data, profile, policy)
         run_id = run.info.run_id
         clock.finish()
         if errors:  # a crash, unlike a failing verdict, fails the run (as mlflow run does on exit code 1)
             mlflow.set_tag("metacompress.failed_methods", ",".join(errors))
             mlflow.end_run("FAILED")
     return PipelineResult(run_id, teacher.model_uri, outcomes, table, markdown, policy.name, errors)
+
+
+def _log_setup(
+    config: PipelineConfig,
+    data: Any,
+    profile: Any,
+    policy: Any,
+    methods: list[str],
+    size_mb: float,
+    trainer: Any,
+    threads: int,
+    budget: Any,
+) -> None:
+    """The pipeline run's tags, its resolved ``pipeline.*`` params and ``pipeline/config.json``."""
+    import mlflow
+
+    mlflow.set_tags(
+        {
+            "metacompress.pipeline": "main",
+            "metacompress.data": data.source,
+            "metacompress.task": data.dataset,
+            "metacompress.profile": profile.name,
+            "metacompress.policy": policy.name,
+            **trainer.tags(),
+        }
+    )
+    resolved = {
+        "task": data.task,
+        "data_source": data.source,
+        "profile": profile.name,
+        "methods": ",".join(methods),
+        "policy": policy.name,
+        "size_mb_target": size_mb,
+        "seed": config.seed,
+        "threads": threads,
+        "precision": trainer.resolved_precision(),
+        **{f"rows_{k}": v for k, v in data.sizes().items()},
+    }
+    # "pipeline." keeps these apart from the raw MLproject parameters mlflow run logs
+    mlflow.log_params({f"pipeline.{k}": v for k, v in resolved.items()})
+    mlflow.log_dict(
+        {
+            "profile": profile.to_dict(),
+            "config": asdict(config) | {"methods": methods},
+            "policy": policy.describe(),
+            "stage_work": [asdict(w) for w in budget],
+        },
+        "pipeline/config.json",
+    )
+
+
+def _method(
+    method: str,
+    config: PipelineConfig,
+    data: Any,
+    profile: Any,
+    policy: Any,
+    teacher: Any,
+    size_mb: float,
+    cache: Path,
+    clock: Any,
+    bars: bool,
+    trainer: Any,
+    threads: int,
+) -> GateOutcome:
+    """One method's stages: distil its student (:func:`.stages.student_stage`), then gate it."""
+    from .stages import gate_stage, student_stage
+
+    with clock.stage(f"distill {method}"):
+        student = student_stage(
+            data, profile, teacher.model_uri, method, size_mb, config.seed, cache / "soft_labels", bars, trainer=trainer
+        )
+    with clock.stage(f"gate {method}"):
+        return gate_stage(
+            method,
+            data.model_name(method),
+            str(student.version),
+            data,
+            profile,
+            policy,
+            config.alias,
+            config.seed,
+            cache / "predictions",
+            bars,
+            threads=threads,
+        )
+
+
+def _compare(
+    outcomes: list[GateOutcome], teacher: Any, data: Any, profile: Any, policy: Any
+) -> tuple[pd.DataFrame, str]:
+    """The comparison table of every outcome beside the teacher, logged as markdown and
+    ``comparison/report.html``; returns (table, markdown)."""
+    from ..report.compare import log_comparison_html
+    from .report import comparison_table, log_comparison
+
+    table = comparison_table(
+        outcomes,
+        {"model": teacher.model_uri[len("models:/") :], "size_mb": teacher.metrics.get("size_mb")},
+        profile.attacks,
+    )
+    title = f"{data.task} on {data.source} · profile {profile.name} · policy {policy.name}"
+    markdown = log_comparison(table, title)
+    log_comparison_html([o.evaluation_run_id for o in outcomes], title)  # comparison/report.html
+    return table, markdown
+
+
+def _log_threads(config: PipelineConfig, threads: int) -> None:
+    """The log line naming the torch threads of every stage, and whether they were given."""
+    from ..threads import describe, parse_threads
+
+    logger.info(
+        "torch threads: %s (threads=%s, %s)",
+        describe(threads),
+        config.threads or "auto",
+        "the default" if parse_threads(config.threads) is None else "given",
+    )

@@ -95,26 +95,30 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
     named ``teacher-<dataset>``; returns the :class:`~.distill.results.TrainingResult`.
     ``trainer``: Lightning's devices/strategy/precision (:class:`~.distill.devices.TrainerSettings`)."""
     from ..distill.arch import ArchSpec
-    from ..distill.teacher import train_teacher
+    from ..distill.jobs import FitConfig, TeacherJob
+    from ..distill.teacher import run_teacher_job
 
     fields: dict[str, Any] = {**profile.teacher_arch, "max_length": profile.max_length}  # ArchSpec checks them
-    arch = ArchSpec(**fields)
-    result = train_teacher(
-        data.frames,
-        data.codexglue_task,
-        arch=arch,
+    fit = FitConfig.on(
+        trainer,
         epochs=profile.teacher_epochs,
-        lr=profile.teacher_lr,
-        patience=profile.teacher_patience,
         batch_size=profile.batch_size,
         max_steps=profile.max_steps,
         seed=seed,
-        registered_name=data.model_name("teacher"),
         progress=progress,
-        dataset=data.dataset,
-        trainer=trainer,
-        pair_mode=profile.pair_mode,
+        patience=profile.teacher_patience,
     )
+    job = TeacherJob(
+        data.frames,
+        data.codexglue_task,
+        arch=ArchSpec(**fields),
+        pair_mode=profile.pair_mode,
+        lr=profile.teacher_lr,
+        fit=fit,
+        registered_name=data.model_name("teacher"),
+        dataset=data.dataset,
+    )
+    result = run_teacher_job(job)
     tag_version(data.model_name("teacher"), result.version, version_tags(data, profile))
     return result
 
@@ -132,28 +136,32 @@ def student_stage(
 ) -> Any:
     """Distil and register one student with ``method`` (``metacompress-<dataset>-<method>``)
     in a run named ``<method>-<dataset>``."""
-    from ..distill.runner import distill_student
+    from ..distill.jobs import FitConfig, StudentJob
+    from ..distill.runner import run_student_job
 
-    target = float(size_mb) if size_mb else profile.size_mb
-    result = distill_student(
-        data.frames,
-        teacher_uri,
-        data.codexglue_task,
-        method=method,
-        size_mb=target,
-        max_length=profile.max_length,
+    fit = FitConfig.on(
+        trainer,
         epochs=profile.epochs_for(method),
         batch_size=profile.batch_size,
         max_steps=profile.max_steps,
         seed=seed,
+        progress=progress,
+    )
+    job = StudentJob(
+        data.frames,
+        teacher_uri,
+        data.codexglue_task,
+        method=method,
+        size_mb=float(size_mb) if size_mb else profile.size_mb,
+        pair_mode=profile.pair_mode,
+        max_length=profile.max_length,
+        fit=fit,
         registered_name=data.model_name(method),
         cache_dir=cache_dir,
-        progress=progress,
         dataset=data.dataset,
-        trainer=trainer,
-        pair_mode=profile.pair_mode,
-        **profile.options_for(method),
+        options=dict(profile.options_for(method)),
     )
+    result = run_student_job(job)
     tag_version(data.model_name(method), result.version, version_tags(data, profile))
     return result
 

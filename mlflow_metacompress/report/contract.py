@@ -2,7 +2,7 @@
 
 The evaluator (:mod:`mlflow_metacompress.evaluation`) hands its results and its resolved
 configuration to :func:`~.render.write_evaluation_report` and
-:func:`~.provenance.at_evaluation`; its ``Outcome`` and ``EvaluatorConfig`` satisfy these
+:func:`~.provenance.at_evaluation`; its ``EvaluationOutcome`` and ``EvaluatorConfig`` satisfy these
 protocols structurally (mypy checks it where the evaluator calls the report), so the report
 never imports the evaluation package and the joint points one way: evaluation → report.
 A finished run is read from its logged artifacts instead (:func:`~.data.from_run`).

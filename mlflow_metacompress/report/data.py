@@ -1,5 +1,5 @@
 """What a report needs, gathered once: from an evaluation's results
-(:class:`~.contract.EvaluationResults`, the evaluator's ``Outcome``) while it is logged, or
+(:class:`~.contract.EvaluationResults`, the evaluator's ``EvaluationOutcome``) while it is logged, or
 from a finished run's logged artifacts (``metacompress/summary.json``, ``per_sample.parquet``,
 ``attacks/<a>.parquet``, ``provenance.json``) without any model.
 

@@ -162,7 +162,7 @@ def _model_rule(pattern: Any, raw: Any, base: Path, source: Path) -> ModelRule:
     )
 
 
-def parse_config(data: Any, source: Path) -> WebhookConfig:
+def parse_webhook_config(data: Any, source: Path) -> WebhookConfig:
     """Validate an already-loaded ``gates.yaml`` mapping; relative paths are taken from ``source``'s folder."""
     base = source.parent
     if not isinstance(data, Mapping):
@@ -207,4 +207,4 @@ def load_config(path: str | Path) -> WebhookConfig:
     """Read and validate ``gates.yaml``; :class:`WebhookConfigError` names the file and key."""
     source = Path(path).expanduser().resolve()
     data = read_yaml_file(source, "config", WebhookConfigError)
-    return parse_config(data, source)
+    return parse_webhook_config(data, source)

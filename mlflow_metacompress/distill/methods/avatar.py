@@ -1,7 +1,7 @@
 """AVATAR (Shi, Yang, Yang, Xu, Zhou, Lo, "Greening Large Language Models of Code",
 ICSE-SEIS 2024).
 
-1. **Search.** AVATAR's search (:mod:`..search.nsga`): z3 pruning of the space
+1. **Search.** AVATAR's search (:mod:`..search.avatar_search`): z3 pruning of the space
    (tokenizer type BPE/WordPiece/Unigram, vocabulary, layers, hidden size, heads,
    intermediate size, activation, dropout, maximum sequence length, position-embedding
    type), ``probes`` briefly distilled configurations, a ``BayesianRidge`` accuracy
@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..context import DistillContext, StudentOutcome
+from ..context import DistillContext, StudentOutcome, describe_student
 from ..search.probes import ProbeOptions
-from ..student import train_student
+from ..student import train_on_soft_labels
 
 NAME = "avatar"
 
@@ -51,26 +51,15 @@ class Options(ProbeOptions):
 def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     """AVATAR student: search, then distil the chosen configuration."""
     from ..energy import log_inference_energy
-    from ..modules import soft_label_loss
-    from ..search.build import gflops, materialise
-    from ..search.nsga import avatar_search
-    from ..search.objective import FALLBACK_KEY
-    from ..search.space import size_mb
+    from ..search.avatar_search import avatar_search
+    from ..search.build import materialise
 
     tokenizers: dict = {}
     choice, record = avatar_search(
         ctx, options, tokenizers, objective=options.objective, latency_slack=options.latency_slack, cost=options.cost
     )
     model, tokenizer, config = materialise(ctx.corpus(), choice, ctx.labels, ctx.pair_mode, tokenizers, ctx.seed)
-    fit = train_student(
-        model,
-        tokenizer,
-        [ctx.unlabeled],
-        ctx.valid,
-        soft_label_loss(options.temperature),
-        fit_config=ctx.fit_config,
-        lr=options.lr,
-    )
+    fit = train_on_soft_labels(ctx, model, tokenizer, options.temperature, options.lr)
     n = options.energy_samples
     energy = log_inference_energy(
         model,
@@ -80,18 +69,15 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
         ctx.teacher_uri,
         ctx.code_columns,
     )
-    k, pm = len(ctx.labels), ctx.pair_mode
-    out = {
-        "method": NAME,
-        "student": config.to_dict(),
-        "target_size_mb": ctx.size_mb,
-        "size_mb": size_mb(config, k, pm),
-        "gflops": gflops(config, k, pm),
-        "temperature": options.temperature,
-        "objective": options.objective,
-        FALLBACK_KEY: record.get("fallback") is not None,
-        "search": record,
-        "energy": energy,
-    }
-    params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
-    return StudentOutcome(model, tokenizer, out, fit, params)
+    outcome = describe_student(
+        ctx,
+        NAME,
+        (model, tokenizer, config),
+        fit,
+        record,
+        fallback=record.get("fallback") is not None,
+        temperature=options.temperature,
+        objective=options.objective,
+    )
+    outcome.config["energy"] = energy
+    return outcome

@@ -1,7 +1,7 @@
 """Compressor (Shi, Yang, Xu, Zhou, Lo, "Compressing Pre-trained Models of Code into
 3 MB", ASE 2022).
 
-1. **Search.** Compressor's genetic algorithm (:mod:`..search.ga`, pymoo's GA) at the
+1. **Search.** Compressor's genetic algorithm (:mod:`..search.compressor_search`, pymoo's GA) at the
    size target: fitness ``GFLOPs − |size_MB − target|``, no candidate trained. The
    vocabulary genes are capped at what BPE can learn from the unlabeled task code.
    ``objective="paper"`` is the published search; ``objective="latency"`` (default,
@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from ..context import DistillContext, StudentOutcome
 from ..options import SearchOptions
-from ..student import train_student
+from ..student import train_on_soft_labels
 
 NAME = "compressor"
 
@@ -51,8 +51,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
 
     from ...models.tokenizer import train_tokenizer
     from ..arch import ArchSpec, seeded
-    from ..modules import soft_label_loss
-    from ..search.ga import SearchSpace, search_architecture
+    from ..search.compressor_search import SearchSpace, search_architecture
     from ..search.objective import FALLBACK_KEY
 
     texts = ctx.corpus()
@@ -82,15 +81,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     spec = replace(result.best, vocab_size=len(tokenizer))
     with seeded(ctx.seed):
         model = spec.build(ctx.labels)
-    fit = train_student(
-        model,
-        tokenizer,
-        [ctx.unlabeled],
-        ctx.valid,
-        soft_label_loss(options.temperature),
-        fit_config=ctx.fit_config,
-        lr=options.lr,
-    )
+    fit = train_on_soft_labels(ctx, model, tokenizer, options.temperature, options.lr)
     config: dict[str, Any] = {
         "method": NAME,
         "arch": spec.to_dict(),

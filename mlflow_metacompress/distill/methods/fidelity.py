@@ -3,7 +3,7 @@ MetaCompress's four relations (Awal, Rochan, Roy, arXiv 2511.05476) at a size bu
 
 1. **Architecture.** ``arch="teacher_shaped"`` (default): a scaled-down standard
    transformer that fits the size budget (:mod:`..search.teacher_shaped`);
-   ``arch="avatar"``: AVATAR's z3-pruned NSGA-II search (:mod:`..search.nsga`); or a
+   ``arch="avatar"``: AVATAR's z3-pruned NSGA-II search (:mod:`..search.avatar_search`); or a
    given ``student_config`` (e.g. AVATAR's choice, to compare losses at equal
    architecture).
 2. **Variants.** Every training sample is rewritten by every applicable
@@ -33,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..arch import ArchSpec
-from ..context import DistillContext, StudentOutcome
+from ..context import DistillContext, StudentOutcome, describe_student
 from ..datasets import CodeExamples
 from ..search.probes import ProbeOptions
 
@@ -101,7 +101,7 @@ def validation_set(ctx: DistillContext, language: str, names: list[str], select:
 
 def choose_architecture(ctx: DistillContext, options: Options, tokenizers: dict) -> tuple[ArchSpec, dict[str, Any]]:
     """The student configuration for ``options.arch`` and a JSON-able record."""
-    from ..search.nsga import avatar_search
+    from ..search.avatar_search import avatar_search
     from ..search.teacher_shaped import teacher_shaped
 
     if options.arch == "avatar":
@@ -148,8 +148,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     from ..fidelity_cache import teacher_outputs
     from ..losses import FIDELITY_WEIGHTS
     from ..modules import FidelityModule
-    from ..search.build import gflops, materialise
-    from ..search.space import size_mb
+    from ..search.build import materialise
     from ..training import fit
 
     language = language_of(ctx.task, options.language)
@@ -186,21 +185,17 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     valid = validation_set(ctx, language, names, options.select)
     train = CodeExamples(ctx.unlabeled.texts, ctx.unlabeled.texts_b, None, t_o)
     result = fit(module, tokenizer, train, valid, replace(ctx.fit_config, monitor=SELECT_MONITOR[options.select]))
-    k, pm = len(ctx.labels), ctx.pair_mode
-    out = {
-        "method": NAME,
-        "student": config.to_dict(),
-        "target_size_mb": ctx.size_mb,
-        "size_mb": size_mb(config, k, pm),
-        "gflops": gflops(config, k, pm),
-        "weights": {w: getattr(options, w) for w in FIDELITY_WEIGHTS},
-        "transforms": names,
-        "variants": len(variants),
-        "language": language,
-        "variants_per_step": options.variants_per_step,
-        "checkpoint_selection": options.select,
-        "validation_rows": len(valid),
-        "search": record,
-    }
-    params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
-    return StudentOutcome(model, tokenizer, out, result, params)
+    return describe_student(
+        ctx,
+        NAME,
+        (model, tokenizer, config),
+        result,
+        record,
+        weights={w: getattr(options, w) for w in FIDELITY_WEIGHTS},
+        transforms=names,
+        variants=len(variants),
+        language=language,
+        variants_per_step=options.variants_per_step,
+        checkpoint_selection=options.select,
+        validation_rows=len(valid),
+    )

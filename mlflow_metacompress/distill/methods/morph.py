@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..arch import ArchSpec
-from ..context import DistillContext, StudentOutcome
+from ..context import DistillContext, StudentOutcome, describe_student
 from ..search.probes import ProbeOptions
 from ..student import train_student
 
@@ -127,9 +127,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     """MORPH student: augment, search, distil with KD + cosine."""
     from ..augment import MORPH_TRANSFORMS, concat, language_of, metamorphic
     from ..modules import morph_soft_label_loss
-    from ..search.build import gflops, materialise
-    from ..search.objective import FALLBACK_KEY
-    from ..search.space import size_mb
+    from ..search.build import materialise
 
     language = language_of(ctx.task, options.language)
     loss_fn = morph_soft_label_loss(options.temperature, options.cosine_weight)
@@ -142,19 +140,15 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     # clean + metamorphic validation rows, equally many: val_acc is their mean accuracy
     selection_set = concat([ctx.valid, valid_variants])
     fit = train_student(model, tokenizer, train, selection_set, loss_fn, fit_config=ctx.fit_config, lr=options.lr)
-    k, pm = len(ctx.labels), ctx.pair_mode
-    out = {
-        "method": NAME,
-        "student": config.to_dict(),
-        "target_size_mb": ctx.size_mb,
-        "size_mb": size_mb(config, k, pm),
-        "gflops": gflops(config, k, pm),
-        "temperature": options.temperature,
-        "augmented_rows": 0 if augmented is None else len(augmented),
-        "language": language,
-        "checkpoint_selection": "mean of clean and metamorphic validation accuracy",
-        FALLBACK_KEY: record.get("fallback") is not None,
-        "search": record,
-    }
-    params = {f"arch.{k2}": v for k2, v in config.to_dict().items()}
-    return StudentOutcome(model, tokenizer, out, fit, params)
+    return describe_student(
+        ctx,
+        NAME,
+        (model, tokenizer, config),
+        fit,
+        record,
+        fallback=record.get("fallback") is not None,
+        temperature=options.temperature,
+        augmented_rows=0 if augmented is None else len(augmented),
+        language=language,
+        checkpoint_selection="mean of clean and metamorphic validation accuracy",
+    )

@@ -1,6 +1,6 @@
 """The student shape of the ``fidelity`` method: a scaled-down standard transformer.
 
-AVATAR's search (:mod:`.nsga`) picks whatever its surrogate ranks best; with few
+AVATAR's search (:mod:`.avatar_search`) picks whatever its surrogate ranks best; with few
 probes on CPU budgets it often lands on shapes such as hidden 16 with 8 heads (head
 dimension 2) and 11 layers, which cannot carry the teacher's representations that the
 ``fidelity`` loss aligns. ``teacher_shaped`` instead keeps the proportions that

@@ -66,33 +66,14 @@ def avatar_search(
     surrogate = fit_surrogate([p.config for p in probes], [p.val_acc for p in probes], pruned, "bayesian_ridge")
     k, pm = len(ctx.labels), ctx.pair_mode
     top_vocab = pruned.space.vocab_size[1]
-    price, budget, constraints, seeds = (lambda c: gflops(c, k, pm)), None, None, []
+    price: Any = lambda c: gflops(c, k, pm)  # noqa: E731 - replaced by the cost model's in latency mode
+    budget: float | None = None
+    constraints: Any = None
+    seeds: list[ArchSpec] = []
     model = None
     if latency_mode:
-        from ..cost import search_cost
-        from .objective import latency_budget
-
-        model = search_cost(
-            cost, ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir, progress=ctx.fit_config.progress
-        )
-        budget, ref = latency_budget(
-            model,
-            ctx.size_mb,
-            latency_slack,
-            num_labels=k,
-            pair_mode=pm,
-            max_length=ctx.max_length,
-            max_vocab=top_vocab,
-        )
-        seeds = _seeds(ref, [p.config for p in probes], pruned)
+        model, budget, constraints, seeds = _latency_terms(ctx, cost, latency_slack, [p.config for p in probes], pruned)
         price = model.cost
-        if np.isfinite(budget):
-            limit, bound = float(budget), model
-
-            def over_budget(cs: list[ArchSpec]) -> np.ndarray:
-                return np.array([[bound.cost(c) - limit] for c in cs])
-
-            constraints = over_budget
 
     def objectives(configs: list[ArchSpec]) -> np.ndarray:
         acc = surrogate.predict(configs)
@@ -145,6 +126,38 @@ def avatar_search(
         record["predicted_cost"] = float(price(choice))
         record["predicted_latency_ms"] = record["predicted_cost"] if model.unit == "ms" else None
     return choice, record
+
+
+def _latency_terms(
+    ctx: DistillContext, cost: str, latency_slack: float, probed: list[ArchSpec], pruned: Any
+) -> tuple[Any, float, Any, list[ArchSpec]]:
+    """``objective="latency"``'s terms: the cost model (:mod:`..cost`), the budget of
+    ``latency_slack`` × the teacher-shaped student's cost, the constraint bounding it (None
+    when the budget is infinite) and the warm-start seeds (:func:`_seeds`)."""
+    from ..cost import search_cost
+    from .objective import latency_budget
+
+    model = search_cost(
+        cost, ctx.max_length, ctx.fit_config.batch_size, cache_dir=ctx.cache_dir, progress=ctx.fit_config.progress
+    )
+    budget, ref = latency_budget(
+        model,
+        ctx.size_mb,
+        latency_slack,
+        num_labels=len(ctx.labels),
+        pair_mode=ctx.pair_mode,
+        max_length=ctx.max_length,
+        max_vocab=pruned.space.vocab_size[1],
+    )
+    constraints = None
+    if np.isfinite(budget):
+        limit = float(budget)
+
+        def over_budget(cs: list[ArchSpec]) -> np.ndarray:
+            return np.array([[model.cost(c) - limit] for c in cs])
+
+        constraints = over_budget
+    return model, budget, constraints, _seeds(ref, probed, pruned)
 
 
 def _seeds(ref: ArchSpec | None, probed: list[ArchSpec], pruned: Any) -> list[ArchSpec]:

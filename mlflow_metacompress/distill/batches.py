@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..models.batching import Tokenised, collate, tokenise_all
-from .datasets import _MapDataset
+from .datasets import _MapDataset, with_targets
 
 
 class TokenisedRows(_MapDataset):
@@ -66,18 +66,9 @@ class TokenisedCollator:
         self.rows, self.pad_id, self.left = rows, pad_id, left
 
     def __call__(self, items: list[dict[str, Any]]) -> dict[str, Any]:
-        import torch
-
         positions = np.array([it["_row"] for it in items], dtype=np.int64)
         batch: dict[str, Any] = collate(self.rows.tokens, positions, self.pad_id, self.left)
-        batch["index"] = torch.tensor([it["index"] for it in items], dtype=torch.long)
-        if "label" in items[0]:
-            batch["labels"] = torch.tensor([it["label"] for it in items], dtype=torch.long)
-        if "teacher_logits" in items[0]:
-            batch["teacher_logits"] = torch.tensor(
-                np.stack([it["teacher_logits"] for it in items]), dtype=torch.float32
-            )
-        return batch
+        return with_targets(batch, items)
 
 
 def length_grouped_batches(

@@ -92,19 +92,23 @@ class Collator:
         self.encode = encode
 
     def __call__(self, items: list[dict[str, Any]]) -> dict[str, Any]:
-        import torch
-
         texts = [it["text"] for it in items]
         texts_b = [it["text_b"] for it in items] if "text_b" in items[0] else None
         batch: dict[str, Any] = dict(self.encode(texts, texts_b))
-        batch["index"] = torch.tensor([it["index"] for it in items], dtype=torch.long)
-        if "label" in items[0]:
-            batch["labels"] = torch.tensor([it["label"] for it in items], dtype=torch.long)
-        if "teacher_logits" in items[0]:
-            batch["teacher_logits"] = torch.tensor(
-                np.stack([it["teacher_logits"] for it in items]), dtype=torch.float32
-            )
-        return batch
+        return with_targets(batch, items)
+
+
+def with_targets(batch: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
+    """``batch`` with the items' row ``index``, ``labels`` and ``teacher_logits`` (when they
+    have them) as tensors: what every training collator adds to the model inputs."""
+    import torch
+
+    batch["index"] = torch.tensor([it["index"] for it in items], dtype=torch.long)
+    if "label" in items[0]:
+        batch["labels"] = torch.tensor([it["label"] for it in items], dtype=torch.long)
+    if "teacher_logits" in items[0]:
+        batch["teacher_logits"] = torch.tensor(np.stack([it["teacher_logits"] for it in items]), dtype=torch.float32)
+    return batch
 
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "input_ids_b", "attention_mask_b")

@@ -55,6 +55,18 @@ def load_teacher_classifier(
     return CodeClassifier.load(folder)
 
 
+def load_float_teacher(uri: str | None, method: str, needs: str, action: str) -> tuple[CodeClassifier, Any]:
+    """:func:`load_teacher_classifier` for a method that copies the teacher's float weights
+    (``quantize``, ``onnx-int8``): a clear error when ``uri`` is empty or names a teacher
+    that is already quantized (``action`` says what to give it instead)."""
+    if not uri:
+        raise ValueError(f"the {method} method needs the teacher's URI (ctx.teacher_uri is empty)")
+    teacher, tokenizer = load_teacher_classifier(uri, needs=needs)
+    if teacher.meta.extra.get("quantization"):
+        raise ValueError(f"teacher {uri} is already quantized ({teacher.meta.extra['quantization']}); {action}")
+    return teacher, tokenizer
+
+
 def teacher_outputs(
     uri: str,
     examples: CodeExamples,

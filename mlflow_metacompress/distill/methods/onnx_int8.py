@@ -43,16 +43,11 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     from ...models.onnx_export import cached_export
     from ...models.onnx_runtime import OnnxClassifier
     from ..arch import measure_model, spec_of
-    from ..fidelity_cache import load_teacher_classifier
+    from ..fidelity_cache import load_float_teacher
 
-    if not ctx.teacher_uri:
-        raise ValueError("the onnx-int8 method needs the teacher's URI (ctx.teacher_uri is empty)")
-    teacher, tokenizer = load_teacher_classifier(ctx.teacher_uri, needs="the onnx-int8 method exports its weights")
-    if teacher.meta.extra.get("quantization"):
-        raise ValueError(
-            f"teacher {ctx.teacher_uri} is already quantized ({teacher.meta.extra['quantization']}); "
-            "export a float teacher"
-        )
+    teacher, tokenizer = load_float_teacher(
+        ctx.teacher_uri, "onnx-int8", "the onnx-int8 method exports its weights", "export a float teacher"
+    )
     path = cached_export(teacher, tokenizer, ctx.cache_dir, int8=True, per_channel=options.per_channel)
     model = OnnxClassifier(path)
     before = measure_model(teacher)

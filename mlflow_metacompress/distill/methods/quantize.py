@@ -53,16 +53,11 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
 
     from ...models.quantization import QuantSpec, describe, quantize_classifier
     from ..arch import measure_model, spec_of
-    from ..fidelity_cache import load_teacher_classifier
+    from ..fidelity_cache import load_float_teacher
 
-    if not ctx.teacher_uri:
-        raise ValueError("the quantize method needs the teacher's URI (ctx.teacher_uri is empty)")
-    teacher, tokenizer = load_teacher_classifier(ctx.teacher_uri, needs="the quantize method quantizes its weights")
-    if teacher.meta.extra.get("quantization"):
-        raise ValueError(
-            f"teacher {ctx.teacher_uri} is already quantized "
-            f"({teacher.meta.extra['quantization']}); quantize a float teacher"
-        )
+    teacher, tokenizer = load_float_teacher(
+        ctx.teacher_uri, "quantize", "the quantize method quantizes its weights", "quantize a float teacher"
+    )
     spec = QuantSpec(dtype=options.dtype, embeddings=options.embeddings, per_channel=options.per_channel)
     model = quantize_classifier(teacher, spec)
     before, after = measure_model(teacher), measure_model(model)

@@ -56,7 +56,7 @@ from lightning.pytorch.loggers import MLFlowLogger  # noqa: E402 - after require
 from ..heartbeat import format_seconds, note, on_terminal  # noqa: E402 - after require()
 from .batches import loaders  # noqa: E402 - after require()
 from .datasets import CodeExamples  # noqa: E402 - after require()
-from .devices import file_system_sharing, resolve, ship_by_value  # noqa: E402 - after require()
+from .devices import Placement, file_system_sharing, resolve, ship_by_value  # noqa: E402 - after require()
 from .jobs import FitConfig  # noqa: E402 - after require()
 from .modules import ClassifierModule  # noqa: E402 - after require()
 
@@ -269,6 +269,34 @@ def _reload_best(
     return best, best_score, epochs_run
 
 
+def _trainer(
+    config: FitConfig,
+    placement: Placement,
+    checkpoint_dir: str | Path,
+    mlflow_logger: MLFlowLogger | bool,
+    callbacks: list[Any],
+    bar: bool,
+) -> L.Trainer:
+    """The Lightning trainer of :func:`fit`: ``config``'s epochs and steps on ``placement``,
+    no sanity validation or model summary, a progress bar only when ``bar``."""
+    return L.Trainer(
+        accelerator=placement.accelerator,
+        devices=placement.devices,
+        strategy=placement.strategy,
+        precision=placement.precision,
+        max_epochs=config.epochs,
+        default_root_dir=str(checkpoint_dir),
+        max_steps=config.max_steps,
+        logger=mlflow_logger,
+        callbacks=callbacks,
+        enable_progress_bar=bar,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        log_every_n_steps=1,
+        deterministic=False,
+    )
+
+
 def fit(
     module: ClassifierModule,
     tokenizer: Any,
@@ -327,22 +355,7 @@ def fit(
             callbacks.append(_RankThreads(threads))
         sharing = file_system_sharing() if placement.world_size > 1 else contextlib.nullcontext()
         with _quiet_lightning(not bar), _keeping_sigint(), sharing, using(threads):
-            trainer = L.Trainer(
-                accelerator=placement.accelerator,
-                devices=placement.devices,
-                strategy=placement.strategy,
-                precision=placement.precision,
-                max_epochs=config.epochs,
-                default_root_dir=str(checkpoint_dir),
-                max_steps=config.max_steps,
-                logger=mlflow_logger or False,
-                callbacks=callbacks,
-                enable_progress_bar=bar,
-                enable_model_summary=False,
-                num_sanity_val_steps=0,
-                log_every_n_steps=1,
-                deterministic=False,
-            )
+            trainer = _trainer(config, placement, checkpoint_dir, mlflow_logger or False, callbacks, bar)
             try:
                 trainer.fit(module, train_dl, val_dl)
             except SystemExit:

@@ -32,6 +32,7 @@ from ..adapters.checks import MetaCompressInputError
 from .column_transforms import ColumnTransforms, column_transforms
 
 if TYPE_CHECKING:
+    from ..attacks.results import AttackReport
     from .config_model import EvaluatorConfig
     from .pair import ModelPair
     from .predictions import PairPredictions
@@ -254,9 +255,6 @@ def adversarial(
     if language is None:  # parse_config detects it whenever attacks are asked for
         raise MetaCompressInputError("attacks need the code's language; set evaluator_config['language']")
     from ..artifact_names import attack_table
-    from ..attacks.memo import recall, remember, teacher_report_key
-    from ..attacks.runner import run_attack
-    from .pair import attack_victim
 
     code_columns = list(cfg.code_columns or ())
     frame = inputs.df[code_columns].reset_index(drop=True)
@@ -274,25 +272,7 @@ def adversarial(
             ("student", models.student, base.student),
         ):
             clean_accuracy = float((probs[: len(frame)].argmax(axis=1) == y).mean())
-            memo = teacher_report_key(
-                role, predictor, attack, frame, y, (language, cfg.attack_budget, cfg.seed, cfg.attack_mlm)
-            )
-            if elsewhere is not None:
-                report = elsewhere[(attack, role)]
-            elif (report := recall(memo)) is None:
-                report = run_attack(
-                    attack,
-                    attack_victim(predictor, code_columns, inputs.classes),
-                    frame,
-                    code_columns,
-                    y,
-                    language,
-                    budget=cfg.attack_budget,
-                    seed=cfg.seed,
-                    progress=cfg.progress,
-                    mlm=cfg.attack_mlm,
-                )
-                remember(memo, report)
+            report = _attack_report(attack, role, predictor, frame, y, inputs, language, elsewhere)
             attack_metrics = report.metrics(clean_accuracy)
             metrics.update({f"attack_{attack}/{role}_{k}": float(v) for k, v in attack_metrics.items()})
             drops[role] = float(attack_metrics["accuracy_drop"])
@@ -319,6 +299,45 @@ def adversarial(
                 )
             )
     return VariantSet(tuple(variants), None, metrics, tables)
+
+
+def _attack_report(
+    attack: str,
+    role: str,
+    predictor: Any,
+    frame: pd.DataFrame,
+    y: np.ndarray,
+    inputs: SourceInputs,
+    language: str,
+    elsewhere: Mapping[tuple[str, str], Any] | None,
+) -> AttackReport:
+    """``role``'s report under ``attack``: the one run elsewhere (``attack_reports``), else
+    the one remembered for the same model, samples and settings, else a fresh run here."""
+    from ..attacks.memo import recall, remember, teacher_report_key
+    from ..attacks.runner import run_attack
+    from .pair import attack_victim
+
+    cfg, code_columns = inputs.cfg, list(inputs.cfg.code_columns or ())
+    memo = teacher_report_key(
+        role, predictor, attack, frame, y, (language, cfg.attack_budget, cfg.seed, cfg.attack_mlm)
+    )
+    if elsewhere is not None:
+        return elsewhere[(attack, role)]
+    if (report := recall(memo)) is None:
+        report = run_attack(
+            attack,
+            attack_victim(predictor, code_columns, inputs.classes),
+            frame,
+            code_columns,
+            y,
+            language,
+            budget=cfg.attack_budget,
+            seed=cfg.seed,
+            progress=cfg.progress,
+            mlm=cfg.attack_mlm,
+        )
+        remember(memo, report)
+    return report
 
 
 SOURCES: tuple[VariantSource, ...] = (transformed, adversarial)

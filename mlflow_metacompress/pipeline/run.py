@@ -9,6 +9,13 @@ one attack; Awal, Rochan, Roy, arXiv 2511.05476) → registry gate → compariso
 Under ``mlflow run`` the pipeline attaches to the project's run (``MLFLOW_RUN_ID``);
 every stage is a nested child run. Tracking and registry default to
 ``sqlite:///mlflow.db`` in the working directory (:func:`setup_tracking`).
+
+Each stage logs a start, heartbeat and end line with the elapsed time and an
+estimate of the remaining time (:mod:`.progress`). Progress bars are shown only when
+``config.progress`` is set and output is a terminal; otherwise no library draws one
+either (:mod:`..quiet`). On Ctrl-C (or the SIGTERM with
+which ``mlflow run`` cancels its entry point) or a crash, every run the pipeline
+started ends KILLED or FAILED and the temporary folders are removed (:mod:`.interrupts`).
 """
 
 from __future__ import annotations
@@ -19,12 +26,15 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import pandas as pd
 
 from .stages import ALL, GateOutcome
+
+if TYPE_CHECKING:
+    from ..distill.devices import TrainerSettings
 
 logger = logging.getLogger(__name__)
 
@@ -103,17 +113,10 @@ class PipelineResult:
 def run_pipeline(config: PipelineConfig) -> PipelineResult:
     """Run every stage; a method that crashes is reported in the table (verdict ``error``)
     and in ``errors`` while the other methods continue, and the run then ends FAILED. A
-    student failing its gate is a verdict, not an error: the run ends FINISHED.
-
-    Each stage logs a start, heartbeat and end line with the elapsed time and an
-    estimate of the remaining time (:mod:`.progress`). Progress bars are shown only when
-    ``config.progress`` is set and output is a terminal; otherwise no library draws one
-    either (:mod:`..quiet`). On Ctrl-C (or the SIGTERM with
-    which ``mlflow run`` cancels its entry point) or a crash, every run the pipeline
-    started ends KILLED or FAILED and the temporary folders are removed (:mod:`.interrupts`)."""
+    student failing its gate is a verdict, not an error: the run ends FINISHED (progress
+    and interrupts: see the module docstring)."""
     import mlflow
 
-    from ..distill.devices import TrainerSettings
     from ..gates.policy import load_policy
     from ..heartbeat import on_terminal
     from ..profiles import get_profile, resolve_policy
@@ -129,11 +132,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     from ..precision import inference_follows
     from ..threads import using
 
-    trainer = TrainerSettings(
-        devices=config.devices, strategy=config.strategy, precision=config.precision or None, threads=config.threads
-    )
-    trainer.check()
-    threads = trainer.thread_count()
+    trainer, threads = _trainer_settings(config)
     policy = load_policy(resolve_policy(config.policy, profile))
     data = load_task_data(config.task, config.data_dir, profile, config.seed)
     size_mb = float(config.size_mb) if config.size_mb else profile.size_mb
@@ -189,6 +188,18 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
             mlflow.set_tag("metacompress.failed_methods", ",".join(errors))
             mlflow.end_run("FAILED")
     return PipelineResult(run_id, teacher.model_uri, outcomes, table, markdown, policy.name, errors)
+
+
+def _trainer_settings(config: PipelineConfig) -> tuple[TrainerSettings, int]:
+    """The checked placement of every training stage (``--devices``, ``--strategy``,
+    ``--precision``, ``--threads``) and the torch threads each process uses."""
+    from ..distill.devices import TrainerSettings
+
+    trainer = TrainerSettings(
+        devices=config.devices, strategy=config.strategy, precision=config.precision or None, threads=config.threads
+    )
+    trainer.check()
+    return trainer, trainer.thread_count()
 
 
 def _log_setup(

@@ -40,6 +40,9 @@ from .space import size_mb
 
 if TYPE_CHECKING:
     from ..context import DistillContext
+    from .moo import MooResult
+    from .probes import ProbeResult
+    from .space import PrunedSpace
 
 logger = logging.getLogger(__name__)
 
@@ -93,16 +96,7 @@ def avatar_search(
         n_constraints=0 if constraints is None else 1,
         seeds=seeds,
     )
-    record: dict[str, Any] = {
-        "objective": objective,
-        "bounds": pruned.bounds,
-        "choices": pruned.choices,
-        "z3_checks": pruned.checks,
-        "probes": [{**p.config.to_dict(), "val_acc": p.val_acc} for p in probes],
-        "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F, strict=True)],
-        "evaluated": result.evaluated,
-        "fallback": None,
-    }
+    record = _search_record(objective, pruned, probes, result)
     if model is not None:
         bounded = budget if budget is not None and np.isfinite(budget) else None
         record.update(seeded=len(seeds), cost=model.name, cost_unit=model.unit, cost_budget=bounded)
@@ -180,3 +174,18 @@ def _seeds(ref: ArchSpec | None, probed: list[ArchSpec], pruned: Any) -> list[Ar
                     "the teacher-shaped reference %s snaps to %s outside the size band; not seeded", ref, snapped
                 )
     return list(dict.fromkeys(seeds + list(probed)))
+
+
+def _search_record(objective: str, pruned: PrunedSpace, probes: list[ProbeResult], result: MooResult) -> dict[str, Any]:
+    """The JSON-able record of steps 1–3: the pruned bounds and z3 checks, the probed
+    configurations with their validation accuracy, and NSGA-II's Pareto front."""
+    return {
+        "objective": objective,
+        "bounds": pruned.bounds,
+        "choices": pruned.choices,
+        "z3_checks": pruned.checks,
+        "probes": [{**p.config.to_dict(), "val_acc": p.val_acc} for p in probes],
+        "pareto": [{**c.to_dict(), "objectives": f.tolist()} for c, f in zip(result.configs, result.F, strict=True)],
+        "evaluated": result.evaluated,
+        "fallback": None,
+    }

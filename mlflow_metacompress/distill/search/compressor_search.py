@@ -131,23 +131,12 @@ def search_architecture(
     from ..._optional import require
 
     require("pymoo", "Compressor's genetic search")
-    from pymoo.algorithms.soo.nonconvex.ga import GA
-    from pymoo.core.callback import Callback
     from pymoo.core.problem import Problem
-    from pymoo.operators.crossover.ux import UX
-    from pymoo.operators.mutation.pm import PM
-    from pymoo.operators.repair.rounding import RoundingRepair
     from pymoo.operators.sampling.rnd import IntegerRandomSampling
     from pymoo.optimize import minimize
     from tqdm.auto import tqdm
 
-    if population < 2 or generations < 1:
-        raise ValueError(f"need population ≥ 2 and generations ≥ 1, got {population}, {generations}")
-    sound = check_objective(objective) == "latency"
-    if sound and latency is None:
-        raise ValueError(
-            "objective='latency' needs a search cost (distill.cost.search_cost: a FLOP cost or a latency model)"
-        )
+    sound = _check_search(population, generations, objective, latency)
     base, space = base or ArchSpec(), space or SearchSpace()
     xu = np.array([len(getattr(space, g)) - 1 for g in space.genes], dtype=float)
     scores: dict[ArchSpec, tuple[float, float]] = {}  # spec -> (fitness, search cost)
@@ -174,6 +163,52 @@ def search_architecture(
 
     history: list[dict[str, float]] = []
     bar = tqdm(total=generations, desc="compressor GA", disable=not progress, leave=False)
+    algorithm = _genetic_algorithm(
+        population, _initial(space, seeds, population, seed, IntegerRandomSampling()), mutation_rate
+    )
+    try:
+        minimize(_Problem(), algorithm, ("n_gen", generations), seed=seed, callback=_trace(history, bar), verbose=False)
+    finally:
+        bar.close()
+    result = _choose(scores, target_mb, tolerance, objective, latency_budget_ms, history)
+    if sound and latency is not None:
+        result.cost_model, result.cost_unit = latency.name, latency.unit
+    return result
+
+
+def _check_search(population: int, generations: int, objective: str, latency: SearchCost | None) -> bool:
+    """Reject a GA that cannot run; whether ``objective`` is ``"latency"`` (sound shapes)."""
+    if population < 2 or generations < 1:
+        raise ValueError(f"need population ≥ 2 and generations ≥ 1, got {population}, {generations}")
+    sound = check_objective(objective) == "latency"
+    if sound and latency is None:
+        raise ValueError(
+            "objective='latency' needs a search cost (distill.cost.search_cost: a FLOP cost or a latency model)"
+        )
+    return sound
+
+
+def _genetic_algorithm(population: int, sampling: Any, mutation_rate: float) -> Any:
+    """Compressor's GA (Shi et al., ASE 2022): uniform crossover and polynomial mutation of
+    each gene with probability ``mutation_rate``, rounded back to the grid."""
+    from pymoo.algorithms.soo.nonconvex.ga import GA
+    from pymoo.operators.crossover.ux import UX
+    from pymoo.operators.mutation.pm import PM
+    from pymoo.operators.repair.rounding import RoundingRepair
+
+    return GA(
+        pop_size=population,
+        sampling=sampling,
+        crossover=UX(repair=RoundingRepair()),
+        mutation=PM(prob=1.0, prob_var=mutation_rate, eta=3.0, vtype=float, repair=RoundingRepair()),
+        eliminate_duplicates=True,
+    )
+
+
+def _trace(history: list[dict[str, float]], bar: Any) -> Any:
+    """A pymoo callback appending each generation's best and mean fitness to ``history``
+    and advancing the progress ``bar``."""
+    from pymoo.core.callback import Callback
 
     class _Trace(Callback):
         def notify(self, algorithm: Any) -> None:
@@ -187,21 +222,7 @@ def search_architecture(
             )
             bar.update(1)
 
-    algorithm = GA(
-        pop_size=population,
-        sampling=_initial(space, seeds, population, seed, IntegerRandomSampling()),
-        crossover=UX(repair=RoundingRepair()),
-        mutation=PM(prob=1.0, prob_var=mutation_rate, eta=3.0, vtype=float, repair=RoundingRepair()),
-        eliminate_duplicates=True,
-    )
-    try:
-        minimize(_Problem(), algorithm, ("n_gen", generations), seed=seed, callback=_Trace(), verbose=False)
-    finally:
-        bar.close()
-    result = _choose(scores, target_mb, tolerance, objective, latency_budget_ms, history)
-    if sound and latency is not None:
-        result.cost_model, result.cost_unit = latency.name, latency.unit
-    return result
+    return _Trace()
 
 
 def _initial(space: SearchSpace, seeds: tuple[ArchSpec, ...], population: int, seed: int, random: Any) -> Any:

@@ -179,9 +179,6 @@ def moo_search(
 
     require("pymoo", "multi-objective search (MORPH)")
     from pymoo.core.problem import Problem
-    from pymoo.operators.crossover.sbx import SBX
-    from pymoo.operators.mutation.pm import PM
-    from pymoo.operators.repair.rounding import RoundingRepair
     from pymoo.operators.sampling.rnd import IntegerRandomSampling
     from pymoo.optimize import minimize
 
@@ -212,24 +209,7 @@ def moo_search(
                 G = np.concatenate([G, np.stack([extra[c] for c in configs])], axis=1)
             out["G"] = G
 
-    kw = dict(
-        pop_size=population,
-        sampling=_sampling(seeds, pruned, population, IntegerRandomSampling()),
-        crossover=SBX(prob=0.9, eta=15, vtype=float, repair=RoundingRepair()),
-        mutation=PM(eta=20, vtype=float, repair=RoundingRepair()),
-        eliminate_duplicates=True,
-    )
-    if algorithm == "nsga2":
-        from pymoo.algorithms.moo.nsga2 import NSGA2
-
-        algo: Any = NSGA2(**kw)
-    elif algorithm == "agemoea":
-        require("numba", "AGE-MOEA search (MORPH)")
-        from pymoo.algorithms.moo.age import AGEMOEA
-
-        algo = AGEMOEA(**kw)
-    else:
-        raise ValueError(f"unknown algorithm {algorithm!r}; expected 'nsga2' or 'agemoea'")
+    algo = _algorithm(algorithm, population, _sampling(seeds, pruned, population, IntegerRandomSampling()))
     minimize(_Problem(), algo, ("n_gen", generations), seed=seed, verbose=False)
     feasible = [c for c in seen if pruned.feasible(c) and (constraints is None or bool(np.all(extra[c] <= 0)))]
     if not feasible:
@@ -246,6 +226,34 @@ def moo_search(
     return MooResult(
         [c for c, keep in zip(feasible, mask, strict=True) if keep], F[mask], len(seen), feasible, F, list(seen)
     )
+
+
+def _algorithm(algorithm: str, population: int, sampling: Any) -> Any:
+    """pymoo's NSGA-II (Deb et al., 2002) or AGE-MOEA (Panichella, GECCO 2019) on integer genes:
+    SBX crossover and polynomial mutation rounded back to the grid, duplicates removed."""
+    from pymoo.operators.crossover.sbx import SBX
+    from pymoo.operators.mutation.pm import PM
+    from pymoo.operators.repair.rounding import RoundingRepair
+
+    from ..._optional import require
+
+    kw = dict(
+        pop_size=population,
+        sampling=sampling,
+        crossover=SBX(prob=0.9, eta=15, vtype=float, repair=RoundingRepair()),
+        mutation=PM(eta=20, vtype=float, repair=RoundingRepair()),
+        eliminate_duplicates=True,
+    )
+    if algorithm == "nsga2":
+        from pymoo.algorithms.moo.nsga2 import NSGA2
+
+        return NSGA2(**kw)
+    if algorithm == "agemoea":
+        require("numba", "AGE-MOEA search (MORPH)")
+        from pymoo.algorithms.moo.age import AGEMOEA
+
+        return AGEMOEA(**kw)
+    raise ValueError(f"unknown algorithm {algorithm!r}; expected 'nsga2' or 'agemoea'")
 
 
 def _sampling(seeds: Sequence[ArchSpec], pruned: PrunedSpace, population: int, random: Any) -> Any:

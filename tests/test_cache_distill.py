@@ -105,6 +105,23 @@ def test_a_bad_soft_label_entry_is_recomputed(teacher, damage, caplog):
     assert "discarding invalid soft_labels cache entry" in caplog.text
 
 
+def test_soft_labels_are_cached_apart_per_inference_precision(teacher, monkeypatch):
+    """fp32 and bf16 teacher logits differ, so a run in one precision never reads the other's."""
+    from mlflow_metacompress.distill import soft_labels
+
+    _, home, _ = teacher
+    df = pd.DataFrame({"func": CODES})
+    keys = {}
+    for value in ("fp32", "bf16"):
+        monkeypatch.setenv("METACOMPRESS_PRECISION", value)
+        keys[value] = soft_labels.cache_key("models:/teacher/1", df, ["func"])
+        soft_labels.teacher_logits("models:/teacher/1", df, ["func"])
+    assert keys["fp32"] != keys["bf16"]
+    assert len(list(home.glob("soft_labels-*.npz"))) == 2  # one entry per precision
+    monkeypatch.setenv("METACOMPRESS_PRECISION", "fp32")
+    assert soft_labels.cache_key("models:/teacher/1", df, ["func"]) == keys["fp32"]  # stable within one
+
+
 class _FakeClassifier:
     """Stands in for a CodeClassifier: log-softmax of a length feature, [CLS] = the length."""
 

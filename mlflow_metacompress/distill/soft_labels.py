@@ -63,9 +63,18 @@ def model_identity(teacher_uri: str) -> str:
     return identity
 
 
+def logits_identity(teacher_uri: str) -> str:
+    """The teacher's identity and the precision its pyfunc runs in now
+    (:func:`mlflow_metacompress.precision.for_inference`, which reads
+    ``$METACOMPRESS_PRECISION``): fp32 and bf16 logits differ, so they are cached apart."""
+    from ..precision import for_inference
+
+    return f"{model_identity(teacher_uri)}|precision:{for_inference()}"
+
+
 def cache_key(teacher_uri: str, df: pd.DataFrame, code_columns: Sequence[str]) -> str:
-    """Entry key over the teacher's identity and the code of every row."""
-    return cache.entry_key(KIND, model_identity(teacher_uri), cache.rows_digest(df, list(code_columns)))
+    """Entry key over the teacher's identity, its inference precision and the code of every row."""
+    return cache.entry_key(KIND, logits_identity(teacher_uri), cache.rows_digest(df, list(code_columns)))
 
 
 def teacher_logits(
@@ -91,7 +100,7 @@ def teacher_logits(
     rows = cache.rows_digest(df, columns)
     key = identity = None
     if use_cache:
-        identity = model_identity(pinned)
+        identity = logits_identity(pinned)
         key = cache.entry_key(KIND, identity, rows)
         hit = cache.load(
             KIND, key, rows=rows, n_rows=len(df), checks={"logits": "log_probabilities"}, cache_dir=cache_dir

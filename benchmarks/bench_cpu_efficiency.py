@@ -93,10 +93,14 @@ def gemm_peak(dtype: str, threads: int, n: int, repeats: int) -> float:
 
 
 def flops_of(step: Callable[[], Any]) -> int:
-    """FLOPs of one call of ``step`` (FlopCounterMode: matmuls, convolutions, attention)."""
+    """FLOPs of one call of ``step`` (FlopCounterMode: matmuls, convolutions, attention).
+    SDPA runs its math backend while counting: FlopCounterMode has no formula for the CPU
+    flash kernel SDPA picks in training, which left attention out of fp32 counts, while the
+    bf16 kernel's matrix products (models/attention.py) were counted."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False) as counter:
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         step()
     return int(counter.get_total_flops())
 

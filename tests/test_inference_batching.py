@@ -263,7 +263,7 @@ def test_mfu_benchmark_cpu_smoke(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
     assert report == json.loads(out.read_text())
-    assert report["n"] == 48 and report["attention"] == "sdpa"
+    assert report["n"] == 48 and report["attention"] == "metacompress_sdpa"  # models/attention.py
     assert set(report["results"]) == {
         "floor",
         "floor_bs16",

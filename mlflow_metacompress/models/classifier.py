@@ -85,6 +85,14 @@ class CodeClassifier(nn.Module):
     def num_labels(self) -> int:
         return len(self.meta.labels)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickled (a Spark worker, a spawned rank): the encoder's attention kernel is
+        registered in this process too (:mod:`.attention`)."""
+        super().__setstate__(state)
+        from .attention import register
+
+        register()
+
     def to(self, *args: Any, **kwargs: Any) -> CodeClassifier:
         """``nn.Module.to``, except that an int8-quantized copy (:mod:`.quantization`) stays
         on the CPU, where its dynamic kernels run."""
@@ -312,11 +320,14 @@ class CodeClassifier(nn.Module):
 
 def _prefer_sdpa(config: Any, model_class: Any) -> None:
     """Ask for PyTorch's fused attention (``scaled_dot_product_attention``) where the
-    model class supports it; transformers ≥ 4.4x already defaults to it, older ones to
-    the eager kernel. Hidden states are unaffected; ``output_attentions`` falls back."""
+    model class supports it, through :mod:`.attention`'s kernel (SDPA, except for bf16 on a
+    CPU); transformers ≥ 4.4x already defaults to SDPA, older ones to the eager kernel.
+    Hidden states are unaffected; ``output_attentions`` falls back."""
+    from .attention import register
+
     if getattr(model_class, "_supports_sdpa", False):
         try:
-            config._attn_implementation = "sdpa"
+            config._attn_implementation = register()
         except (AttributeError, ValueError) as exc:  # read-only or refused on an old transformers
             logger.debug("cannot select SDPA attention: %s", exc)
 
@@ -334,15 +345,18 @@ def _pad_id(tokenizer: Any, encoder: nn.Module) -> int:
 
 
 def _load_encoder(auto: Any, path: Any) -> PreTrainedModel:
-    """Load an encoder with SDPA attention and without the (unused) pooler, each where
-    the architecture (and the installed transformers) allows it."""
+    """Load an encoder with SDPA attention (:mod:`.attention`'s kernel) and without the
+    (unused) pooler, each where the architecture (and the installed transformers) allows it."""
     from transformers.utils import logging as hf_logging
+
+    from .attention import register
 
     previous = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
+    kernel = register()
     attempts: list[dict[str, Any]] = [
-        {"add_pooling_layer": False, "attn_implementation": "sdpa"},
-        {"attn_implementation": "sdpa"},
+        {"add_pooling_layer": False, "attn_implementation": kernel},
+        {"attn_implementation": kernel},
         {"add_pooling_layer": False},
         {},
     ]

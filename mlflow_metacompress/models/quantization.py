@@ -201,14 +201,17 @@ def load_weights(directory: Path, meta: Any, cls: type[C]) -> C:
     config, quantized as ``meta`` records, then given the saved quantized state."""
     from transformers import AutoConfig, AutoModel
 
+    from .attention import register
+
     spec = QuantSpec.from_meta(meta)
     if spec is None:
         raise ValueError(f"{directory / 'metacompress.json'} records no {META_KEY!r}: not a quantized classifier")
     config = AutoConfig.from_pretrained(directory / CONFIG_DIR)
     encoder = None
+    kernel = register()  # the attention kernel of every encoder (.attention): a bf16 copy runs it too
     for kwargs in (
-        {"add_pooling_layer": False, "attn_implementation": "sdpa"},
-        {"attn_implementation": "sdpa"},
+        {"add_pooling_layer": False, "attn_implementation": kernel},
+        {"attn_implementation": kernel},
         {"add_pooling_layer": False},
         {},
     ):

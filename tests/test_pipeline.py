@@ -219,7 +219,7 @@ def test_a_profile_applies_its_task_s_overrides_and_nothing_else():
     from dataclasses import replace
 
     quick, vuln = get_profile("quick"), get_profile("quick", "vulnerability")
-    assert (vuln.generated_rows, vuln.train_rows, vuln.teacher_epochs, vuln.student_epochs) == (48000, 38400, 6, 1)
+    assert (vuln.generated_rows, vuln.train_rows, vuln.teacher_epochs, vuln.student_epochs) == (48000, 38400, 4, 1)
     assert vuln.eval_rows == 200 and quick.eval_rows == 100
     assert vuln.size_mb == quick.size_mb and vuln.policy == quick.policy and vuln.name == quick.name
     assert get_profile("quick", "clone") is quick and get_profile("quick", None) is quick

@@ -477,3 +477,31 @@ def test_flip_counts_turn_logged_drops_into_rows():
         "attack_a/student_flips": 27.0,
         "attack_a/rows": 200.0,
     }  # attack b logged nothing: no counts rather than invented ones
+
+
+def test_fidelity_on_one_paired_seed_renders_without_t_intervals():
+    """A study resumed part by part can hold one seed that both fidelity and the baseline
+    finished: the paired t-test and TOST are undefined (None in the JSON) and the page says
+    "–" for them instead of failing, and does not claim the comparison's goal."""
+    results = {k: v for k, v in _results().items() if k[0] in ("compressor", "fidelity") and k[1] == 0}
+    s = summarise(results, ["compressor", "fidelity"], (0,), [])
+    f = s["fidelity"]
+    undefined = [f["violations"]["t_low"], f["violations"]["pvalue"], f["accuracy_tost_p"]]
+    assert f["paired_seeds"] == 1 and all(x is None or np.isnan(x) for x in undefined)
+    report = {
+        "dataset": "bigclonebench",
+        "teacher": {},
+        "summary": s,
+        "headline": headline(s),
+        "config": {
+            "threads": 1,
+            "methods": ["compressor", "fidelity"],
+            "size_mb": 3.0,
+            "eval_rows": 200,
+            "attacks": [],
+            "attack_budget": 30,
+        },
+    }
+    page = render_markdown(report)
+    assert "95% t [–, –]" in page and "TOST p at ±1 point = –" in page
+    assert "the comparison asks for at least 5" in page and "not met" in page

@@ -53,6 +53,11 @@ def _pct(x: float | None) -> str:
     return f"{100 * x:.1f}%" if _num(x) else "–"
 
 
+def _signed(x: float | None, scale: float = 1.0, digits: int = 3) -> str:
+    """``x × scale`` with its sign, or ``–`` (a t-interval over fewer than 2 seeds)."""
+    return f"{scale * x:+.{digits}f}" if _num(x) else "–"
+
+
 def _p(p: float | None, resamples: int | None = None) -> str:
     """``= p`` or, for a bootstrap p-value at its floor k/(B+1) (k = 1 one-sided, 2 two-sided), ``≤ k/(B+1)``."""
     if not _num(p):
@@ -255,10 +260,10 @@ def _fidelity(f: dict[str, Any]) -> list[str]:
         + "".join(f"; {m} at {mb:.2f} MB left out" for m, mb in f.get("other_size", {}).items())
         + "), "
         f"`{f['metric']}` over the {f['paired_seeds']} seed(s) both finished: {f['fidelity_mean']:.3f} vs "
-        f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; paired difference {v['mean_difference']:+.3f}, 95% t "
-        f"[{v['t_low']:+.3f}, {v['t_high']:+.3f}], p {_p(v['pvalue'])}, {v['n']} seeds: {lower}). Accuracy "
-        f"difference {100 * a['mean_difference']:+.1f} points, 95% t [{100 * a['t_low']:+.1f}, "
-        f"{100 * a['t_high']:+.1f}], TOST p at ±1 point {_p(a.get('tost_p'))}: {within}. Goal (halve it, "
+        f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; paired difference {_signed(v['mean_difference'])}, 95% t "
+        f"[{_signed(v['t_low'])}, {_signed(v['t_high'])}], p {_p(v['pvalue'])}, {v['n']} seeds: {lower}). Accuracy "
+        f"difference {_signed(a['mean_difference'], 100, 1)} points, 95% t [{_signed(a['t_low'], 100, 1)}, "
+        f"{_signed(a['t_high'], 100, 1)}], TOST p at ±1 point {_p(a.get('tost_p'))}: {within}. Goal (halve it, "
         f"accuracy within 1 point): {'met' if f['halved'] and f['accuracy_within_1pt'] else 'not met'}"
         + ("." if f.get("enough_seeds") else f" ({f['paired_seeds']} seeds; the comparison asks for at least 5)."),
     ]

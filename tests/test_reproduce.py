@@ -287,6 +287,11 @@ def test_study_runs_then_a_rerun_trains_and_evaluates_nothing(tracking, tmp_path
         pytest.approx(ev.data.metrics["mr1_violation_rate"])
     ]
     assert "| MR1 violations (label flips) | up to 36.0% |" in (out / "bigclonebench.md").read_text()
+    # the threads and precision the teacher trained with, read from its training run, not the study's
+    trained = mlflow.get_run(first["teacher"].outputs["teacher_run_id"]).data.params
+    assert report["teacher"]["train_threads"] == trained["threads"]
+    assert report["teacher"]["train_precision"] == trained["precision"]
+    assert f"({trained['threads']} thread(s), {trained['precision']})" in (out / "bigclonebench.md").read_text()
     # the attacks ran on their own rows, and their flip counts are what the verdict reads
     at = next(r for r in stages if r.data.tags[STAGE_TAG].startswith("attack"))
     a = "attack_wir_random_zeng_2022"

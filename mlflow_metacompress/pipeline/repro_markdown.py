@@ -101,7 +101,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"Teacher: scratch {t.get('arch', '')}, {t.get('teacher_size_mb') or math.nan:.1f} MB, trained on "
         f"{int(t.get('teacher_train_rows') or 0)} labelled {unit} in "
-        f"{(t.get('teacher_train_seconds') or math.nan) / 60:.1f} min ({c['threads']} thread(s)): test accuracy "
+        f"{(t.get('teacher_train_seconds') or math.nan) / 60:.1f} min ({t.get('train_threads', c['threads'])} thread(s)"
+        f"{', ' + str(t['train_precision']) if t.get('train_precision') else ''}): test accuracy "
         f"{t.get('teacher_test_acc') or math.nan:.3f}, F1 {t.get('teacher_test_f1') or math.nan:.3f}, "
         f"{_pct(t.get('teacher_conf80_share'))} of {int(t.get('teacher_test_rows') or 0)} test rows at "
         f"confidence ≥ 0.8. Its own disagreement with CodeBERT's labels: "

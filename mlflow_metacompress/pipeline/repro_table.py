@@ -245,6 +245,7 @@ def write_reproduction(
                     per_sample_violations(str(a["run_id"])), per_sample_violations(str(b["run_id"])), seed=seed
                 )
     tmetrics: dict[str, float | str] = dict(MlflowClient().get_run(teacher.run_id).data.metrics)
+    tmetrics.update(_training_setup(teacher.outputs.get("teacher_run_id")))
     # the same teacher on the same held-out pairs for every student
     codebert = finite([r.get("codebert/teacher_mr1_violation_rate") for r in results.values()])
     if codebert:
@@ -268,6 +269,18 @@ def write_reproduction(
         mlflow.log_artifacts(str(output), artifact_path=REPRODUCTION_DIR)
     logger.info("reproduction table (%d finished evaluations) written to %s", len(results), output)
     return report
+
+
+def _training_setup(run_id: str | None) -> dict[str, str]:
+    """The threads and precision the teacher was trained with (``train_threads``,
+    ``train_precision``), from its training run's params; the study's own ``--threads`` may
+    differ (the teacher stage is often run apart, with more threads)."""
+    if not run_id:
+        return {}
+    from mlflow import MlflowClient
+
+    params = MlflowClient().get_run(run_id).data.params
+    return {f"train_{k}": params[k] for k in ("threads", "precision") if k in params}
 
 
 def attack_rows_of(cfg: Any) -> int:

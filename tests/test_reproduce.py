@@ -41,6 +41,18 @@ def test_paired_test_is_scipys_ttest_rel():
     assert paired_test([0.1, math.nan], [0.2, 0.3])["n"] == 1
 
 
+def _page_report(summary, methods):
+    """A report as :func:`render_markdown` reads it, around a synthetic ``summary``."""
+    config = {"threads": 1, "methods": methods, "size_mb": 3.0, "eval_rows": 200, "attacks": [], "attack_budget": 30}
+    return {
+        "dataset": "bigclonebench",
+        "teacher": {},
+        "summary": summary,
+        "headline": headline(summary),
+        "config": config,
+    }
+
+
 def _results(seeds=(0, 1, 2)):
     """Synthetic finished evaluations: fidelity halves the baselines' violations."""
     rng = np.random.default_rng(0)
@@ -420,21 +432,7 @@ def test_fidelity_is_compared_at_equal_size_and_quantize_is_no_phenomenon():
     assert rows["mr3_violations"]["control"] == {"quantize": True}  # the control is judged, and shown
     assert rows["accuracy_within_3pt"]["method"] != "quantize" and rows["accuracy_within_3pt"]["appears"]
     assert s["methods"]["quantize"]["appears"]["accuracy_within_3pt"] is False  # a 50-point gap
-    report = {
-        "dataset": "bigclonebench",
-        "teacher": {},
-        "summary": s,
-        "headline": headline(s),
-        "config": {
-            "threads": 1,
-            "methods": methods,
-            "size_mb": 3.0,
-            "eval_rows": 200,
-            "attacks": [],
-            "attack_budget": 30,
-        },
-    }
-    assert "(avatar, 3.00 MB; morph at 1.60 MB left out)" in render_markdown(report)
+    assert "(avatar, 3.00 MB; morph at 1.60 MB left out)" in render_markdown(_page_report(s, methods))
 
 
 def test_premise_ladder_stops_at_the_first_rung_within_3_points(tmp_path):
@@ -493,20 +491,6 @@ def test_fidelity_on_one_paired_seed_renders_without_t_intervals():
     f = s["fidelity"]
     undefined = [f["violations"]["t_low"], f["violations"]["pvalue"], f["accuracy_tost_p"]]
     assert f["paired_seeds"] == 1 and all(x is None or np.isnan(x) for x in undefined)
-    report = {
-        "dataset": "bigclonebench",
-        "teacher": {},
-        "summary": s,
-        "headline": headline(s),
-        "config": {
-            "threads": 1,
-            "methods": ["compressor", "fidelity"],
-            "size_mb": 3.0,
-            "eval_rows": 200,
-            "attacks": [],
-            "attack_budget": 30,
-        },
-    }
-    page = render_markdown(report)
+    page = render_markdown(_page_report(s, ["compressor", "fidelity"]))
     assert "95% t [–, –]" in page and "TOST p at ±1 point = –" in page
     assert "the comparison asks for at least 5" in page and "not met" in page

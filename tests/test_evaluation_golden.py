@@ -1,6 +1,7 @@
 """Metrics of fixed small evaluations, compared with a golden file recorded before the
 evaluation became produce variants → predict into a :class:`PredictionTable` → judge the
-table (issue 34): the refactoring must not move any metric by more than 1e-12.
+table (issue 34): the refactoring must not move any metric by more than 1e-12 (bootstrap
+interval ends: 1e-6 relative, see :func:`_same`).
 
 The golden file was written by the code before that change; regenerate it only when a
 metric is *meant* to change: ``METACOMPRESS_WRITE_GOLDEN=1 pytest tests/test_evaluation_golden.py``.
@@ -80,9 +81,13 @@ def evaluations() -> dict[str, dict]:
     return {"local": local, "static": static}
 
 
-def _same(a: object, b: object) -> bool:
+def _same(a: object, b: object, key: str = "") -> bool:
+    """Equal within 1e-12, or within 1e-6 relative for a bootstrap interval end: its
+    replicates are float32 weight-matrix products, whose BLAS kernel (and so summation
+    order) depends on the CPU's vector width (AVX2 against AVX-512 moved them by ~1e-7)."""
     if isinstance(a, float) and isinstance(b, float):
-        return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(b))
+        tol = 1e-6 if "_ci_" in key else 1e-12
+        return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol * max(1.0, abs(b))
     return a == b
 
 
@@ -96,7 +101,7 @@ def test_metrics_equal_the_recorded_ones():
         bad = {
             k: (got[mode]["metrics"][k], v)
             for k, v in want[mode]["metrics"].items()
-            if not _same(got[mode]["metrics"][k], v)
+            if not _same(got[mode]["metrics"][k], v, k)
         }
         assert not bad, f"{mode}: metrics moved: {bad}"
         assert got[mode]["per_sample_rows"] == want[mode]["per_sample_rows"], mode

@@ -471,6 +471,30 @@ def test_premise_ladder_stops_at_the_first_rung_within_3_points(tmp_path):
         premise_ladder(StudyConfig(), [], [3], runner=runner)
 
 
+@pytest.mark.parametrize(
+    ("extra", "want"), [([], ("compressor", "fidelity")), (["--methods", "compressor"], ("compressor",))]
+)
+def test_premise_ladder_from_the_command_line_keeps_the_methods_given(tmp_path, monkeypatch, extra, want):
+    """``recipes/reproduce.py`` calls ``main()`` without argv: ``--methods`` read from
+    ``sys.argv`` narrows the ladder (it was silently dropped), and without it both methods run."""
+    import mlflow
+
+    from mlflow_metacompress.pipeline import repro_cli, repro_premise
+
+    seen = {}
+
+    def ladder(cfg, steps, sizes, *, methods, output):
+        seen.update(methods=tuple(methods), steps=list(steps), sizes=list(sizes))
+        return {"reached": False, "rungs": []}
+
+    monkeypatch.setattr(repro_premise, "premise_ladder", ladder)
+    monkeypatch.setattr(mlflow, "set_experiment", lambda name: None)
+    argv = ["reproduce.py", "--premise-steps", "3000", "--premise-sizes", "3,6", "--output", str(tmp_path), *extra]
+    monkeypatch.setattr("sys.argv", argv)
+    assert repro_cli.main() == 0
+    assert seen == {"methods": want, "steps": [3000], "sizes": [3.0, 6.0]}
+
+
 def test_flip_counts_turn_logged_drops_into_rows():
     from mlflow_metacompress.pipeline.repro_attacks import flip_counts
 

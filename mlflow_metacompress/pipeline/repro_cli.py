@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -141,6 +142,7 @@ def config_from(args: argparse.Namespace) -> StudyConfig:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    argv = sys.argv[1:] if argv is None else argv  # read below: was --methods given?
     args = parser().parse_args(argv)
     if args.rerender:
         from .repro_rerender import rerender
@@ -159,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     if steps:
         from .repro_premise import PREMISE_METHODS, premise_ladder
 
-        methods = cfg.methods if "--methods" in (argv or []) else PREMISE_METHODS
+        given = any(a == "--methods" or a.startswith("--methods=") for a in argv)
+        methods = cfg.methods if given else PREMISE_METHODS
         out = args.output if args.output != "reproduction" else "reproduction/premise"
         sizes = [float(x) for x in _csv(args.premise_sizes)]
         result = premise_ladder(cfg, steps, sizes, methods=methods, output=out)

@@ -122,10 +122,11 @@ def test_teacher_flips_and_denominators_are_recovered_from_stored_fractions():
 
 
 def _study_records():
-    """The stored records of the BigCloneBench study (reproduction/bigclonebench.json)."""
+    """The stored records of the 2026-12-02 BigCloneBench study (3 seeds of every method,
+    attacks on 200 rows: reproduction/2026-12-02/bigclonebench.json)."""
     from mlflow_metacompress.pipeline.repro_rerender import results_from_report
 
-    report = json.loads((REPO / "reproduction" / "bigclonebench.json").read_text())
+    report = json.loads((REPO / "reproduction" / "2026-12-02" / "bigclonebench.json").read_text())
     return report, results_from_report(report)
 
 
@@ -154,7 +155,10 @@ def test_the_int8_control_shows_no_excess_drop_on_the_studys_own_records():
         assert all(isinstance(x, bool) for x in methods[m]["appears"].values())
 
 
-@pytest.mark.parametrize("name", ["bigclonebench", "devign"])
+STORED = ["bigclonebench", "devign", "2026-12-02/bigclonebench"]
+
+
+@pytest.mark.parametrize("name", STORED)
 def test_stored_pages_keep_rates_in_zero_one_and_excess_above_minus_100(name):
     from mlflow_metacompress.pipeline.repro_table import RATES
 
@@ -186,11 +190,32 @@ def test_rerendering_the_stored_page_is_stable(tmp_path):
 
     from mlflow_metacompress.pipeline.repro_rerender import rerender
 
-    for name in ("bigclonebench", "devign"):
-        shutil.copy(REPO / "reproduction" / f"{name}.json", tmp_path / f"{name}.json")
-        shutil.copy(REPO / "reproduction" / f"{name}_conclusions.md", tmp_path / f"{name}_conclusions.md")
-        rerender(tmp_path / f"{name}.json")
-        assert (tmp_path / f"{name}.md").read_text() == (REPO / "reproduction" / f"{name}.md").read_text()
-        assert json.loads((tmp_path / f"{name}.json").read_text()) == json.loads(
+    for name in STORED:
+        out = tmp_path / name.replace("/", "-")
+        out.mkdir()
+        stem = name.rsplit("/", 1)[-1]
+        shutil.copy(REPO / "reproduction" / f"{name}.json", out / f"{stem}.json")
+        shutil.copy(REPO / "reproduction" / f"{name}_conclusions.md", out / f"{stem}_conclusions.md")
+        rerender(out / f"{stem}.json")
+        assert (out / f"{stem}.md").read_text() == (REPO / "reproduction" / f"{name}.md").read_text(), name
+        assert json.loads((out / f"{stem}.json").read_text()) == json.loads(
             (REPO / "reproduction" / f"{name}.json").read_text()
-        )
+        ), name
+
+
+def test_the_flagship_study_meets_the_attack_and_fidelity_protocol():
+    """Issue 32's bar for ``reproduction/bigclonebench.json``: attacks on at least 1,000
+    pairs, a decided excess-drop verdict (interval against zero or the paper's 285%) for each
+    distilled method, ``fidelity`` against the baseline on at least 5 paired seeds with the
+    TOST on accuracy, and every method's ``appears`` recorded as booleans."""
+    report = json.loads((REPO / "reproduction" / "bigclonebench.json").read_text())
+    assert report["config"]["attack_rows"] >= 1000
+    verdicts, methods = report["summary"]["verdicts"], report["summary"]["methods"]
+    for m in ("compressor", "avatar", "morph", "fidelity", "quantize"):
+        e = verdicts[m]["excess_attack_drop"]
+        assert e["verdict"] != "not settled", m
+        assert e["boot_low"] >= -1 and (e["boot_high"] < 2.85 or e["boot_low"] > 0), m
+        assert all(isinstance(x, bool) for x in methods[m]["appears"].values())
+    assert methods["quantize"]["appears"]["excess_attack_drop"] is False
+    fidelity = report["summary"]["fidelity"]
+    assert fidelity["paired_seeds"] >= 5 and 0 <= fidelity["accuracy_tost_p"] <= 1

@@ -38,7 +38,8 @@ class _Config:
 
 def results_from_report(report: dict[str, Any]) -> dict[tuple[str, int], dict[str, float]]:
     """``(method, seed)`` → metrics, as :func:`.reproduce.collect` would have returned them,
-    from a stored report (with ``n/<metric>`` recovered for rates that have a common denominator)."""
+    from a stored report (with ``n/<metric>`` as stored, or recovered for rates of an older JSON
+    that have a common denominator)."""
     s = report["summary"]
     out: dict[tuple[str, int], dict[str, float]] = {}
     for method, rows in s["methods"].items():
@@ -46,7 +47,7 @@ def results_from_report(report: dict[str, Any]) -> dict[tuple[str, int], dict[st
             if not isinstance(r, dict) or "values" not in r:
                 continue
             n = None
-            if metric in RATES:  # the same rows for every method: one denominator per metric
+            if metric in RATES and "n" not in r:  # older JSON: the same rows for every method, one denominator
                 n = denominators([v for m in s["methods"].values() for v in m.get(metric, {}).get("values", [])])
             for i, seed in enumerate(s["seeds"]):
                 v = r["values"][i]
@@ -57,7 +58,10 @@ def results_from_report(report: dict[str, Any]) -> dict[tuple[str, int], dict[st
                 lo, hi = (r.get("within_run") or [[None, None]] * len(s["seeds"]))[i]
                 if lo is not None and hi is not None:
                     got[interval_key(metric, "low")], got[interval_key(metric, "high")] = float(lo), float(hi)
-                if n is not None:
+                stored_n = (r.get("n") or [None] * len(s["seeds"]))[i]
+                if stored_n is not None and stored_n == stored_n:  # as the study stored it (NaN: none)
+                    got[f"n/{metric}"] = float(stored_n)
+                elif n is not None:
                     got[f"n/{metric}"] = float(n)
     return out
 

@@ -90,15 +90,20 @@ def summarise(
     from .repro_verdicts import attack_counts, judge
 
     metrics = list(METRICS) + [f"attack_{a}/excess_drop_pct" for a in attacks]
+    # the flip counts, where the study stored them, so a re-render judges the same counts
+    counted = [f"attack_{a}/{k}" for a in attacks for k in ("student_flips", "teacher_flips", "rows")]
+    metrics += [m for m in counted if any(m in r for r in results.values())]
     per_method: dict[str, Any] = {}
     for method in methods:
         rows = {}
         for metric in metrics:
             got = [results.get((method, s), {}) for s in seeds]
             values = [r.get(metric, math.nan) for r in got]
-            low, high, how = _interval(metric, values, [r.get(f"n/{metric}", math.nan) for r in got])
+            n = [r.get(f"n/{metric}", math.nan) for r in got]
+            low, high, how = _interval(metric, values, n)
             rows[metric] = {
                 "values": values,
+                **({"n": n} if metric in RATES else {}),  # each seed's denominator, for a re-render
                 "mean": t_interval(values)[0],
                 "low": low,
                 "high": high,

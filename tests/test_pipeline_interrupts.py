@@ -171,34 +171,17 @@ def test_clean_exit_without_an_error_changes_nothing(tracking):
 
 
 # ------------------------------------------------------------------ a real Ctrl-C during `mlflow run .`
-def test_ctrl_c_during_mlflow_run_leaves_no_running_run_and_no_temp_folder(tmp_path):
-    """Ctrl-C in a terminal sends SIGINT to the whole foreground process group:
-    ``mlflow run`` then cancels its entry point with SIGTERM on top."""
-    import mlflow
-
+def _ctrl_c_mlflow_run(root: Path) -> tuple[int, str, Path, Path]:
+    """``mlflow run .`` of the tiny main job, sent SIGINT (to its whole process group) once
+    its teacher's first epoch has started; returns (exit code, output, project, TMPDIR)."""
     from tests.test_mlproject import _copy_project, _env
 
-    project = _copy_project(tmp_path / "p")
-    tmp = tmp_path / "tmp"
+    project = _copy_project(root / "p")
+    tmp = root / "tmp"
     tmp.mkdir()
-    env = _env(tmp_path) | {"TMPDIR": str(tmp), "METACOMPRESS_HEARTBEAT_S": "0.5"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "run",
-        ".",
-        "--env-manager",
-        "local",
-        "-P",
-        "profile=tiny",
-        "-P",
-        "methods=compressor",
-        "-P",
-        "progress=false",
-        "--experiment-name",
-        "ctrl-c",
-    ]
+    env = _env(root) | {"TMPDIR": str(tmp), "METACOMPRESS_HEARTBEAT_S": "0.5"}
+    cmd = [sys.executable, "-m", "mlflow", "run", ".", "--env-manager", "local", "-P", "profile=tiny"]
+    cmd += ["-P", "methods=compressor", "-P", "progress=false", "--experiment-name", "ctrl-c"]
     proc = subprocess.Popen(
         cmd, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
     )  # its own process group, like a terminal's job
@@ -207,8 +190,8 @@ def test_ctrl_c_during_mlflow_run_leaves_no_running_run_and_no_temp_folder(tmp_p
         assert proc.stderr is not None
         for line in proc.stderr:
             lines.append(line)
-            if "stage 1/3 teacher: running" in line and "(fit epoch" in line:
-                break  # inside the teacher's Lightning fit, with its runs and folders open
+            if "stage 1/3 teacher: running" in line and "(fit epoch 1/" in line:
+                break  # inside the teacher's first epoch, with its runs and folders open
         else:
             pytest.fail("the pipeline ended before its teacher trained:\n" + "".join(lines[-40:]))
         os.killpg(proc.pid, signal.SIGINT)
@@ -218,8 +201,21 @@ def test_ctrl_c_during_mlflow_run_leaves_no_running_run_and_no_temp_folder(tmp_p
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    output = "".join(lines)
-    assert proc.returncode != 0
+    return proc.returncode, "".join(lines), project, tmp
+
+
+def test_ctrl_c_during_mlflow_run_leaves_no_running_run_and_no_temp_folder(tmp_path):
+    """Ctrl-C in a terminal sends SIGINT to the whole foreground process group:
+    ``mlflow run`` then cancels its entry point with SIGTERM on top."""
+    import mlflow
+
+    returncode, output, project, tmp = _ctrl_c_mlflow_run(tmp_path / "first")
+    if "pipeline done:" in output:
+        # the harness lost the race, not the job: on saturated cores this reader saw the
+        # heartbeat after the whole 15-second job had finished (CI, 2026-12-05); try once more
+        returncode, output, project, tmp = _ctrl_c_mlflow_run(tmp_path / "again")
+    assert "pipeline done:" not in output, output[-3000:]
+    assert returncode != 0
     assert "interrupted" in output
     uri = f"sqlite:///{project}/mlflow.db"
     client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)

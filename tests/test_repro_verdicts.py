@@ -155,7 +155,7 @@ def test_the_int8_control_shows_no_excess_drop_on_the_studys_own_records():
         assert all(isinstance(x, bool) for x in methods[m]["appears"].values())
 
 
-STORED = ["bigclonebench", "devign", "2026-12-02/bigclonebench"]
+STORED = ["bigclonebench", "devign", "2026-12-02/bigclonebench", "premise/3mb-3000steps/bigclonebench"]
 
 
 @pytest.mark.parametrize("name", STORED)
@@ -219,3 +219,17 @@ def test_the_flagship_study_meets_the_attack_and_fidelity_protocol():
     assert methods["quantize"]["appears"]["excess_attack_drop"] is False
     fidelity = report["summary"]["fidelity"]
     assert fidelity["paired_seeds"] >= 5 and 0 <= fidelity["accuracy_tost_p"] <= 1
+
+
+def test_a_page_names_the_students_training_and_says_when_nothing_was_attacked():
+    """The premise rung trains longer on every CodeBERT-labelled pair and attacks nothing;
+    its page says both (it read "attacks  on 1000 test pairs" before)."""
+    from mlflow_metacompress.pipeline.repro_markdown import render_markdown
+
+    report = json.loads((REPO / "reproduction" / "premise" / "3mb-3000steps" / "bigclonebench.json").read_text())
+    md = render_markdown(report)
+    assert "3000 steps of 32 pairs on every CodeBERT-labelled pair" in md and "; no attacks." in md
+    flagship = json.loads((REPO / "reproduction" / "bigclonebench.json").read_text())
+    md = render_markdown(flagship)
+    assert "300 steps of 32 pairs on 6,000 distillation pairs" in md
+    assert "attacks alert_yang_2022, mhm_zhang_2020 on 1000 test pairs (budget 30 queries)" in md

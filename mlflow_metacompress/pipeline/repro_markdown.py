@@ -89,6 +89,24 @@ def _yes(x: bool | None) -> str:
     return {True: "yes", False: "no", None: "–"}[x]
 
 
+def _training(c: dict[str, Any], unit: str) -> str:
+    """", 3000 steps of 32 pairs on every CodeBERT-labelled pair" (empty for an older JSON)."""
+    if "student_steps" not in c:
+        return ""
+    rows = c.get("distill_rows")
+    on = f"{int(rows):,} distillation {unit}" if rows else f"every CodeBERT-labelled {unit[:-1]}"
+    return f", {c['student_steps']} steps of {c.get('student_batch_size', '?')} {unit} on {on}"
+
+
+def _attacks(c: dict[str, Any], unit: str) -> str:
+    if not c.get("attacks"):
+        return "no attacks"
+    return (
+        f"attacks {', '.join(c['attacks'])} on {c.get('attack_rows', c['eval_rows'])} test {unit} "
+        f"(budget {c['attack_budget']} queries)"
+    )
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     """The ``<task>.md`` page: teacher, headline table, verdicts, per-method table, item-5 test."""
     t, s, c = report["teacher"], report["summary"], report["config"]
@@ -108,10 +126,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"confidence ≥ 0.8. Its own disagreement with CodeBERT's labels: "
         f"{_pct(cb) if _num(cb) else 'not recorded (this run did not store it)'}.",
         "",
-        f"Students: {', '.join(c['methods'])} at {c['size_mb']} MB; seeds {', '.join(map(str, s['seeds']))}; "
-        f"{c['eval_rows']} test {unit} judged for MR1–MR3 with every transformation; attacks "
-        f"{', '.join(c['attacks'])} on {c.get('attack_rows', c['eval_rows'])} test {unit} (budget "
-        f"{c['attack_budget']} queries). Rules: the docstring of `mlflow_metacompress/pipeline/repro_markdown.py` "
+        f"Students: {', '.join(c['methods'])} at {c['size_mb']} MB{_training(c, unit)}; "
+        f"seeds {', '.join(map(str, s['seeds']))}; "
+        f"{c['eval_rows']} test {unit} judged for MR1–MR3 with every transformation; {_attacks(c, unit)}. "
+        "Rules: the docstring of `mlflow_metacompress/pipeline/repro_markdown.py` "
         f"and docs/benchmarks.md (α = {rules.get('alpha', 0.05)}, B = {b} bootstrap resamples).",
         "",
         "| phenomenon | paper (CodeBERT → 3 MB) | ours: largest (method), estimate [95% two-level bootstrap] "

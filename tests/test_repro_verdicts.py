@@ -41,10 +41,21 @@ def test_rate_interval_uses_the_logit_scale_and_stays_in_zero_one():
     r = v.rate_interval(values)
     assert r["method"] == "logit-t" and (r["low"], r["high"]) == pytest.approx(tuple(ref))
     assert 0 < r["low"] < r["high"] < 1
-    # a seed at 0 (the int8 copy's MR1): exact bounds on the counts pooled over seeds
+    # a seed at 0 (the int8 copy's MR1): exact bounds on the counts pooled over seeds, one seed
+    one = v.rate_interval([1 / 1268], [1268])
+    assert one["method"] == "clopper-pearson 1/1268"
+    assert (one["low"], one["high"]) == pytest.approx(proportion_confint(1, 1268, method="beta"))
+    # with more seeds, widened to cover the t-interval of the empirical logits (k + 1/2)/(n + 1)
     zero = v.rate_interval([0.0, 0.0, 1 / 1268], [1268, 1268, 1268])
-    assert zero["method"] == "clopper-pearson 1/3804"
-    assert (zero["low"], zero["high"]) == pytest.approx(proportion_confint(1, 3804, method="beta"))
+    assert zero["method"] == "clopper-pearson 1/3804 ∪ empirical-logit t"
+    cp = proportion_confint(1, 3804, method="beta")
+    e = logit(np.array([0.5, 0.5, 1.5]) / 1269)
+    el = expit(stats.t.interval(0.95, 2, loc=np.mean(e), scale=stats.sem(e)))
+    assert (zero["low"], zero["high"]) == pytest.approx((min(cp[0], el[0]), max(cp[1], el[1])))
+    # seeds at 14%, 100%, 12% and 27% of 1,000 rows (the premise rung's MR3): pooling alone
+    # gives about [36%, 40%]; the spread between seeds must show
+    mixed = v.rate_interval([0.136, 1.0, 0.119, 0.273], [1000] * 4)
+    assert mixed["low"] < 0.1 and mixed["high"] > 0.9
     assert v.rate_interval([0.0, 0.0])["method"] == "none"
     rng = np.random.default_rng(0)
     for _ in range(200):

@@ -9,7 +9,8 @@ applied in :mod:`.repro_verdicts`; α = 0.05, B = 2,000 bootstrap resamples):
 
 1. **Intervals of rates** never leave [0, 1]: a 95% Student-t interval over seeds on the
    logit scale; when a seed's rate is 0 or 1, the exact Clopper–Pearson interval on the
-   counts pooled over seeds; no interval when neither is possible.
+   counts pooled over seeds, widened with two or more seeds to cover the t-interval of the
+   empirical logits (k + ½)/(n + 1); no interval when neither is possible.
 2. **Total uncertainty:** beside the seed interval, a two-level bootstrap (seeds, then test
    rows, the same rows for every seed) from the stored per-row counts; where a study
    stored only each seed's value and within-run 95% interval, the row level is a normal
@@ -90,7 +91,7 @@ def _yes(x: bool | None) -> str:
 
 
 def _training(c: dict[str, Any], unit: str) -> str:
-    """", 3000 steps of 32 pairs on every CodeBERT-labelled pair" (empty for an older JSON)."""
+    """ ", 3000 steps of 32 pairs on every CodeBERT-labelled pair" (empty for an older JSON)."""
     if "student_steps" not in c:
         return ""
     rows = c.get("distill_rows")
@@ -149,7 +150,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "Per method: mean [95% interval over seeds: logit-scale t for rates, Clopper–Pearson on pooled counts "
-        "with one seed or when a seed's rate is 0, Student-t for the accuracy gap, in points]; `codebert/…`: "
+        "with one seed or when a seed's rate is 0 or 1 (with more seeds, widened to the empirical-logit t), "
+        "Student-t for the accuracy gap, in points]; `codebert/…`: "
         "against the real CodeBERT's hard labels on held-out pairs:",
         "",
         "| method | " + " | ".join(cols) + " |",

@@ -3,7 +3,9 @@
 - Rates get intervals that stay inside [0, 1]: a Student-t interval over seeds on the
   logit scale (the usual transformation for proportions, Agresti, *Categorical Data
   Analysis*, 3rd ed., §1.4), or, when a seed's rate is 0 or 1, the exact Clopper–Pearson
-  interval (Clopper & Pearson, Biometrika 1934) on the counts pooled over seeds.
+  interval (Clopper & Pearson, Biometrika 1934) on the counts pooled over seeds, widened
+  with two or more seeds to cover the t-interval of the empirical logits (the spread
+  between seeds, which pooling leaves out).
 - The excess accuracy drop under attack is a ratio of two small counts (the student's
   and the teacher's flipped rows), so it is judged on the log scale (Katz et al.,
   Biometrics 1978): ``exp`` of an interval of log ratios never goes below −100%.
@@ -82,7 +84,8 @@ def logit_t_interval(values: Sequence[float | None], level: float = LEVEL) -> tu
 def rate_interval(values: Sequence[float | None], n: Sequence[float | None] | None = None) -> dict[str, Any]:
     """A rate's interval over seeds that never leaves [0, 1]: logit-scale t when every seed's
     rate is inside (0, 1), else Clopper–Pearson on the pooled counts (``n``: each seed's
-    denominator), else none. ``method`` names the one used."""
+    denominator), widened with two or more seeds to cover the empirical-logit t-interval,
+    else none. ``method`` names the one used."""
     x = finite(values)
     low, high = logit_t_interval(values)
     if not math.isnan(low):
@@ -93,6 +96,18 @@ def rate_interval(values: Sequence[float | None], n: Sequence[float | None] | No
     if x and pairs:
         k, total = round(sum(v * d for v, d in pairs)), round(sum(d for _, d in pairs))
         low, high = clopper_pearson(k, total)
+        # pooled counts leave out the spread between seeds (seeds at 12% and 100% pool to a
+        # narrow interval): with two or more seeds, also the t-interval of the empirical
+        # logits (k + 1/2) / (n + 1) (Cox & Snell, *Analysis of Binary Data*, 1989); the union
+        elogit: tuple[float, float] = (math.nan, math.nan)
+        if len(pairs) >= 2:
+            elogit = logit_t_interval([(v * d + 0.5) / (d + 1) for v, d in pairs])
+        if not math.isnan(elogit[0]):
+            return {
+                "low": min(low, elogit[0]),
+                "high": max(high, elogit[1]),
+                "method": f"clopper-pearson {k}/{total} ∪ empirical-logit t",
+            }
         return {"low": low, "high": high, "method": f"clopper-pearson {k}/{total}"}
     return {"low": math.nan, "high": math.nan, "method": "none"}
 

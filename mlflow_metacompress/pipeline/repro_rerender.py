@@ -20,6 +20,7 @@ from typing import Any
 from ..statistics import interval_key
 from .repro_table import RATES, attack_rows_of, headline, summarise, write_pages
 from .repro_verdicts import denominators
+from .seeds import finite
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +59,9 @@ def results_from_report(report: dict[str, Any]) -> dict[tuple[str, int], dict[st
                 lo, hi = (r.get("within_run") or [[None, None]] * len(s["seeds"]))[i]
                 if lo is not None and hi is not None:
                     got[interval_key(metric, "low")], got[interval_key(metric, "high")] = float(lo), float(hi)
-                stored_n = (r.get("n") or [None] * len(s["seeds"]))[i]
-                if stored_n is not None and stored_n == stored_n:  # as the study stored it (NaN: none)
-                    got[f"n/{metric}"] = float(stored_n)
+                stored_n = finite([(r.get("n") or [None] * len(s["seeds"]))[i]])  # as stored (NaN: none)
+                if stored_n:
+                    got[f"n/{metric}"] = stored_n[0]
                 elif n is not None:
                     got[f"n/{metric}"] = float(n)
     return out

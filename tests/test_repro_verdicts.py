@@ -239,7 +239,12 @@ def test_a_page_names_the_students_training_and_says_when_nothing_was_attacked()
 
     report = json.loads((REPO / "reproduction" / "premise" / "3mb-3000steps" / "bigclonebench.json").read_text())
     md = render_markdown(report)
-    assert "3000 steps of 32 pairs on every CodeBERT-labelled pair" in md and "; no attacks." in md
+    assert "3000 steps of 32 pairs on every CodeBERT-labelled pair;" in md and "; no attacks." in md
+    stabilised = {**report, "config": {**report["config"], "student_lr": 0.001, "student_grad_clip": 1.0}}
+    assert (
+        "3000 steps of 32 pairs on every CodeBERT-labelled pair at lr 0.001 for every method, "
+        "gradient norm clipped at 1;" in render_markdown(stabilised)
+    )
     flagship = json.loads((REPO / "reproduction" / "bigclonebench.json").read_text())
     md = render_markdown(flagship)
     assert "300 steps of 32 pairs on 6,000 distillation pairs" in md

@@ -61,6 +61,9 @@ class FitConfig:
     # training batches draw rows from windows of this many batches sorted by token count
     # (:mod:`.batches`: less padding, seeded order); 0 or 1 = plain seeded shuffling
     length_window: int = 16
+    # clip the gradients' global L2 norm to this before each step (Lightning's
+    # gradient_clip_val, the HF Trainer's max_grad_norm); None leaves them unclipped
+    grad_clip: float | None = None
 
     @classmethod
     def on(cls, trainer: TrainerSettings | None, **budget: Any) -> FitConfig:

@@ -287,6 +287,8 @@ def _trainer(
         max_epochs=config.epochs,
         default_root_dir=str(checkpoint_dir),
         max_steps=config.max_steps,
+        gradient_clip_val=config.grad_clip,
+        gradient_clip_algorithm="norm" if config.grad_clip else None,
         logger=mlflow_logger,
         callbacks=callbacks,
         enable_progress_bar=bar,

@@ -49,6 +49,16 @@ def _seeds(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"--seeds expects comma-separated integers, got {text!r}") from None
 
 
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     d, t = StudyConfig(), TeacherBudget()
     p = argparse.ArgumentParser(
@@ -72,6 +82,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--teacher-steps", type=int, default=t.max_steps)
     p.add_argument("--teacher-max-length", type=int, default=t.max_length, help="teacher tokens per function")
     p.add_argument("--student-steps", type=_int, default=d.student_steps)
+    p.add_argument(
+        "--student-lr", type=_positive, default=None, help="every method's learning rate (default: each method's own)"
+    )
+    p.add_argument(
+        "--student-grad-clip", type=_positive, default=None, help="clip the students' gradient norm (default: unclipped)"
+    )
     p.add_argument("--attack-budget", type=_int, default=d.attack_budget, help="model queries per attacked row")
     p.add_argument("--attack-max-samples", type=int, default=0, help="attacked rows (0: every eval row)")
     p.add_argument(
@@ -130,6 +146,8 @@ def config_from(args: argparse.Namespace) -> StudyConfig:
         teacher=replace(d.teacher, max_steps=args.teacher_steps, max_length=args.teacher_max_length),
         size_mb=args.size_mb,
         student_steps=args.student_steps,
+        student_lr=args.student_lr,
+        student_grad_clip=args.student_grad_clip,
         attack_budget=args.attack_budget,
         attack_max_samples=args.attack_max_samples or None,
         bootstrap=args.bootstrap,

@@ -77,6 +77,10 @@ class StudyConfig:
     student_max_length: int = 128
     student_batch_size: int = 32
     student_steps: int = 300
+    # the premise ladder's stabilised rungs: every method's learning rate (None: each method's
+    # own in ``method_options``) and the gradient-norm clip (None: unclipped)
+    student_lr: float | None = None
+    student_grad_clip: float | None = None
     method_options: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(CPU_OPTIONS))
     attack_budget: int = 30
     attack_max_samples: int | None = None  # None: every eval row
@@ -87,6 +91,13 @@ class StudyConfig:
     oracle_rows: int = 1000
     distill_rows: int | None = 6000
     data_seed: int = 0
+
+    def options(self, method: str) -> dict[str, Any]:
+        """``method``'s options, with ``student_lr`` in place of its own learning rate when set."""
+        options = dict(self.method_options.get(method, {}))
+        if self.student_lr is not None:
+            options["lr"] = float(self.student_lr)
+        return options
 
     def folder(self) -> str:
         return str(Path(self.data_dir).expanduser().resolve())

@@ -96,7 +96,12 @@ def _training(c: dict[str, Any], unit: str) -> str:
         return ""
     rows = c.get("distill_rows")
     on = f"{int(rows):,} distillation {unit}" if rows else f"every CodeBERT-labelled {unit[:-1]}"
-    return f", {c['student_steps']} steps of {c.get('student_batch_size', '?')} {unit} on {on}"
+    text = f", {c['student_steps']} steps of {c.get('student_batch_size', '?')} {unit} on {on}"
+    if c.get("student_lr") is not None:
+        text += f" at lr {c['student_lr']:g} for every method"
+    if c.get("student_grad_clip") is not None:
+        text += f", gradient norm clipped at {c['student_grad_clip']:g}"
+    return text
 
 
 def _attacks(c: dict[str, Any], unit: str) -> str:

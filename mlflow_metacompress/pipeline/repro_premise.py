@@ -57,7 +57,7 @@ def premise_ladder(
                 attack_rows=None,
                 eval_rows=max(int(cfg.eval_rows), PREMISE_EVAL_ROWS),
             )
-            folder = Path(output) / f"{float(size):g}mb-{int(n)}steps"
+            folder = Path(output) / rung_folder(rung)
             report = runner(rung, output=folder)["report"]
             verdicts = report["summary"].get("verdicts", {})
             gaps = {m: verdicts.get(m, {}).get("accuracy_within_3pt") for m in methods}
@@ -67,3 +67,14 @@ def premise_ladder(
             if reached:
                 return {"reached": True, "size_mb": float(size), "steps": int(n), "methods": reached, "rungs": rungs}
     return {"reached": False, "rungs": rungs}
+
+
+def rung_folder(cfg: Any) -> str:
+    """A rung's folder name: ``3mb-3000steps``, with ``-lr0.001-clip1`` when the study sets
+    the students' learning rate or gradient clip, so that rungs never overwrite each other."""
+    name = f"{float(cfg.size_mb):g}mb-{int(cfg.student_steps)}steps"
+    if getattr(cfg, "student_lr", None) is not None:
+        name += f"-lr{float(cfg.student_lr):g}"
+    if getattr(cfg, "student_grad_clip", None) is not None:
+        name += f"-clip{float(cfg.student_grad_clip):g}"
+    return name

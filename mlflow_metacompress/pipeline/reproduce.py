@@ -122,7 +122,9 @@ def student_args(cfg: StudyConfig, teacher: StageResult, method: str, seed: int)
         "max_length": cfg.student_max_length,
         "batch_size": cfg.student_batch_size,
         "steps": cfg.student_steps,
-        "options": cfg.method_options.get(method, {}),
+        "options": cfg.options(method),
+        # only when set, so that the stored students of unclipped studies keep their keys
+        **({"grad_clip": cfg.student_grad_clip} if cfg.student_grad_clip is not None else {}),
     }
 
 
@@ -138,7 +140,12 @@ def student_stage(cfg: StudyConfig, data: Any, teacher: StageResult, method: str
 
         epochs = max(1, math.ceil(cfg.student_steps * cfg.student_batch_size / max(1, len(data.distill))))
         fit = FitConfig(
-            epochs=epochs, batch_size=cfg.student_batch_size, max_steps=cfg.student_steps, seed=seed, progress=False
+            epochs=epochs,
+            batch_size=cfg.student_batch_size,
+            max_steps=cfg.student_steps,
+            seed=seed,
+            progress=False,
+            grad_clip=cfg.student_grad_clip,
         )
         result = run_student_job(
             StudentJob(
@@ -152,7 +159,7 @@ def student_stage(cfg: StudyConfig, data: Any, teacher: StageResult, method: str
                 registered_name=f"metacompress-reproduce-{data.codexglue_task}-{method}",
                 dataset=data.codexglue_task,
                 unlabeled=data.distill,
-                options=dict(cfg.method_options.get(method, {})),
+                options=cfg.options(method),
             )
         )
         return {

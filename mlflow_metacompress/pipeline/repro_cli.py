@@ -86,7 +86,10 @@ def parser() -> argparse.ArgumentParser:
         "--student-lr", type=_positive, default=None, help="every method's learning rate (default: each method's own)"
     )
     p.add_argument(
-        "--student-grad-clip", type=_positive, default=None, help="clip the students' gradient norm (default: unclipped)"
+        "--student-grad-clip",
+        type=_positive,
+        default=None,
+        help="clip the students' gradient norm to this (default: none)",
     )
     p.add_argument("--attack-budget", type=_int, default=d.attack_budget, help="model queries per attacked row")
     p.add_argument("--attack-max-samples", type=int, default=0, help="attacked rows (0: every eval row)")

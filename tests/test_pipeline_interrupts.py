@@ -179,7 +179,8 @@ def _ctrl_c_mlflow_run(root: Path) -> tuple[int, str, Path, Path]:
     project = _copy_project(root / "p")
     tmp = root / "tmp"
     tmp.mkdir()
-    env = _env(root) | {"TMPDIR": str(tmp), "METACOMPRESS_HEARTBEAT_S": "0.5"}
+    # faulthandler: a SIGABRT makes each Python process print every thread's stack (below)
+    env = _env(root) | {"TMPDIR": str(tmp), "METACOMPRESS_HEARTBEAT_S": "0.5", "PYTHONFAULTHANDLER": "1"}
     cmd = [sys.executable, "-m", "mlflow", "run", ".", "--env-manager", "local", "-P", "profile=tiny"]
     cmd += ["-P", "methods=compressor", "-P", "progress=false", "--experiment-name", "ctrl-c"]
     proc = subprocess.Popen(
@@ -195,7 +196,13 @@ def _ctrl_c_mlflow_run(root: Path) -> tuple[int, str, Path, Path]:
         else:
             pytest.fail("the pipeline ended before its teacher trained:\n" + "".join(lines[-40:]))
         os.killpg(proc.pid, signal.SIGINT)
-        _, rest = proc.communicate(timeout=120)
+        try:
+            _, rest = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            # a hang: show where every process of the job stands, then fail with it
+            os.killpg(proc.pid, signal.SIGABRT)
+            _, rest = proc.communicate(timeout=60)
+            pytest.fail("the job did not end within 120 s of Ctrl-C; stacks:\n" + "".join(lines[-20:]) + rest[-12000:])
         lines.append(rest)
     finally:
         if proc.poll() is None:

@@ -67,7 +67,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--task", default=d.task, choices=["clone", "vulnerability", "bigclonebench", "devign"])
     p.add_argument("--data-dir", default=d.data_dir, help="CodeXGLUE folder (task folder or its parent)")
     p.add_argument("--seeds", type=_seeds, default=d.seeds, help="student seeds, e.g. 0,1,2")
-    p.add_argument("--methods", type=_csv, default=d.methods, help=f"comma-separated (default {','.join(METHODS)})")
+    p.add_argument(
+        "--methods",
+        type=_csv,
+        default=None,
+        help=f"comma-separated (default {','.join(METHODS)}; with --premise-steps, compressor,fidelity)",
+    )
     p.add_argument("--eval-rows", type=_int, default=d.eval_rows, help="test rows every student is judged on")
     p.add_argument("--attacks", type=_csv, default=d.attacks, help=f"attack recipes (default {','.join(ATTACKS)})")
     p.add_argument("--transforms", default="all", help="'all' or comma-separated transformation names")
@@ -141,7 +146,7 @@ def config_from(args: argparse.Namespace) -> StudyConfig:
         task=args.task,
         data_dir=args.data_dir,
         seeds=tuple(args.seeds),
-        methods=tuple(args.methods),
+        methods=d.methods if args.methods is None else tuple(args.methods),
         eval_rows=args.eval_rows,
         attacks=tuple(args.attacks),
         transforms=transforms,
@@ -163,8 +168,7 @@ def config_from(args: argparse.Namespace) -> StudyConfig:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    argv = sys.argv[1:] if argv is None else argv  # read below: was --methods given?
-    args = parser().parse_args(argv)
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.rerender:
         from .repro_rerender import rerender
 
@@ -182,8 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     if steps:
         from .repro_premise import PREMISE_METHODS, premise_ladder
 
-        given = any(a == "--methods" or a.startswith("--methods=") for a in argv)
-        methods = cfg.methods if given else PREMISE_METHODS
+        methods = PREMISE_METHODS if args.methods is None else cfg.methods
         out = args.output if args.output != "reproduction" else "reproduction/premise"
         sizes = [float(x) for x in _csv(args.premise_sizes)]
         result = premise_ladder(cfg, steps, sizes, methods=methods, output=out)

@@ -73,8 +73,8 @@ def rung_folder(cfg: Any) -> str:
     """A rung's folder name: ``3mb-3000steps``, with ``-lr0.001-clip1`` when the study sets
     the students' learning rate or gradient clip, so that rungs never overwrite each other."""
     name = f"{float(cfg.size_mb):g}mb-{int(cfg.student_steps)}steps"
-    if getattr(cfg, "student_lr", None) is not None:
+    if cfg.student_lr is not None:
         name += f"-lr{float(cfg.student_lr):g}"
-    if getattr(cfg, "student_grad_clip", None) is not None:
+    if cfg.student_grad_clip is not None:
         name += f"-clip{float(cfg.student_grad_clip):g}"
     return name

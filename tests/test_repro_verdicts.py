@@ -166,7 +166,13 @@ def test_the_int8_control_shows_no_excess_drop_on_the_studys_own_records():
         assert all(isinstance(x, bool) for x in methods[m]["appears"].values())
 
 
-STORED = ["bigclonebench", "devign", "2026-12-02/bigclonebench", "premise/3mb-3000steps/bigclonebench"]
+STORED = [
+    "bigclonebench",
+    "devign",
+    "2026-12-02/bigclonebench",
+    "premise/3mb-3000steps/bigclonebench",
+    "premise/3mb-3000steps-lr0.001-clip1/bigclonebench",
+]
 
 
 @pytest.mark.parametrize("name", STORED)
@@ -249,3 +255,27 @@ def test_a_page_names_the_students_training_and_says_when_nothing_was_attacked()
     md = render_markdown(flagship)
     assert "300 steps of 32 pairs on 6,000 distillation pairs" in md
     assert "attacks alert_yang_2022, mhm_zhang_2020 on 1000 test pairs (budget 30 queries)" in md
+
+
+def test_the_stabilised_premise_rung_keeps_the_mean_gap_within_3_points_with_mr1_to_mr3():
+    """Issue 32's premise bar, on the stored rung: a distilled method at 3 MB with a mean
+    accuracy gap of at most 3 points over at least 3 seeds, and MR1–MR3 reported for it. The
+    gap is recomputed from the per-seed accuracies, and the page's stricter verdict (TOST and
+    the two-level interval inside ±3) is checked against those same numbers."""
+    report = json.loads(
+        (REPO / "reproduction" / "premise" / "3mb-3000steps-lr0.001-clip1" / "bigclonebench.json").read_text()
+    )
+    cfg, rows = report["config"], report["summary"]["methods"]["compressor"]
+    assert cfg["size_mb"] == 3.0 and cfg["student_lr"] == 0.001 and cfg["student_grad_clip"] == 1.0
+    teacher, student = (np.array(rows[k]["values"]) for k in ("teacher_accuracy", "student_accuracy"))
+    gaps = teacher - student
+    assert len(gaps) >= 3 and np.allclose(gaps, rows["accuracy_drop"]["values"])
+    assert 0 <= gaps.mean() <= 0.03
+    for metric in (f"mr{k}_violation_rate/metamorphic" for k in (1, 2, 3)):
+        assert len(rows[metric]["values"]) == len(gaps) and 0 < rows[metric]["low"] < rows[metric]["high"] < 1
+    verdict = report["summary"]["verdicts"]["compressor"]["accuracy_within_3pt"]
+    upper = stats.ttest_1samp(gaps, 0.03, alternative="less").pvalue
+    lower = stats.ttest_1samp(gaps, -0.03, alternative="greater").pvalue
+    assert verdict["tost_p"] == pytest.approx(max(upper, lower))
+    inside = -3 < verdict["boot90_points"][0] and verdict["boot90_points"][1] < 3
+    assert verdict["appears"] == (verdict["tost_p"] < 0.05 and inside)

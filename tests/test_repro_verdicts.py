@@ -172,6 +172,7 @@ STORED = [
     "2026-12-02/bigclonebench",
     "premise/3mb-3000steps/bigclonebench",
     "premise/3mb-3000steps-lr0.001-clip1/bigclonebench",
+    "premise/3mb-6000steps-lr0.001-clip1/bigclonebench",
 ]
 
 
@@ -257,14 +258,16 @@ def test_a_page_names_the_students_training_and_says_when_nothing_was_attacked()
     assert "attacks alert_yang_2022, mhm_zhang_2020 on 1000 test pairs (budget 30 queries)" in md
 
 
-def test_the_stabilised_premise_rung_keeps_the_mean_gap_within_3_points_with_mr1_to_mr3():
-    """Issue 32's premise bar, on the stored rung: a distilled method at 3 MB with a mean
+@pytest.mark.parametrize(
+    ("rung", "established"), [("3mb-3000steps-lr0.001-clip1", False), ("3mb-6000steps-lr0.001-clip1", True)]
+)
+def test_the_stabilised_premise_rungs_keep_the_mean_gap_within_3_points_with_mr1_to_mr3(rung, established):
+    """Issue 32's premise bar, on the stored rungs: a distilled method at 3 MB with a mean
     accuracy gap of at most 3 points over at least 3 seeds, and MR1–MR3 reported for it. The
     gap is recomputed from the per-seed accuracies, and the page's stricter verdict (TOST and
-    the two-level interval inside ±3) is checked against those same numbers."""
-    report = json.loads(
-        (REPO / "reproduction" / "premise" / "3mb-3000steps-lr0.001-clip1" / "bigclonebench.json").read_text()
-    )
+    the two-level interval inside ±3) is checked against those same numbers: not established
+    at 3,000 steps (the interval reaches +3.4), established at 6,000."""
+    report = json.loads((REPO / "reproduction" / "premise" / rung / "bigclonebench.json").read_text())
     cfg, rows = report["config"], report["summary"]["methods"]["compressor"]
     assert cfg["size_mb"] == 3.0 and cfg["student_lr"] == 0.001 and cfg["student_grad_clip"] == 1.0
     teacher, student = (np.array(rows[k]["values"]) for k in ("teacher_accuracy", "student_accuracy"))
@@ -278,4 +281,4 @@ def test_the_stabilised_premise_rung_keeps_the_mean_gap_within_3_points_with_mr1
     lower = stats.ttest_1samp(gaps, -0.03, alternative="greater").pvalue
     assert verdict["tost_p"] == pytest.approx(max(upper, lower))
     inside = -3 < verdict["boot90_points"][0] and verdict["boot90_points"][1] < 3
-    assert verdict["appears"] == (verdict["tost_p"] < 0.05 and inside)
+    assert verdict["appears"] == (verdict["tost_p"] < 0.05 and inside) == established

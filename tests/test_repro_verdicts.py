@@ -235,6 +235,9 @@ def test_the_flagship_study_meets_the_attack_and_fidelity_protocol():
         assert e["boot_low"] >= -1 and (e["boot_high"] < 2.85 or e["boot_low"] > 0), m
         assert all(isinstance(x, bool) for x in methods[m]["appears"].values())
     assert methods["quantize"]["appears"]["excess_attack_drop"] is False
+    for m in ("compressor", "fidelity"):  # the 5-seed methods are attacked on every seed
+        e = verdicts[m]["excess_attack_drop"]
+        assert len(e["per_seed"]) == len(report["config"]["seeds"]) == 5 and min(e["teacher_flips"]) > 0
     fidelity = report["summary"]["fidelity"]
     assert fidelity["paired_seeds"] >= 5 and 0 <= fidelity["accuracy_tost_p"] <= 1
 

@@ -99,3 +99,35 @@ def test_student_stage_trains_with_the_clip_and_the_lr(monkeypatch):
     cfg = replace(StudyConfig(), student_lr=5e-4, student_grad_clip=0.5, student_steps=10)
     assert reproduce.student_stage(cfg, data, teacher, "compressor", 0)["model_uri"] == "models:/s/1"
     assert seen == {"clip": 0.5, "lr": 5e-4, "steps": 10}
+
+
+def test_teacher_seed_reaches_the_fit_and_keys_only_non_zero_seeds(monkeypatch):
+    """Issue 42's three teachers: ``--teacher-seed`` reaches the teacher's fit; seed 0 hashes
+    exactly what stored studies hashed (their teacher stays found), other seeds get keys of their own."""
+    from mlflow_metacompress.distill import teacher as teacher_mod
+    from mlflow_metacompress.pipeline import reproduce
+    from mlflow_metacompress.pipeline.repro_cli import config_from, parser
+    from mlflow_metacompress.pipeline.repro_config import StudyConfig
+    from mlflow_metacompress.pipeline.resume import stage_key
+
+    plain = StudyConfig()
+    assert set(reproduce.teacher_args(plain)) == {"task", "data", "budget", "data_seed", "oracle_rows"}
+    keys = {s: stage_key("teacher", reproduce.teacher_args(replace(plain, teacher_seed=s))) for s in (0, 1, 2)}
+    assert len(set(keys.values())) == 3
+    cfg = config_from(parser().parse_args(["--teacher-seed", "2"]))
+    assert cfg.teacher_seed == 2 and reproduce.teacher_args(cfg)["teacher_seed"] == 2
+
+    seen = {}
+
+    def run_teacher_job(job):
+        seen["seed"] = job.fit.seed
+        raise RuntimeError("stop after the job is built")
+
+    monkeypatch.setattr(teacher_mod, "run_teacher_job", run_teacher_job)
+    monkeypatch.setattr(reproduce, "run_stage", lambda name, args, body, **kw: body())
+    data = SimpleNamespace(
+        frames=lambda rows: rows, teacher_train=[], codexglue_task="clone", test=None, code_columns=(), label_column=""
+    )
+    with pytest.raises(RuntimeError, match="stop after"):
+        reproduce.teacher_stage(cfg, data)
+    assert seen == {"seed": 2}

@@ -85,6 +85,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--size-mb", type=float, default=d.size_mb)
     p.add_argument("--teacher-steps", type=int, default=t.max_steps)
+    p.add_argument(
+        "--teacher-seed", type=int, default=d.teacher_seed, help="the teacher's training seed (issue 42: 0, 1, 2)"
+    )
     p.add_argument("--teacher-max-length", type=int, default=t.max_length, help="teacher tokens per function")
     p.add_argument("--student-steps", type=_int, default=d.student_steps)
     p.add_argument(
@@ -152,6 +155,7 @@ def config_from(args: argparse.Namespace) -> StudyConfig:
         transforms=transforms,
         threads=resolve_threads(args.threads, source="--threads"),
         teacher=replace(d.teacher, max_steps=args.teacher_steps, max_length=args.teacher_max_length),
+        teacher_seed=args.teacher_seed,
         size_mb=args.size_mb,
         student_steps=args.student_steps,
         student_lr=args.student_lr,

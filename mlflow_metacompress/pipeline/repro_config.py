@@ -91,6 +91,9 @@ class StudyConfig:
     oracle_rows: int = 1000
     distill_rows: int | None = 6000
     data_seed: int = 0
+    # the teacher's training seed (issue 42: three teachers, each the others' reference);
+    # hashed into the teacher's key only when not 0, so the stored seed-0 teacher keeps its key
+    teacher_seed: int = 0
 
     def options(self, method: str) -> dict[str, Any]:
         """``method``'s options, with ``student_lr`` in place of its own learning rate when set."""

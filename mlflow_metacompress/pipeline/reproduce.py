@@ -40,14 +40,18 @@ def _study_data(cfg: StudyConfig) -> Any:
 
 
 def teacher_args(cfg: StudyConfig) -> dict[str, Any]:
-    """What the teacher's result depends on (not seeds, methods or evaluation budgets)."""
-    return {
+    """What the teacher's result depends on (not student seeds, methods or evaluation budgets);
+    its own seed only when not 0, so the seed-0 teacher's key is the one stored studies used."""
+    args: dict[str, Any] = {
         "task": cfg.task,
         "data": cfg.folder(),
         "budget": asdict(cfg.teacher),
         "data_seed": cfg.data_seed,
         "oracle_rows": cfg.oracle_rows,
     }
+    if cfg.teacher_seed:
+        args["teacher_seed"] = cfg.teacher_seed
+    return args
 
 
 def teacher_stage(cfg: StudyConfig, data: Any | None = None) -> StageResult:
@@ -69,7 +73,12 @@ def teacher_stage(cfg: StudyConfig, data: Any | None = None) -> StageResult:
             arch=b.arch(),
             lr=b.lr,
             fit=FitConfig(
-                epochs=b.epochs, batch_size=b.batch_size, max_steps=b.max_steps, seed=0, progress=False, monitor="last"
+                epochs=b.epochs,
+                batch_size=b.batch_size,
+                max_steps=b.max_steps,
+                seed=cfg.teacher_seed,
+                progress=False,
+                monitor="last",
             ),
             registered_name=f"metacompress-reproduce-{d.codexglue_task}-teacher",
             dataset=d.codexglue_task,

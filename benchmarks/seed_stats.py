@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mlflow_metacompress.pipeline.seeds import t_interval  # noqa: F401 - the one definition, re-exported
+from mlflow_metacompress.study.seeds import t_interval  # noqa: F401 - the one definition, re-exported
 
 SEED_METRICS = [
     "student_accuracy",

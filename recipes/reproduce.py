@@ -1,7 +1,7 @@
 """MLproject entry point ``reproduce``: the MetaCompress study on real data, resumable
-(see :mod:`mlflow_metacompress.pipeline.reproduce`)."""
+(see :mod:`mlflow_metacompress.study.stages`)."""
 
-from mlflow_metacompress.pipeline.repro_cli import main
+from mlflow_metacompress.study.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

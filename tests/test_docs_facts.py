@@ -33,8 +33,8 @@ def test_data_page_states_the_quick_caps_of_the_profile():
     assert devign.attacks == ("alert_yang_2022",) == bcb.attacks
     assert f"ALERT attacks {devign.attack_max_samples} of them with a {devign.attack_budget}-query budget" in text
     assert f"a {get_profile('paper', 'clone').attack_budget}-query budget" in text
-    # the files `-e reproduce` reads, as repro_data.py names them
-    source = (REPO / "mlflow_metacompress" / "pipeline" / "repro_data.py").read_text()
+    # the files `-e reproduce` reads, as study/data.py names them
+    source = (REPO / "mlflow_metacompress" / "study" / "data.py").read_text()
     for name in ("train_full.txt", "unlabeled_codebert.txt", "data_full.jsonl", "train_full.jsonl"):
         assert name in source and f"`{name}`" in text, name
 

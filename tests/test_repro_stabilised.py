@@ -51,10 +51,10 @@ def test_grad_clip_bounds_every_steps_gradient_norm_and_none_leaves_them(tiny_cl
 
 
 def test_student_lr_and_clip_reach_the_student_job_and_its_stage_key():
-    from mlflow_metacompress.pipeline.repro_cli import config_from, parser
-    from mlflow_metacompress.pipeline.repro_config import CPU_OPTIONS, StudyConfig
-    from mlflow_metacompress.pipeline.repro_premise import rung_folder
-    from mlflow_metacompress.pipeline.reproduce import student_args
+    from mlflow_metacompress.study.cli import config_from, parser
+    from mlflow_metacompress.study.config import CPU_OPTIONS, StudyConfig
+    from mlflow_metacompress.study.premise import rung_folder
+    from mlflow_metacompress.study.stages import student_args
 
     teacher = SimpleNamespace(key="t")
     plain = StudyConfig()
@@ -83,8 +83,8 @@ def test_student_lr_and_clip_reach_the_student_job_and_its_stage_key():
 def test_student_stage_trains_with_the_clip_and_the_lr(monkeypatch):
     """The stage hands the clip to the fit and the lr to the method's options."""
     from mlflow_metacompress.distill import runner
-    from mlflow_metacompress.pipeline import reproduce
-    from mlflow_metacompress.pipeline.repro_config import StudyConfig
+    from mlflow_metacompress.study import stages as reproduce
+    from mlflow_metacompress.study.config import StudyConfig
 
     seen = {}
 
@@ -105,10 +105,10 @@ def test_teacher_seed_reaches_the_fit_and_keys_only_non_zero_seeds(monkeypatch):
     """Issue 42's three teachers: ``--teacher-seed`` reaches the teacher's fit; seed 0 hashes
     exactly what stored studies hashed (their teacher stays found), other seeds get keys of their own."""
     from mlflow_metacompress.distill import teacher as teacher_mod
-    from mlflow_metacompress.pipeline import reproduce
-    from mlflow_metacompress.pipeline.repro_cli import config_from, parser
-    from mlflow_metacompress.pipeline.repro_config import StudyConfig
-    from mlflow_metacompress.pipeline.resume import stage_key
+    from mlflow_metacompress.study import stages as reproduce
+    from mlflow_metacompress.study.cli import config_from, parser
+    from mlflow_metacompress.study.config import StudyConfig
+    from mlflow_metacompress.study.resume import stage_key
 
     plain = StudyConfig()
     assert set(reproduce.teacher_args(plain)) == {"task", "data", "budget", "data_seed", "oracle_rows"}

@@ -14,8 +14,8 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import DescrStatsW
 
-from mlflow_metacompress.pipeline import verdicts as v
-from mlflow_metacompress.pipeline.repro_verdicts import attack_counts, denominators, teacher_flips
+from mlflow_metacompress.study import verdicts as v
+from mlflow_metacompress.study.judge import attack_counts, denominators, teacher_flips
 from tests.conftest import REPO
 
 
@@ -135,7 +135,7 @@ def test_teacher_flips_and_denominators_are_recovered_from_stored_fractions():
 def _study_records():
     """The stored records of the 2026-12-02 BigCloneBench study (3 seeds of every method,
     attacks on 200 rows: reproduction/2026-12-02/bigclonebench.json)."""
-    from mlflow_metacompress.pipeline.repro_rerender import results_from_report
+    from mlflow_metacompress.study.rerender import results_from_report
 
     report = json.loads((REPO / "reproduction" / "2026-12-02" / "bigclonebench.json").read_text())
     return report, results_from_report(report)
@@ -178,7 +178,7 @@ STORED = [
 
 @pytest.mark.parametrize("name", STORED)
 def test_stored_pages_keep_rates_in_zero_one_and_excess_above_minus_100(name):
-    from mlflow_metacompress.pipeline.repro_table import RATES
+    from mlflow_metacompress.study.table import RATES
 
     report = json.loads((REPO / "reproduction" / f"{name}.json").read_text())
     for rows in report["summary"]["methods"].values():
@@ -206,7 +206,7 @@ def test_rerendering_the_stored_page_is_stable(tmp_path):
     """The committed pages are what the rules make of the committed JSON."""
     import shutil
 
-    from mlflow_metacompress.pipeline.repro_rerender import rerender
+    from mlflow_metacompress.study.rerender import rerender
 
     for name in STORED:
         out = tmp_path / name.replace("/", "-")
@@ -245,7 +245,7 @@ def test_the_flagship_study_meets_the_attack_and_fidelity_protocol():
 def test_a_page_names_the_students_training_and_says_when_nothing_was_attacked():
     """The premise rung trains longer on every CodeBERT-labelled pair and attacks nothing;
     its page says both (it read "attacks  on 1000 test pairs" before)."""
-    from mlflow_metacompress.pipeline.repro_markdown import render_markdown
+    from mlflow_metacompress.study.markdown import render_markdown
 
     report = json.loads((REPO / "reproduction" / "premise" / "3mb-3000steps" / "bigclonebench.json").read_text())
     md = render_markdown(report)

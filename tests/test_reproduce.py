@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mlflow_metacompress.pipeline.oracle import bootstrap_mean, codebert_metrics
-from mlflow_metacompress.pipeline.repro_table import headline, render_markdown, summarise
-from mlflow_metacompress.pipeline.seeds import paired_test, t_interval
+from mlflow_metacompress.study.oracle import bootstrap_mean, codebert_metrics
+from mlflow_metacompress.study.seeds import paired_test, t_interval
+from mlflow_metacompress.study.table import headline, render_markdown, summarise
 
 
 def test_t_interval_is_scipys_student_t_interval():
@@ -173,7 +173,7 @@ def test_codebert_metrics_count_flips_against_codebert():
 def test_run_stage_skips_a_finished_stage_and_retries_a_failed_one(tracking):
     import mlflow
 
-    from mlflow_metacompress.pipeline.resume import KEY_TAG, run_stage, stage_key
+    from mlflow_metacompress.study.resume import KEY_TAG, run_stage, stage_key
 
     calls = []
 
@@ -233,7 +233,7 @@ def _bigclonebench_folder(root, rows: int = 160):
 
 
 def _tiny_config(data_dir):
-    from mlflow_metacompress.pipeline.repro_config import StudyConfig, TeacherBudget
+    from mlflow_metacompress.study.config import StudyConfig, TeacherBudget
 
     return StudyConfig(
         task="clone",
@@ -272,8 +272,8 @@ def _tiny_config(data_dir):
 def test_study_runs_then_a_rerun_trains_and_evaluates_nothing(tracking, tmp_path, monkeypatch):
     import mlflow
 
-    from mlflow_metacompress.pipeline import reproduce
-    from mlflow_metacompress.pipeline.resume import STAGE_TAG
+    from mlflow_metacompress.study import stages as reproduce
+    from mlflow_metacompress.study.resume import STAGE_TAG
 
     cfg = _tiny_config(_bigclonebench_folder(tmp_path / "data"))
     out = tmp_path / "reproduction"
@@ -334,7 +334,7 @@ def test_study_runs_then_a_rerun_trains_and_evaluates_nothing(tracking, tmp_path
 def test_mlproject_reproduce_entry_point_parses_into_a_study_config():
     from mlflow.projects._project_spec import load_project
 
-    from mlflow_metacompress.pipeline.repro_cli import config_from, parser
+    from mlflow_metacompress.study.cli import config_from, parser
     from tests.conftest import REPO
 
     entry = load_project(str(REPO)).get_entry_point("reproduce")
@@ -388,7 +388,7 @@ def test_mlproject_reproduce_entry_point_parses_into_a_study_config():
 def test_paired_bootstrap_over_rows_matches_a_direct_resample():
     import pandas as pd
 
-    from mlflow_metacompress.pipeline.repro_rows import paired_bootstrap
+    from mlflow_metacompress.study.rows import paired_bootstrap
 
     rng = np.random.default_rng(0)
     index = pd.MultiIndex.from_product([["rename_variables", "swap_operands"], range(150)], names=["variant", "row"])
@@ -439,8 +439,8 @@ def test_premise_ladder_stops_at_the_first_rung_within_3_points(tmp_path):
     """Rungs run in order (sizes outermost) on every CodeBERT-labelled pair, without attacks,
     on at least 1,000 judged rows; the ladder stops where the study's own rule (TOST and the
     two-level interval inside ±3 points) first says "within 3 points"."""
-    from mlflow_metacompress.pipeline.repro_config import StudyConfig
-    from mlflow_metacompress.pipeline.repro_premise import premise_ladder
+    from mlflow_metacompress.study.config import StudyConfig
+    from mlflow_metacompress.study.premise import premise_ladder
 
     gap = {(3.0, 1000): 0.08, (3.0, 2000): 0.05, (6.0, 1000): 0.004, (6.0, 2000): 0.0}
     seen = []
@@ -479,7 +479,8 @@ def test_premise_ladder_from_the_command_line_keeps_the_methods_given(tmp_path, 
     ``sys.argv`` narrows the ladder (it was silently dropped), and without it both methods run."""
     import mlflow
 
-    from mlflow_metacompress.pipeline import repro_cli, repro_premise
+    from mlflow_metacompress.study import cli as repro_cli
+    from mlflow_metacompress.study import premise as repro_premise
 
     seen = {}
 
@@ -496,7 +497,7 @@ def test_premise_ladder_from_the_command_line_keeps_the_methods_given(tmp_path, 
 
 
 def test_flip_counts_turn_logged_drops_into_rows():
-    from mlflow_metacompress.pipeline.repro_attacks import flip_counts
+    from mlflow_metacompress.study.attacks import flip_counts
 
     m = {"attack_a/teacher_accuracy_drop": 0.07, "attack_a/student_accuracy_drop": 0.135}
     assert flip_counts(m, ["a", "b"], 200) == {

@@ -3,7 +3,7 @@ settings of a fit), :class:`TeacherJob` (fine-tune a teacher) and :class:`Studen
 (distil a student from it, Compressor's protocol, Shi et al., ASE 2022).
 
 A job is built once, by the command line (:mod:`.cli`), the pipeline's stages
-(:mod:`mlflow_metacompress.pipeline.stages`, :mod:`mlflow_metacompress.pipeline.reproduce`)
+(:mod:`mlflow_metacompress.pipeline.stages`, :mod:`mlflow_metacompress.study.stages`)
 or :meth:`TeacherJob.build`/:meth:`StudentJob.build` (the keyword entries
 :func:`.teacher.train_teacher` and :func:`.runner.distill_student`), and carries one
 :class:`FitConfig`; the Lightning settings of the run (:class:`.devices.TrainerSettings`)

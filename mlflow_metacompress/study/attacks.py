@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .repro_config import StudyConfig, data_args
+from .config import StudyConfig, data_args
 from .resume import StageResult, run_stage
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..artifact_names import PER_SAMPLE_PATH
-from .repro_markdown import MR_METRICS
+from .markdown import MR_METRICS
 from .verdicts import boot_p
 
 # per-sample column of the violation, and of the rows it is counted over (None: every row)

@@ -1,6 +1,6 @@
 """The reproduction's verdicts: per method, whether each of the paper's phenomena appears
 (``summary.methods.<method>.appears.<phenomenon>``), by the rules that
-:mod:`.repro_markdown` lists, with the statistics of :mod:`.verdicts`.
+:mod:`.markdown` lists, with the statistics of :mod:`.verdicts`.
 
 MetaCompress (Awal, Rochan, Roy, arXiv 2511.05476) reports MR1–MR3 violations of up to
 36/31/62% at an accuracy gap under 3%, and up to 285% more accuracy lost under attack.
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .repro_markdown import MR_METRICS
+from .markdown import MR_METRICS
 from .seeds import finite
 from .verdicts import boot_p, excess_drop, holm, tost, two_level_rows, two_level_within
 
@@ -96,7 +96,7 @@ def _rate_boot(summary: dict[str, Any], method: str, metric: str, seed: int) -> 
 
 
 def judge(summary: dict[str, Any], counts: dict[str, dict[str, np.ndarray]], source: str) -> dict[str, Any]:
-    """Apply the verdict rules to ``summary`` (from :func:`.repro_table.summarise`) and the
+    """Apply the verdict rules to ``summary`` (from :func:`.table.summarise`) and the
     attack ``counts``; writes ``summary["methods"][m]["appears"]`` and returns the evidence
     per method (``summary["verdicts"]``)."""
     methods = list(summary["methods"])

@@ -13,7 +13,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from .repro_config import ATTACKS, METHODS, StudyConfig, TeacherBudget
+from .config import ATTACKS, METHODS, StudyConfig, TeacherBudget
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.rerender:
-        from .repro_rerender import rerender
+        from .rerender import rerender
 
         rerender(args.rerender, args.output if args.output != "reproduction" else None)
         return 0
@@ -182,13 +182,13 @@ def main(argv: list[str] | None = None) -> int:
     steps = [_int(x) for x in _csv(args.premise_steps)]
     import mlflow
 
-    from .reproduce import run_study
+    from .stages import run_study
 
     if args.artifact_root and mlflow.get_experiment_by_name(args.experiment) is None:
         mlflow.create_experiment(args.experiment, artifact_location=args.artifact_root)
     mlflow.set_experiment(args.experiment)
     if steps:
-        from .repro_premise import PREMISE_METHODS, premise_ladder
+        from .premise import PREMISE_METHODS, premise_ladder
 
         methods = PREMISE_METHODS if args.methods is None else cfg.methods
         out = args.output if args.output != "reproduction" else "reproduction/premise"

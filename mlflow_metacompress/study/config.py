@@ -1,7 +1,7 @@
 """The reproduction study's configuration: the attacks and methods it runs, the CPU-scale
 budgets of the searching methods, the teacher's budget (:class:`TeacherBudget`) and every
 argument of a study (:class:`StudyConfig`), below the stages that read them
-(:mod:`.reproduce`, :mod:`.repro_attacks`, :mod:`.repro_cli`).
+(:mod:`.stages`, :mod:`.attacks`, :mod:`.cli`).
 
 The protocol is MetaCompress's (Awal, Rochan, Roy, arXiv 2511.05476) at CPU scale.
 """
@@ -47,7 +47,7 @@ class TeacherBudget:
     def arch(self) -> Any:
         """The teacher's shape as a :class:`~mlflow_metacompress.distill.arch.ArchSpec`. The field
         names here stay ``layers/hidden/heads/intermediate``: they are hashed into the teacher
-        stage's key (:func:`.reproduce.teacher_args`), so renaming them would orphan finished studies."""
+        stage's key (:func:`.stages.teacher_args`), so renaming them would orphan finished studies."""
         from ..distill.arch import ArchSpec
 
         return ArchSpec(

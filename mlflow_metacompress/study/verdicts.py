@@ -1,4 +1,4 @@
-"""The statistics behind the reproduction's verdicts (the rules are listed in :mod:`.repro_markdown`).
+"""The statistics behind the reproduction's verdicts (the rules are listed in :mod:`.markdown`).
 
 - Rates get intervals that stay inside [0, 1]: a Student-t interval over seeds on the
   logit scale (the usual transformation for proportions, Agresti, *Categorical Data

@@ -3,10 +3,10 @@
 The study of MetaCompress (Awal, Rochan, Roy, arXiv 2511.05476) stores every seed's value
 and within-run interval in ``reproduction/<dataset>.json``. :func:`rerender` rebuilds the
 ``(method, seed)`` results from it and applies the current verdict rules
-(:mod:`.repro_verdicts`). What an older JSON did not store is said, not invented: the
+(:mod:`.judge`). What an older JSON did not store is said, not invented: the
 rates' denominators are recovered as the smallest common denominator of the stored
-fractions (:func:`.repro_verdicts.denominators`), the attacks' flip counts from the stored
-ratios (:func:`.repro_verdicts.teacher_flips`), and a teacher disagreement with CodeBERT
+fractions (:func:`.judge.denominators`), the attacks' flip counts from the stored
+ratios (:func:`.judge.teacher_flips`), and a teacher disagreement with CodeBERT
 that was not stored is "not recorded".
 """
 
@@ -18,18 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from ..statistics import interval_key
-from .repro_table import RATES, attack_rows_of, headline, summarise, write_pages
-from .repro_verdicts import denominators
+from .judge import denominators
 from .seeds import finite
+from .table import RATES, attack_rows_of, headline, summarise, write_pages
 
 logger = logging.getLogger(__name__)
 
-# the paired bootstrap's resamples before the JSON recorded them (repro_table's default then)
+# the paired bootstrap's resamples before the JSON recorded them (study.table's default then)
 OLD_PAIRED_RESAMPLES = 2000
 
 
 class _Config:
-    """The few config fields :func:`.repro_table.attack_rows_of` reads, from the JSON."""
+    """The few config fields :func:`.table.attack_rows_of` reads, from the JSON."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.eval_rows = int(config["eval_rows"])
@@ -38,7 +38,7 @@ class _Config:
 
 
 def results_from_report(report: dict[str, Any]) -> dict[tuple[str, int], dict[str, float]]:
-    """``(method, seed)`` → metrics, as :func:`.reproduce.collect` would have returned them,
+    """``(method, seed)`` → metrics, as :func:`.stages.collect` would have returned them,
     from a stored report (with ``n/<metric>`` as stored, or recovered for rates of an older JSON
     that have a common denominator)."""
     s = report["summary"]

@@ -1,11 +1,11 @@
 """The reproduction's page: ``<task>.md``, rendered from the report that
-:func:`.repro_table.write_reproduction` builds (teacher, the paper's headline figures of
+:func:`.table.write_reproduction` builds (teacher, the paper's headline figures of
 MetaCompress, Awal, Rochan, Roy, arXiv 2511.05476, beside ours, per-method verdicts and
 table, per-seed bootstrap intervals, the item-5 test of ``fidelity``, hand-written
 conclusions).
 
 Verdict rules (fixed before the data are read again; statistics in :mod:`.verdicts`,
-applied in :mod:`.repro_verdicts`; α = 0.05, B = 2,000 bootstrap resamples):
+applied in :mod:`.judge`; α = 0.05, B = 2,000 bootstrap resamples):
 
 1. **Intervals of rates** never leave [0, 1]: a 95% Student-t interval over seeds on the
    logit scale; when a seed's rate is 0 or 1, the exact Clopper–Pearson interval on the
@@ -135,7 +135,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"Students: {', '.join(c['methods'])} at {c['size_mb']} MB{_training(c, unit)}; "
         f"seeds {', '.join(map(str, s['seeds']))}; "
         f"{c['eval_rows']} test {unit} judged for MR1–MR3 with every transformation; {_attacks(c, unit)}. "
-        "Rules: the docstring of `mlflow_metacompress/pipeline/repro_markdown.py` "
+        "Rules: the docstring of `mlflow_metacompress/study/markdown.py` "
         f"and docs/benchmarks.md (α = {rules.get('alpha', 0.05)}, B = {b} bootstrap resamples).",
         "",
         "| phenomenon | paper (CodeBERT → 3 MB) | ours: largest (method), estimate [95% two-level bootstrap] "

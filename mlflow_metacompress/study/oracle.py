@@ -4,7 +4,7 @@ MetaCompress (Awal, Rochan, Roy, arXiv 2511.05476) treats the teacher's predicti
 the oracle. ``unlabeled_codebert.txt`` carries the hard labels that the fine-tuned
 CodeBERT teacher of Compressor (Shi et al., ASE 2022) predicted for the unlabelled half
 of the BigCloneBench sample, so a student can also be judged against *that* teacher, on
-pairs it never saw (:mod:`.repro_data` holds them out of distillation). With hard
+pairs it never saw (:mod:`.data` holds them out of distillation). With hard
 labels only, two numbers exist: MR1 (the share of rows whose predicted label differs
 from CodeBERT's) and its complement, accuracy against CodeBERT's labels.
 """

@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data.sampling import cap_rows
-from .data import CODEXGLUE_TASK, normalise_task
+from ..pipeline.data import CODEXGLUE_TASK, normalise_task
 
 logger = logging.getLogger(__name__)
 

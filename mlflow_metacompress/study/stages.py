@@ -9,12 +9,12 @@ MR2 up to 31%, MR3 up to 62%, and up to 285% more accuracy lost under attack.
 :func:`run_study` repeats that protocol on one CPU-trained teacher: a scratch encoder of
 at least 20 MB trained on every labelled training pair; students of each method at
 ``size_mb`` for each seed, distilled on the CodeBERT-labelled half
-(:mod:`.repro_data`); every metamorphic transformation on ``eval_rows`` test pairs with
+(:mod:`.data`); every metamorphic transformation on ``eval_rows`` test pairs with
 bootstrap intervals; ALERT and MHM on ``attack_rows`` test pairs of their own, teacher and
-student (:mod:`.repro_attacks`; with ``attack_rows=None`` on the judged rows, inside the
+student (:mod:`.attacks`; with ``attack_rows=None`` on the judged rows, inside the
 evaluation, as the 2026-12-02 run did); the students' MR1 and accuracy
 against the real CodeBERT's hard labels on held-out pairs. Every stage is resumable
-(:mod:`.resume`); :mod:`.repro_table` aggregates the seeds and writes ``reproduction/``.
+(:mod:`.resume`); :mod:`.table` aggregates the seeds and writes ``reproduction/``.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .repro_config import StudyConfig, data_args
+from .config import StudyConfig, data_args
 from .resume import StageResult, run_stage
 
 logger = logging.getLogger(__name__)
 
 
 def _study_data(cfg: StudyConfig) -> Any:
-    from .repro_data import load_study_data
+    from .data import load_study_data
 
     return load_study_data(
         cfg.task, cfg.data_dir, oracle_rows=cfg.oracle_rows, distill_rows=cfg.distill_rows, seed=cfg.data_seed
@@ -308,7 +308,7 @@ def _run_stages(cfg: StudyConfig, only: str, output: str | Path) -> dict[str, An
                         ev = evaluation_stage(cfg, data, teacher, student, method, seed)
                         done[ev.name] = ev
                         if cfg.attack_rows and cfg.attacks:
-                            from .repro_attacks import attack_stage
+                            from .attacks import attack_stage
 
                             at = attack_stage(cfg, data, teacher, student, method, seed)
                             done[at.name] = at
@@ -316,7 +316,7 @@ def _run_stages(cfg: StudyConfig, only: str, output: str | Path) -> dict[str, An
                     logger.exception("%s seed %d failed: %s; the study goes on (a rerun retries it)", method, seed, exc)
                     done["failed"].append(f"{method}-seed{seed}: {type(exc).__name__}: {exc}")
     if only in ("all", "report"):
-        from .repro_table import write_reproduction
+        from .table import write_reproduction
 
         done["report"] = write_reproduction(cfg, teacher, collect(cfg, teacher), output)
     return done
@@ -327,9 +327,9 @@ def collect(cfg: StudyConfig, teacher: StageResult) -> dict[tuple[str, int], dic
     ``size_mb``); stages not finished are absent."""
     from mlflow import MlflowClient
 
-    from .repro_attacks import attack_args, flip_counts
-    from .repro_table import attack_rows_of
+    from .attacks import attack_args, flip_counts
     from .resume import lookup
+    from .table import attack_rows_of
 
     client = MlflowClient()
     out: dict[tuple[str, int], dict[str, float]] = {}

@@ -5,8 +5,8 @@ within 3 points of their CodeBERT teacher's. :func:`premise_ladder` distils Comp
 ``fidelity`` students on every CodeBERT-labelled pair (``distill_rows=None``), first at
 3 MB with more and more steps, then at larger sizes, and stops at the first rung where a
 method's accuracy is within 3 points by the study's rule (TOST over seeds and the two-level
-90% interval inside ±3 points, :mod:`.repro_verdicts`). Each rung is an ordinary study
-(:func:`.reproduce.run_study`, resumable stage by stage, the teacher shared) written to its
+90% interval inside ±3 points, :mod:`.judge`). Each rung is an ordinary study
+(:func:`.stages.run_study`, resumable stage by stage, the teacher shared) written to its
 own folder, with MR1–MR3 judged on the same students; attacks are left to part 2.
 """
 
@@ -41,7 +41,7 @@ def premise_ladder(
     if not steps or not sizes:
         raise ValueError(f"premise_ladder: steps and sizes must not be empty, got steps={steps!r}, sizes={sizes!r}")
     if runner is None:
-        from .reproduce import run_study
+        from .stages import run_study
 
         runner = run_study
     rungs: list[dict[str, Any]] = []

@@ -1,10 +1,10 @@
 """The reproduction's table: the paper's headline figures beside ours, per method and seed.
 
-:func:`.reproduce.collect` finds every finished evaluation of a study through MLflow (by
+:func:`.stages.collect` finds every finished evaluation of a study through MLflow (by
 its stage keys); :func:`summarise` takes, per method and metric, the seeds'
 values, their mean, an interval over seeds that respects the metric's range
 (:mod:`.verdicts`), each seed's within-run bootstrap interval, and the verdicts of
-:mod:`.repro_verdicts`; :func:`write_reproduction` writes ``<task>.json`` and ``<task>.md``
+:mod:`.judge`; :func:`write_reproduction` writes ``<task>.json`` and ``<task>.md``
 into the output folder and logs them as the ``reproduction/`` artifact folder of a run
 tagged ``metacompress.reproduce.stage=report``.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifact_names import REPRODUCTION_DIR
-from .repro_markdown import MR_METRICS, render_markdown
+from .markdown import MR_METRICS, render_markdown
 from .seeds import finite, paired_test, t_interval
 from .verdicts import rate_interval, tost
 
@@ -85,9 +85,9 @@ def summarise(
 ) -> dict[str, Any]:
     """Per method and metric: values per seed, mean, an interval over seeds that respects
     the metric's range, each seed's within-run bootstrap interval; ``fidelity`` against the
-    best baseline (item 5); and the verdicts of :mod:`.repro_verdicts` (``appears``)."""
+    best baseline (item 5); and the verdicts of :mod:`.judge` (``appears``)."""
     from ..statistics import interval_key
-    from .repro_verdicts import attack_counts, judge
+    from .judge import attack_counts, judge
 
     metrics = list(METRICS) + [f"attack_{a}/excess_drop_pct" for a in attacks]
     # the flip counts, where the study stored them, so a re-render judges the same counts
@@ -185,9 +185,9 @@ def fidelity_test(per_method: dict[str, Any], metric: str = "any_violation_rate/
 
 def headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The paper's figures beside ours: per phenomenon, the distilled methods (not the
-    control) for which it appears by :mod:`.repro_verdicts`, the largest estimate with its
+    control) for which it appears by :mod:`.judge`, the largest estimate with its
     total-uncertainty interval, and the control's verdict."""
-    from .repro_verdicts import CONTROLS
+    from .judge import CONTROLS
 
     verdicts = summary.get("verdicts", {})
     rows = []
@@ -218,7 +218,7 @@ def write_reproduction(
     cfg: Any, teacher: Any, results: dict[tuple[str, int], dict[str, float]], output: str | Path = "reproduction"
 ) -> dict[str, Any]:
     """Summarise the finished evaluations ``results`` (``(method, seed)`` → metrics, from
-    :func:`.reproduce.collect`) and write ``<dataset>.json``/``.md`` into ``output``, and log
+    :func:`.stages.collect`) and write ``<dataset>.json``/``.md`` into ``output``, and log
     them as the ``reproduction/`` artifact folder of a report run. The JSON keeps the
     per-row counts the two-level bootstrap needs (``summary.row_counts``)."""
     from dataclasses import asdict
@@ -226,8 +226,8 @@ def write_reproduction(
     import mlflow
     from mlflow import MlflowClient
 
-    from .repro_rows import paired_bootstrap, per_sample_violations, read_per_sample, row_counts, stack_row_counts
     from .resume import STAGE_TAG, STUDY_TAG
+    from .rows import paired_bootstrap, per_sample_violations, read_per_sample, row_counts, stack_row_counts
 
     per_method: dict[str, Any] = {}
     for method in cfg.methods:

@@ -24,13 +24,10 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .constraints import RenameConstraints
 from .goal import GoalFunction, QueryModel
-
-if TYPE_CHECKING:
-    from .attack import Context, Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -107,10 +104,12 @@ class RenamesAndStructure(IdentifierRenames):
 
 @dataclass(frozen=True)
 class Search:
-    """A named search method bound to its recipe: ``run(ctx) -> Outcome``."""
+    """A named search method bound to its recipe: ``run(ctx) -> Outcome`` over the
+    :class:`~.attack.Context` and :class:`~.attack.Outcome` of :mod:`.attack` (typed loosely
+    here, as :mod:`.attack` imports this module)."""
 
     name: str
-    run: Callable[[Context], Outcome]
+    run: Callable[[Any], Any]
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """The attack skeleton every recipe fills in (TextAttack's ``Attack``).
 
-An :class:`Attack` owns a :class:`~.goal.QueryModel`, a query budget and a seed. For
-one sample it builds the goal function, queries the original input once, skips the
-sample when the prediction is already wrong or the function has no renamable
-identifiers, and otherwise hands a :class:`~.search.base.RenameSpace` to the
-recipe's :meth:`Attack.search`. Identifier discovery and renaming come from
+An :class:`Attack` owns a :class:`~.goal.QueryModel`, typed options (query budget,
+seed, ...) and a :class:`~.composition.Composition`. For one sample it builds the
+composition's goal function, queries the original input once, skips the sample when the
+goal is already met (e.g. the prediction is already wrong) or the transformation cannot
+change it (no renamable identifiers), and otherwise hands a :class:`Context` to the
+composition's search. Identifier discovery and renaming come from
 ``mlflow_metacompress.transforms``; the attacks never edit code themselves.
 """
 
@@ -22,8 +23,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from .constraints import RenameConstraints
+from .composition import Composition, GoalSpec, RenameRules
 from .goal import GoalFunction, GoalResult, PredictFn, QueryModel
+from .options import AttackOptions
 from .results import AttackResult, AttackStatus
 from .search.base import Candidate, RenameSpace
 from .substitutes import IdentifierVocabulary
@@ -65,6 +67,7 @@ class Context:
     start: GoalResult
     rng: random.Random
     language: str
+    rules: RenameRules = field(default_factory=RenameRules)
 
     def space(
         self,
@@ -73,14 +76,16 @@ class Context:
         start: GoalResult | None = None,
         max_changed: int | None = None,
     ) -> RenameSpace:
-        """A rename space over ``code`` (default: the original function)."""
+        """A rename space over ``code`` (default: the original function) under the
+        recipe's constraints (``max_changed`` overrides their cap)."""
         from ..transforms import Source
         from ..transforms.identifiers import rename_in_source
 
         code = self.code if code is None else code
         names = self.names if names is None else names
         source = Source(code, self.language)  # parsed once; every candidate renames it by byte ranges
-        constraints = RenameConstraints.for_code(source, self.language, names, max_changed)
+        rules = self.rules if max_changed is None else RenameRules(max_changed)
+        constraints = rules.build(source, self.language, names)
 
         def apply(mapping: Mapping[str, str]) -> str:
             return rename_in_source(source, dict(mapping))
@@ -88,43 +93,45 @@ class Context:
         return RenameSpace(self.goal, apply, names, constraints, start or self.start)
 
 
-def renamable(code: str, language: str) -> list[str] | None:
-    """Distinct renamable identifiers in order of first appearance; None if unparsable."""
-    from ..transforms import TransformError, renamable_identifiers
-
-    try:
-        return list(dict.fromkeys(renamable_identifiers(code, language)))
-    except TransformError as exc:
-        logger.debug("could not list identifiers: %s", exc)
-        return None
-
-
 class Attack(ABC):
-    """Base class of the recipes. ``model`` is a :class:`QueryModel` or a
-    ``predict(df) -> N×K`` callable (wrapped on :meth:`prepare`)."""
+    """Base class of the recipes: a :class:`~.composition.Composition` of goal,
+    constraints, transformation and search (:meth:`compose`), run sample by sample.
+    ``model`` is a :class:`QueryModel` or a ``predict(df) -> N×K`` callable (wrapped on
+    :meth:`prepare`); ``options`` are the recipe's typed :class:`~.options.AttackOptions`."""
 
     name: ClassVar[str] = "attack"
     renaming_only: ClassVar[bool] = True
+    Options: ClassVar[type[AttackOptions]] = AttackOptions
 
-    def __init__(
-        self,
-        model: QueryModel | PredictFn,
-        budget: int = 500,
-        seed: int = 0,
-        max_changed: int | None = None,
-        mlm: Any = None,
-    ) -> None:
-        if int(budget) < 1:
-            raise ValueError(f"attack budget must be at least 1 query, got {budget}")
+    def __init__(self, model: QueryModel | PredictFn, options: AttackOptions | None = None, **values: Any) -> None:
+        if options is None:
+            options = self.Options.parse(self.name, **values)
+        elif values:
+            raise TypeError(f"{self.name}: pass either options or keyword options, not both")
+        if not isinstance(options, self.Options):
+            raise TypeError(f"{self.name} takes {self.Options.__name__}, got {type(options).__name__}")
+        self.options = options
         self.model: QueryModel | None = model if isinstance(model, QueryModel) else None
         self._predict: PredictFn | None = None if isinstance(model, QueryModel) else model
-        self.budget = int(budget)
-        self.seed = int(seed)
-        self.max_changed = max_changed
-        self.mlm = mlm
+        self.budget = options.budget
+        self.seed = options.seed
+        self.max_changed = options.max_changed
+        self.mlm = options.mlm
         self.data: AttackData | None = None
         self.vocabulary = IdentifierVocabulary(Counter())
+        self.composition = self.compose()
         self.details: dict[str, str] = {}
+        if self.composition.transformation.substitutes:
+            self.details["substitutes"] = self.composition.transformation.substitutes
+
+    @abstractmethod
+    def compose(self) -> Composition:
+        """The recipe's goal, constraints, transformation and search."""
+
+    def retarget(self, goal: GoalSpec) -> Attack:
+        """Point this recipe's search at another goal (e.g. the differential goal)."""
+        self.composition = self.composition.retarget(goal)
+        return self
 
     def prepare(self, data: AttackData, progress: bool = False) -> None:
         """Learn from the evaluation data (the default mines a natural-identifier
@@ -143,31 +150,23 @@ class Attack(ABC):
         language = self.data.language
         column = self.model.columns[0]
         code = str(row[column])
-        goal = GoalFunction(self.model, row, column, int(label), self.budget)
+        parts = self.composition
+        goal = parts.goal.build(self.model, row, column, int(label), self.budget)
         start = goal.get_results([code])[0]
         base = dict(index=index, original_code=code, label=int(label), original_probs=start.probs)
-        if start.succeeded:
+        names, reason = (None, "wrong_prediction") if start.succeeded else parts.transformation.sites(code, language)
+        if reason is not None:
             return AttackResult(
                 status=AttackStatus.SKIPPED,
                 queries=goal.queries,
                 adversarial_code=None,
-                skip_reason="wrong_prediction",
-                requests=goal.requests,
-                **base,
-            )
-        names = renamable(code, language)
-        if not names:
-            return AttackResult(
-                status=AttackStatus.SKIPPED,
-                queries=goal.queries,
-                adversarial_code=None,
-                skip_reason="unparsable" if names is None else "no_identifiers",
+                skip_reason=reason,
                 requests=goal.requests,
                 **base,
             )
         rng = random.Random(zlib.crc32(f"{self.name}:{self.seed}:{position}".encode()))
-        ctx = Context(index, position, code, names, goal, start, rng, language)
-        outcome = self.search(ctx)
+        ctx = Context(index, position, code, names or [], goal, start, rng, language, parts.constraints)
+        outcome = parts.search.run(ctx)
         cand = outcome.candidate
         status = AttackStatus.SUCCEEDED if cand.succeeded else AttackStatus.FAILED
         assert goal.queries <= self.budget, "goal function exceeded its budget"
@@ -182,6 +181,6 @@ class Attack(ABC):
             **base,
         )
 
-    @abstractmethod
     def search(self, ctx: Context) -> Outcome:
-        """Find an adversarial candidate for one sample."""
+        """Run the composition's search on one sample."""
+        return self.composition.search.run(ctx)

@@ -29,12 +29,15 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..attack import Attack, AttackData, Context, Outcome, renamable
+from ..attack import Attack, AttackData, Context, Outcome
+from ..composition import Composition, RenameRules, RenamesAndStructure, Search, UntargetedFlip, renamable
 from ..goal import GoalResult, PredictFn, QueryModel
+from ..options import AttackOptions, option
 from ..search import Candidate, greedy_by_importance
 from ..substitutes import name_similarity
 
@@ -100,25 +103,46 @@ def _cosine(a: Counter[str], na: float, b: Counter[str], nb: float) -> float:
     return sum(v * large.get(k, 0) for k, v in small.items()) / (na * nb)
 
 
+@dataclass(frozen=True)
+class CODAOptions(AttackOptions):
+    """CODA's options: reference inputs, substitutes per identifier, the structure stage
+    and the structure rewrites it may use (known transformation names)."""
+
+    n_references: int = option(5, int, minimum=1, doc="reference inputs of the second most likely class")
+    top_k: int = option(30, int, minimum=1, doc="substitutes per identifier")
+    structure: bool = option(True, bool, doc="apply structure rewrites before renaming")
+    transformations: tuple[str, ...] = option(STRUCTURE, check=lambda v: _transformations(v), doc="structure rewrites")
+
+
+def _transformations(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValueError(f"option transformations must be a sequence of transformation names, got {value!r}")
+    return check_transformations(value)
+
+
 class CODATian2023(Attack):
     name = NAME
     renaming_only = False
+    Options = CODAOptions
+    options: CODAOptions
 
-    def __init__(
-        self,
-        model: QueryModel | PredictFn,
-        n_references: int = 5,
-        top_k: int = 30,
-        structure: bool = True,
-        transformations: Sequence[str] = STRUCTURE,
-        **kw: Any,
-    ) -> None:
-        super().__init__(model, **kw)
-        self.n_references = n_references
-        self.top_k = top_k
-        self.structure = structure
-        self.transformations = check_transformations(transformations)
-        self.details = {"substitutes": "identifiers of the reference inputs, ranked by name similarity"}
+    def __init__(self, model: QueryModel | PredictFn, options: CODAOptions | None = None, **values: Any) -> None:
+        super().__init__(model, options, **values)
+        self.n_references = self.options.n_references
+        self.top_k = self.options.top_k
+        self.structure = self.options.structure
+        self.transformations = self.options.transformations
+
+    def compose(self) -> Composition:
+        return Composition(
+            goal=UntargetedFlip(),
+            constraints=RenameRules(self.options.max_changed),
+            transformation=RenamesAndStructure(
+                "identifiers of the reference inputs, ranked by name similarity",
+                structure=self.options.transformations if self.options.structure else (),
+            ),
+            search=Search("greedy_structure_then_greedy_renames", self._search),
+        )
 
     def prepare(self, data: AttackData, progress: bool = False) -> None:
         super().prepare(data, progress)
@@ -177,14 +201,14 @@ class CODATian2023(Attack):
             applied.append(names[k])
         return current, applied
 
-    def search(self, ctx: Context) -> Outcome:
+    def _search(self, ctx: Context) -> Outcome:
         refs = self.references(ctx.position, ctx.start)
         current, applied = self._restructure(ctx, refs) if self.structure else (ctx.start, [])
         if current.succeeded:
             return Outcome(Candidate({}, current), applied)
         present = set(renamable(current.code, ctx.language) or [])
         names = [n for n in ctx.names if n in present]
-        space = ctx.space(code=current.code, names=names, start=current, max_changed=self.max_changed)
+        space = ctx.space(code=current.code, names=names, start=current)
         pool = list(dict.fromkeys(n for i in refs for n in self._ref_identifiers(i)))
         c = space.constraints
         subs = {}
@@ -194,6 +218,6 @@ class CODATian2023(Attack):
         return Outcome(greedy_by_importance(space, names, subs), applied)
 
 
-def build(model: QueryModel | PredictFn, **budget: Any) -> CODATian2023:
-    """CODA with ``budget`` options (``budget``, ``seed``, ``n_references``, ``structure``, ...)."""
-    return CODATian2023(model, **budget)
+def build(model: QueryModel | PredictFn, **options: Any) -> CODATian2023:
+    """CODA with :class:`CODAOptions` (``budget``, ``seed``, ``n_references``, ``structure``, ...)."""
+    return CODATian2023(model, CODAOptions.parse(NAME, **options))

@@ -13,44 +13,52 @@ identifiers mined from the evaluation data, as MHM draws from its dataset vocabu
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any
 
 from ..attack import Attack, Context, Outcome
+from ..composition import Composition, IdentifierRenames, RenameRules, Search, UntargetedFlip
 from ..goal import PredictFn, QueryModel
+from ..options import AttackOptions, option
 from ..search import metropolis_hastings
 
 NAME = "mhm_zhang_2020"
 
 
+@dataclass(frozen=True)
+class MHMOptions(AttackOptions):
+    """MHM's options: chain length, candidates per step and ALERT's minimum acceptance."""
+
+    iterations: int = option(100, int, minimum=1, doc="Metropolis-Hastings steps")
+    n_candidates: int = option(30, int, minimum=1, doc="candidate names per step")
+    min_accept: float = option(0.0, float, minimum=0.0, maximum=1.0, doc="minimum acceptance ratio of a move")
+
+
 class MHMZhang2020(Attack):
     name = NAME
+    Options = MHMOptions
+    options: MHMOptions
 
-    def __init__(
-        self,
-        model: QueryModel | PredictFn,
-        iterations: int = 100,
-        n_candidates: int = 30,
-        min_accept: float = 0.0,
-        **kw: Any,
-    ) -> None:
-        super().__init__(model, **kw)
-        self.iterations = iterations
-        self.n_candidates = n_candidates
-        self.min_accept = min_accept
-        self.details = {"substitutes": "uniform draws from natural identifiers mined from the evaluation data"}
+    def compose(self) -> Composition:
+        return Composition(
+            goal=UntargetedFlip(),
+            constraints=RenameRules(self.options.max_changed),
+            transformation=IdentifierRenames("uniform draws from natural identifiers mined from the evaluation data"),
+            search=Search("metropolis_hastings", self._search),
+        )
 
-    def search(self, ctx: Context) -> Outcome:
-        space = ctx.space(max_changed=self.max_changed)
+    def _search(self, ctx: Context) -> Outcome:
+        space = ctx.space()
         taken = space.constraints.taken
 
         def propose(name: str, rng: random.Random, n: int) -> list[str]:
             drawn = self.vocabulary.sample(rng, n, exclude=taken)
             return space.constraints.substitutes(name, drawn)
 
-        best = metropolis_hastings(space, propose, ctx.rng, self.iterations, self.n_candidates, self.min_accept)
-        return Outcome(best)
+        o = self.options
+        return Outcome(metropolis_hastings(space, propose, ctx.rng, o.iterations, o.n_candidates, o.min_accept))
 
 
-def build(model: QueryModel | PredictFn, **budget: Any) -> MHMZhang2020:
-    """MHM with ``budget`` options (``budget``, ``seed``, ``iterations``, ``n_candidates``, ...)."""
-    return MHMZhang2020(model, **budget)
+def build(model: QueryModel | PredictFn, **options: Any) -> MHMZhang2020:
+    """MHM with :class:`MHMOptions` (``budget``, ``seed``, ``iterations``, ``n_candidates``, ...)."""
+    return MHMZhang2020(model, MHMOptions.parse(NAME, **options))

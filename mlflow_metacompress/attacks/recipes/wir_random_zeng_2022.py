@@ -12,36 +12,49 @@ keeping the most damaging one until the label flips.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..attack import Attack, Context, Outcome
+from ..composition import Composition, IdentifierRenames, RenameRules, Search, UntargetedFlip
 from ..goal import PredictFn, QueryModel
+from ..options import AttackOptions, option
 from ..search import greedy_by_importance, rank_by_importance
 
 NAME = "wir_random_zeng_2022"
 
 
+@dataclass(frozen=True)
+class WIRRandomOptions(AttackOptions):
+    """WIR-Random's option: random substitutes tried per identifier."""
+
+    n_random: int = option(30, int, minimum=1, doc="random substitutes per identifier")
+
+
 class WIRRandomZeng2022(Attack):
     name = NAME
+    Options = WIRRandomOptions
+    options: WIRRandomOptions
 
-    def __init__(self, model: QueryModel | PredictFn, n_random: int = 30, **kw: Any) -> None:
-        super().__init__(model, **kw)
-        self.n_random = n_random
-        self.details = {"substitutes": "uniform draws from natural identifiers mined from the evaluation data"}
+    def compose(self) -> Composition:
+        return Composition(
+            goal=UntargetedFlip(),
+            constraints=RenameRules(self.options.max_changed),
+            transformation=IdentifierRenames("uniform draws from natural identifiers mined from the evaluation data"),
+            search=Search("greedy_by_importance", self._search),
+        )
 
-    def search(self, ctx: Context) -> Outcome:
-        space = ctx.space(max_changed=self.max_changed)
+    def _search(self, ctx: Context) -> Outcome:
+        n = self.options.n_random
+        space = ctx.space()
         c = space.constraints
         order, flip = rank_by_importance(space)
         if flip is not None:
             return Outcome(flip)
-        subs = {
-            n: c.substitutes(n, self.vocabulary.sample(ctx.rng, self.n_random, exclude=c.taken))[: self.n_random]
-            for n in order
-        }
+        subs = {name: c.substitutes(name, self.vocabulary.sample(ctx.rng, n, exclude=c.taken))[:n] for name in order}
         return Outcome(greedy_by_importance(space, order, subs))
 
 
-def build(model: QueryModel | PredictFn, **budget: Any) -> WIRRandomZeng2022:
-    """WIR-Random with ``budget`` options (``budget``, ``seed``, ``n_random``, ...)."""
-    return WIRRandomZeng2022(model, **budget)
+def build(model: QueryModel | PredictFn, **options: Any) -> WIRRandomZeng2022:
+    """WIR-Random with :class:`WIRRandomOptions` (``budget``, ``seed``, ``n_random``, ...)."""
+    return WIRRandomZeng2022(model, WIRRandomOptions.parse(NAME, **options))

@@ -147,3 +147,59 @@ def test_a_logged_teacher_is_attacked_once_per_process_for_several_students(trac
             evaluator_config={**config, "attack_budget": 10},
         )
     assert len(calls) == 5
+
+
+def test_the_teachers_attack_is_read_from_the_cache_folder_by_a_new_process(tracking, monkeypatch, tmp_path):
+    """Issue 42: a new process (the in-process memo emptied) reads the teacher's report from
+    the cache folder instead of attacking again; without the cache, or with an unreadable
+    file, it attacks again (and rewrites the file)."""
+    from mlflow_metacompress.attacks import memo, runner
+
+    calls = []
+    real = runner.run_attack
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_attack", counting)
+    with mlflow.start_run():
+        uri = mlflow.pyfunc.log_model(name="teacher", python_model=_LengthTeacher()).model_uri
+    df = toy_frame(40, seed=5)
+    df["target"] = teacher(df).argmax(1)
+    config = {
+        "teacher": uri,
+        "language": "c",
+        "transforms": [],
+        "attacks": ["mhm_zhang_2020"],
+        "attack_budget": 20,
+        "progress": False,
+        "cache_dir": str(tmp_path / "cache"),
+    }
+
+    def evaluate(**extra):
+        monkeypatch.setattr(memo, "_TEACHER_REPORTS", {})  # a new process
+        with mlflow.start_run():
+            return mlflow.models.evaluate(
+                model=student,
+                data=df.head(8),
+                targets="target",
+                model_type="metacompress",
+                evaluators="metacompress",
+                evaluator_config={**config, **extra},
+            ).metrics
+
+    first = evaluate()
+    stored = list((tmp_path / "cache").glob("attack-report-*.pkl"))
+    assert len(calls) == 2 and len(stored) == 1  # teacher and student; the teacher's report stored
+    second = evaluate()
+    assert len(calls) == 3  # only the student again
+    names = [k for k in first if k.startswith("attack_mhm_zhang_2020/teacher_")]
+    assert names and all(first[k] == second[k] for k in names)
+    evaluate(use_cache=False)
+    assert len(calls) == 5  # no cache: the teacher is attacked again
+    stored[0].write_bytes(b"truncated")
+    evaluate()
+    assert len(calls) == 7  # an unreadable file is ignored ...
+    evaluate()
+    assert len(calls) == 8  # ... and rewritten whole

@@ -323,7 +323,8 @@ def _attack_report(
     )
     if elsewhere is not None:
         return elsewhere[(attack, role)]
-    if (report := recall(memo)) is None:
+    folder = cfg.cache_path
+    if (report := recall(memo, folder)) is None:
         report = run_attack(
             attack,
             attack_victim(predictor, code_columns, inputs.classes),
@@ -336,7 +337,7 @@ def _attack_report(
             progress=cfg.progress,
             mlm=cfg.attack_mlm,
         )
-        remember(memo, report)
+        remember(memo, report, folder)
     return report
 
 

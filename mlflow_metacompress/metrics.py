@@ -12,6 +12,7 @@ base metric's definition and direction, so each family needs no entry of its own
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -21,31 +22,7 @@ class MetricSpec:
     definition: str
 
 
-_SPECS = [
-    MetricSpec(
-        "mr1_violation_rate",
-        False,
-        "MR1: fraction of samples where the student's predicted class differs from the teacher's",
-    ),
-    MetricSpec("mr1_label_loyalty", True, "MR1: 1 − mr1_violation_rate"),
-    MetricSpec("mr2_violation_rate", False, "MR2: fraction of samples with KL(P_T‖P_S) > kl_threshold (0.1)"),
-    MetricSpec("mr2_mean_kl", False, "MR2: mean per-sample KL(P_T‖P_S), natural log"),
-    MetricSpec(
-        "mr3_violation_rate",
-        False,
-        "MR3: among samples the teacher predicts with confidence ≥ τ (0.8), the fraction where the student predicts "
-        "another class or gives the teacher's class < τ",
-    ),
-    MetricSpec("mr3_hcar", True, "MR3: high-confidence agreement rate, 1 − mr3_violation_rate"),
-    MetricSpec("mr3_support", True, "MR3: fraction of samples in the high-confidence set H"),
-    MetricSpec(
-        "mr4_eca",
-        False,
-        "MR4: expected calibration alignment, Σ_b |B_b|/N·|mean a_T − mean a_S| over bins of the teacher's confidence",
-    ),
-    MetricSpec(
-        "mr4_violation_rate", False, "MR4: fraction of samples in bins whose alignment gap exceeds eca_threshold (0.05)"
-    ),
+_OTHER_SPECS = [
     MetricSpec("mr4_ece_gap", False, "MR4 (labels): |student_ece − teacher_ece|"),
     MetricSpec(
         "any_violation_rate",
@@ -116,11 +93,11 @@ _SPECS = [
 def _interval_specs(specs: list[MetricSpec]) -> list[MetricSpec]:
     """``<m>_ci_low`` / ``<m>_ci_high`` for every metric with a bootstrap interval
     (:mod:`mlflow_metacompress.statistics`), with the direction of ``<m>``."""
-    from .statistics import INTERVAL_METRICS
+    from .statistics import interval_metrics
 
     by_name = {s.name: s for s in specs}
     out = []
-    for name in INTERVAL_METRICS:
+    for name in interval_metrics():
         for end in ("low", "high"):
             out.append(
                 MetricSpec(
@@ -133,8 +110,22 @@ def _interval_specs(specs: list[MetricSpec]) -> list[MetricSpec]:
     return out
 
 
-_SPECS += _interval_specs(_SPECS)
-CATALOGUE: dict[str, MetricSpec] = {s.name: s for s in _SPECS}
+def catalogue() -> dict[str, MetricSpec]:
+    """Every metric by name: the registered relations' (:mod:`.relations`, MR1–MR4 and any
+    added), the others, and the interval ends. Built per call, so a relation registered
+    later is in it."""
+    from .relations import registered_relations
+
+    specs = [MetricSpec(m.name, m.greater_is_better, m.definition) for r in registered_relations() for m in r.metrics]
+    specs += _OTHER_SPECS
+    specs += _interval_specs(specs)
+    return {s.name: s for s in specs}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CATALOGUE":  # computed per access (see catalogue())
+        return catalogue()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def base_name(key: str, prefix: str = "") -> str:
@@ -144,7 +135,7 @@ def base_name(key: str, prefix: str = "") -> str:
     if key.startswith("attack_") and "/" in key:
         key = key.split("/", 1)[1]
         for model in ("teacher_", "student_"):
-            if key.startswith(model) and key[len(model) :] in CATALOGUE:
+            if key.startswith(model) and key[len(model) :] in catalogue():
                 return key[len(model) :]
         return key
     return key.split("/", 1)[0]
@@ -153,6 +144,7 @@ def base_name(key: str, prefix: str = "") -> str:
 def greater_is_better(key: str, prefix: str = "") -> bool:
     """Direction of a logged metric key; ``KeyError`` for a metric this tool never logs."""
     name = base_name(key, prefix)
-    if name not in CATALOGUE:
-        raise KeyError(f"unknown metric {key!r}: not in the metacompress catalogue ({sorted(CATALOGUE)})")
-    return CATALOGUE[name].greater_is_better
+    specs = catalogue()
+    if name not in specs:
+        raise KeyError(f"unknown metric {key!r}: not in the metacompress catalogue ({sorted(specs)})")
+    return specs[name].greater_is_better

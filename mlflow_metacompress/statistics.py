@@ -30,30 +30,37 @@ from typing import Any
 
 import numpy as np
 
-from .relations import RelationConfig
+from .relations import RelationConfig, registered_relations
+from .relations.pairing import relation_metrics, row_statistics, sample_totals
 from .resampling import one_blas_thread, resample_counts, weight_chunks  # noqa: F401 - resample_counts is public here too
 
 logger = logging.getLogger(__name__)
 
 LEVEL = 0.95
-INTERVAL_METRICS = (
-    "mr1_violation_rate",
-    "mr1_label_loyalty",
-    "mr2_violation_rate",
-    "mr2_mean_kl",
-    "mr3_violation_rate",
-    "mr3_hcar",
-    "mr3_support",
-    "mr4_violation_rate",
-    "mr4_eca",
-    "any_violation_rate",
+OTHER_INTERVAL_METRICS = (
     "teacher_accuracy",
     "student_accuracy",
     "accuracy_drop",
     "teacher_flip_rate",
     "student_flip_rate",
 )
-"""Metrics that get ``<metric>_ci_low`` / ``<metric>_ci_high`` (on original and ``/metamorphic``)."""
+"""Interval metrics that are not a relation's: accuracy (labels) and MORPH's flip rates."""
+
+
+def interval_metrics() -> tuple[str, ...]:
+    """Metrics that get ``<metric>_ci_low`` / ``<metric>_ci_high`` (on original and
+    ``/metamorphic``): every registered relation's metrics marked ``interval``,
+    ``any_violation_rate``, then :data:`OTHER_INTERVAL_METRICS`."""
+    names = [m.name for r in registered_relations() for m in r.metrics if m.interval]
+    return (*names, "any_violation_rate", *OTHER_INTERVAL_METRICS)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "INTERVAL_METRICS":  # computed per access: a relation registered later is included
+        return interval_metrics()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 INTERVAL_SUFFIXES = ("_ci_low", "_ci_high")
 
 
@@ -97,18 +104,8 @@ def groups_from_table(table: Any, pooled: Mapping[str, Sequence[str]] | None = N
     Pooled rows get ``teacher_flip``/``student_flip`` against the original prediction of
     their sample (MORPH's flips, Panichella, ICSE 2025)."""
     variant = table["variant"]
-    names = [
-        "mr1_violation",
-        "kl",
-        "mr2_violation",
-        "mr3_in_h",
-        "mr3_violation",
-        "mr4_bin",
-        "mr4_teacher_conf",
-        "mr4_student_conf_at_teacher",
-        "teacher_pred",
-        "student_pred",
-    ]
+    names = list(dict.fromkeys(c for r in registered_relations() for c in (*r.columns, r.flag)))
+    names += ["teacher_pred", "student_pred"]
     if "label" in getattr(table, "columns", table):
         names.append("label")
     orig = np.asarray(variant == "original", dtype=bool)
@@ -135,67 +132,25 @@ def groups_from_table(table: Any, pooled: Mapping[str, Sequence[str]] | None = N
 
 
 def _sums(group: Group, n: int, config: RelationConfig) -> dict[str, np.ndarray]:
-    """Per original sample sums (length ``n``; MR4 parts ``n × bins``) of every quantity a
-    metric of :data:`INTERVAL_METRICS` is a function of.
-
-    ``any_violation`` depends on the MR4 verdict of the row's bin, which a replicate
-    recomputes: ``any`` sums the rows violating MR1–MR3, ``b_extra`` (per bin) the other
-    rows whose own confidence gap exceeds ``eca_threshold`` (they violate when their bin does)."""
-    rows, c, bins = group.rows, group.columns, config.calibration_bins
-
-    def total(values: np.ndarray) -> np.ndarray:
-        return np.bincount(rows, weights=np.asarray(values, dtype=np.float64), minlength=n)
-
-    out = {"count": np.bincount(rows, minlength=n).astype(np.float64)}
-    for key, name in (
-        ("mr1", "mr1_violation"),
-        ("kl", "kl"),
-        ("mr2", "mr2_violation"),
-        ("h", "mr3_in_h"),
-        ("mr3", "mr3_violation"),
-        ("tflip", "teacher_flip"),
-        ("sflip", "student_flip"),
-    ):
-        if name in c:
-            out[key] = total(c[name])
-    a_t = np.asarray(c["mr4_teacher_conf"], dtype=np.float64)
-    a_s = np.asarray(c["mr4_student_conf_at_teacher"], dtype=np.float64)
-    base = (
-        np.asarray(c["mr1_violation"], dtype=bool)
-        | np.asarray(c["mr2_violation"], dtype=bool)
-        | np.asarray(c["mr3_violation"], dtype=bool)
-    )
-    out["any"] = total(base)
+    """Per original sample sums (length ``n``, or ``n × k``) of every quantity a metric of
+    :func:`interval_metrics` is a function of: the registered relations' per-row statistics
+    and ``any_violation``'s (:mod:`.relations.pairing`), correctness (labels) and flips."""
+    c = group.columns
+    stats = row_statistics(c, config)
     if "label" in c:
-        out["tc"] = total(c["teacher_pred"] == c["label"])
-        out["sc"] = total(c["student_pred"] == c["label"])
-    cell = rows * bins + np.asarray(c["mr4_bin"], dtype=np.int64)
-    extra = ~base & (np.abs(a_t - a_s) > config.eca_threshold)
-    for key, w in (("b_count", None), ("b_at", a_t), ("b_as", a_s), ("b_extra", extra.astype(np.float64))):
-        out[key] = np.bincount(cell, weights=w, minlength=n * bins).astype(np.float64).reshape(n, bins)
-    return out
+        stats["tc"] = np.asarray(c["teacher_pred"] == c["label"], dtype=np.float64)
+        stats["sc"] = np.asarray(c["student_pred"] == c["label"], dtype=np.float64)
+    for key, name in (("tflip", "teacher_flip"), ("sflip", "student_flip")):
+        if name in c:
+            stats[key] = np.asarray(c[name], dtype=np.float64)
+    return sample_totals(group.rows, stats, n)
 
 
-def _metrics(t: Mapping[str, np.ndarray], eca_threshold: float) -> dict[str, np.ndarray]:
+def _metrics(t: Mapping[str, np.ndarray], config: RelationConfig) -> dict[str, np.ndarray]:
     """Every metric of one group from (weighted) totals; arrays of shape (replicates,)."""
+    m = relation_metrics(t, config)
     with np.errstate(divide="ignore", invalid="ignore"):
         n = t["count"]
-        m = {
-            "mr1_violation_rate": t["mr1"] / n,
-            "mr2_violation_rate": t["mr2"] / n,
-            "mr2_mean_kl": t["kl"] / n,
-            "mr3_support": t["h"] / n,
-        }
-        m["mr1_label_loyalty"] = 1.0 - m["mr1_violation_rate"]
-        m["mr3_violation_rate"] = np.where(t["h"] > 0, t["mr3"] / t["h"], np.nan)
-        m["mr3_hcar"] = 1.0 - m["mr3_violation_rate"]
-        counts = t["b_count"]
-        safe = np.maximum(counts, 1.0)
-        gap = np.abs(t["b_at"] / safe - t["b_as"] / safe)
-        bad = (gap > eca_threshold) & (counts > 0)
-        m["mr4_eca"] = (counts * gap).sum(axis=-1) / n
-        m["mr4_violation_rate"] = (counts * bad).sum(axis=-1) / n
-        m["any_violation_rate"] = (t["any"] + (t["b_extra"] * bad).sum(axis=-1)) / n
         if "tc" in t:
             m["teacher_accuracy"], m["student_accuracy"] = t["tc"] / n, t["sc"] / n
             m["accuracy_drop"] = (t["tc"] - t["sc"]) / n
@@ -233,7 +188,7 @@ def _replicates(
     out: dict[str, np.ndarray] = {}
     for gi, group in enumerate(groups):
         totals = {key: T[:, sl].reshape((samples, *shape)) for g, key, sl, shape in layout if g == gi}
-        out.update({f"{name}{group.suffix}": v for name, v in _metrics(totals, config.eca_threshold).items()})
+        out.update({f"{name}{group.suffix}": v for name, v in _metrics(totals, config).items()})
     return out
 
 
@@ -293,7 +248,7 @@ def point_estimates(groups: Sequence[Group], n: int, config: RelationConfig | No
     out = {}
     for group in groups:
         totals = {k: v.sum(axis=0)[None, ...] for k, v in _sums(group, n, cfg).items()}
-        out.update({f"{k}{group.suffix}": float(v[0]) for k, v in _metrics(totals, cfg.eca_threshold).items()})
+        out.update({f"{k}{group.suffix}": float(v[0]) for k, v in _metrics(totals, cfg).items()})
     return out
 
 

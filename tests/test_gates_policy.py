@@ -193,3 +193,51 @@ def test_a_rule_that_matches_nothing_names_the_glob_and_what_produces_it():
     no_mr3 = {k: v for k, v in no_attack.items() if not k.startswith("mr3")} | {"attack_a/excess_drop_pct": 0.0}
     (mr3,) = [c for c in standard.check(no_mr3) if not c.passed]
     assert mr3.metric == "mr3_violation_rate/metamorphic" and "no sample has teacher confidence" in mr3.message
+
+
+def test_the_unreadable_rule_hint_suggests_rules_that_parse():
+    """The error for an unreadable rule quotes example rules; each of them must parse."""
+    import re
+
+    with pytest.raises(PolicyError) as info:
+        GatePolicy.from_mapping({"name": "p", "thresholds": {"any_violation_rate": "<= 0.1\nor less"}})
+    examples = re.findall(r"'([^']*)'", str(info.value).split("expected", 1)[1])
+    assert examples == ["<= 0.1", "<= 0.1 @upper"]
+    for example in examples:
+        (rule,) = GatePolicy.from_mapping({"name": "p", "thresholds": {"any_violation_rate": example}}).thresholds
+        assert rule.value == 0.1 and rule.direction == "<="
+    assert rule.bound == "upper" and rule.checked == "any_violation_rate_ci_high"
+
+
+@pytest.mark.parametrize("greater", [False, True])
+def test_checks_agree_with_mlflow_validate_evaluation_results(greater):
+    """The verdicts equal MLflow's own (the oracle) on values below, on, above the threshold,
+    NaN and infinities, with no logger level changed while judging."""
+    import logging
+    import math
+
+    import mlflow
+    from mlflow.models import MetricThreshold
+    from mlflow.models.evaluation import EvaluationResult
+    from mlflow.models.evaluation.validation import ModelValidationFailedException
+
+    metric = "student_accuracy" if greater else "accuracy_drop"
+    policy = GatePolicy.from_mapping({"name": "p", "thresholds": {metric: 0.25}})
+    calls = []
+    original = logging.Logger.setLevel
+    logging.Logger.setLevel = lambda self, level: calls.append((self.name, level))  # type: ignore[method-assign]
+    try:
+        for value in (0.0, 0.2499, 0.25, 0.2501, 1.0, math.nan, math.inf, -math.inf):
+            (check,) = policy.check({metric: value})
+            try:
+                mlflow.validate_evaluation_results(
+                    {metric: MetricThreshold(threshold=0.25, greater_is_better=greater)},
+                    EvaluationResult({metric: value}, {}),
+                )
+                expected = True
+            except ModelValidationFailedException:
+                expected = False
+            assert check.passed is expected, (metric, value)
+    finally:
+        logging.Logger.setLevel = original  # type: ignore[method-assign]
+    assert not [c for c in calls if c[0].startswith("mlflow")]

@@ -160,7 +160,7 @@ def test_one_class_dominating_identical_models_have_no_violation():
 
 
 def test_top_bin_includes_confidence_one():
-    assert R._bin_index(np.array([1.0, 0.999, 0.1, 0.0]), 10).tolist() == [9, 9, 1, 0]
+    assert R.bin_index(np.array([1.0, 0.999, 0.1, 0.0]), 10).tolist() == [9, 9, 1, 0]
 
 
 def test_shape_mismatch_is_rejected():

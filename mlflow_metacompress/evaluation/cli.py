@@ -20,18 +20,15 @@ from typing import Any
 
 from ..cli_common import json_object  # shared with `metacompress gate`; importable from here as before
 
-# The metrics printed, in order; each also appears with a "/metamorphic" suffix when the
-# evaluation ran transformations or attacks.
-HEADLINE = (
-    "teacher_accuracy",
-    "student_accuracy",
-    "accuracy_drop",
-    "mr1_violation_rate",
-    "mr2_violation_rate",
-    "mr3_violation_rate",
-    "mr4_violation_rate",
-    "any_violation_rate",
-)
+
+def headline_names() -> tuple[str, ...]:
+    """The metrics printed, in order: accuracy, each registered relation's rate
+    (:mod:`mlflow_metacompress.relations`), any violation; each also appears with a
+    ``/metamorphic`` suffix when the evaluation ran transformations or attacks."""
+    from ..relations import registered_relations
+
+    rates = tuple(r.rate_metric for r in registered_relations())
+    return ("teacher_accuracy", "student_accuracy", "accuracy_drop", *rates, "any_violation_rate")
 
 
 def add_evaluate(sub: argparse._SubParsersAction) -> None:
@@ -75,7 +72,7 @@ def cli_evaluator_config(text: str, teacher: str) -> dict[str, Any]:
 def headline(metrics: Mapping[str, float]) -> list[tuple[str, float]]:
     """The headline metrics present in ``metrics``, each followed by its ``/metamorphic`` form."""
     out = []
-    for name in HEADLINE:
+    for name in headline_names():
         for key in (name, f"{name}/metamorphic"):
             if key in metrics:
                 out.append((key, float(metrics[key])))

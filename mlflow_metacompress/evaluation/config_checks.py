@@ -18,7 +18,6 @@ from .value_checks import check_names as _names
 if TYPE_CHECKING:
     from .config_model import EvaluatorConfig
 
-MAX_CALIBRATION_BINS = 1000
 MAX_BOOTSTRAP_SAMPLES = 100_000  # 0 turns intervals off
 MAX_SEED = 2**63 - 1
 COLUMN_KEYS = ("code_columns", "teacher_prob_columns", "student_prob_columns", "transform_columns")
@@ -58,12 +57,21 @@ def _threads(value: Any) -> None:
         raise _bad("threads", value, "a positive integer, 'auto' or unset") from None
 
 
+def _relation_params(cfg: EvaluatorConfig) -> None:
+    """Each registered relation's parameter that is a config key, in its declared range."""
+    from ..relations.base import relation_params
+
+    for name, p in relation_params().items():
+        if hasattr(cfg, name):
+            if p.integer:
+                _int(name, getattr(cfg, name), int(p.low), None if math.isinf(p.high) else int(p.high))
+            else:
+                _real(name, getattr(cfg, name), p.low, p.high, lo_open=p.low_open)
+
+
 def check_values(cfg: EvaluatorConfig) -> None:
     """Raise :class:`MetaCompressInputError` naming the first key whose value has the wrong type or range."""
-    _real("kl_threshold", cfg.kl_threshold, 0.0)
-    _real("confidence_threshold", cfg.confidence_threshold, 0.0, 1.0, lo_open=True)
-    _int("calibration_bins", cfg.calibration_bins, 1, MAX_CALIBRATION_BINS)
-    _real("eca_threshold", cfg.eca_threshold, 0.0)
+    _relation_params(cfg)
     _int("batch_size", cfg.batch_size, 1)
     _int("seed", cfg.seed, 0, MAX_SEED)
     _int("bootstrap_samples", cfg.bootstrap_samples, 0, MAX_BOOTSTRAP_SAMPLES)

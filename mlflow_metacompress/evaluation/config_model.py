@@ -66,7 +66,11 @@ class EvaluatorConfig:
 
     @property
     def relation_config(self) -> RelationConfig:
-        return RelationConfig(self.kl_threshold, self.confidence_threshold, self.calibration_bins, self.eca_threshold)
+        """The registered relations' parameters: each one that is a key here (``kl_threshold``, …)
+        takes this config's value, any other its default."""
+        from ..relations.base import relation_params
+
+        return RelationConfig(**{name: getattr(self, name) for name in relation_params() if hasattr(self, name)})
 
     @property
     def cache_path(self) -> Path | None:

@@ -110,10 +110,20 @@ class MetaCompressEvaluator(ModelEvaluator):
         outcome = run_evaluation(df, y, cfg, teacher, student, engine)
         prefix = cfg.metric_prefix or ""
         metrics = {f"{prefix}{k}": float(v) for k, v in outcome.metrics.items() if not math.isnan(float(v))}
+        frame = None
+        if extra_metrics or custom_artifacts:  # the student's predictions, as MLflow's default evaluator (extras.py)
+            from .extras import eval_frame, extra_metric_values
+
+            frame = eval_frame(outcome.per_sample, outcome.classes)
+            metrics.update(extra_metric_values(extra_metrics, frame, df, metrics, prefix))
         from ..report.provenance import at_evaluation
 
         provenance = at_evaluation(cfg, model, dataset, kwargs.get("model_id"), run_id)
         artifacts = self._log(run_id, metrics, outcome, cfg, provenance)
+        if frame is not None and custom_artifacts:
+            from .extras import log_custom_artifacts
+
+            artifacts.update(log_custom_artifacts(custom_artifacts, run_id, frame, metrics))
         tag_precision(run_id, teacher, student)
         return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
 

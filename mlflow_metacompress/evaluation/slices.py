@@ -8,6 +8,8 @@ and each of its ``max_slice_values`` most frequent values ``v`` this logs::
     mr3_violation_rate/slice:<c>:<v>   mr4_violation_rate/slice:<c>:<v>
     any_violation_rate/slice:<c>:<v>
 
+(one ``<key>_violation_rate`` per registered relation, :mod:`mlflow_metacompress.relations`)
+
 (``slice:``, not the ``slice=`` first proposed: MLflow refuses ``=`` in a metric name.)
 
 **Original inputs only.** Slices are judged on the data as given, not on metamorphic or
@@ -58,13 +60,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SLICE_METRICS = (
-    "mr1_violation_rate",
-    "mr2_violation_rate",
-    "mr3_violation_rate",
-    "mr4_violation_rate",
-    "any_violation_rate",
-)
+
+def slice_metric_names() -> tuple[str, ...]:
+    """The rates sliced: each registered relation's ``<key>_violation_rate``, then ``any_violation_rate``."""
+    from ..relations import registered_relations
+
+    return (*(r.rate_metric for r in registered_relations()), "any_violation_rate")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SLICE_METRICS":  # computed per access: a relation registered later is included
+        return slice_metric_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 MISSING = "<missing>"
 TOKEN_LIMIT = 60
 _UNSAFE = re.compile(r"[^\w.\- ]")
@@ -130,17 +139,20 @@ def check_slice_config(cfg: EvaluatorConfig, data: pd.DataFrame) -> None:
 
 
 def _rates(rows: pd.DataFrame) -> dict[str, float]:
-    """The five relation rates over ``rows`` (per-sample flags of the original inputs)."""
-    rates = {
-        "mr1_violation_rate": float(rows["mr1_violation"].mean()),
-        "mr2_violation_rate": float(rows["mr2_violation"].mean()),
-        "mr4_violation_rate": float(rows["mr4_bin_violation"].mean()),
-        "any_violation_rate": float(rows["any_violation"].mean()),
-    }
-    in_h = rows["mr3_in_h"].to_numpy(dtype=bool)
-    if in_h.any():
-        rates["mr3_violation_rate"] = float(rows["mr3_violation"].to_numpy(dtype=bool)[in_h].mean())
-    return {m: rates[m] for m in SLICE_METRICS if m in rates}
+    """Each registered relation's rate over ``rows`` (per-sample columns of the original inputs):
+    the mean of its ``slice_flag`` over the rows in its ``slice_support`` (omitted when none
+    is), then ``any_violation_rate``."""
+    from ..relations import registered_relations
+
+    rates = {}
+    for relation in registered_relations():
+        flags = rows[relation.slice_flag or relation.flag].to_numpy(dtype=bool)
+        if relation.slice_support is not None:
+            flags = flags[rows[relation.slice_support].to_numpy(dtype=bool)]
+        if len(flags):
+            rates[relation.rate_metric] = float(flags.mean())
+    rates["any_violation_rate"] = float(rows["any_violation"].mean())
+    return rates
 
 
 def slice_metrics(

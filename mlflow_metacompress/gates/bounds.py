@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ..statistics import INTERVAL_METRICS, interval_key
+from ..statistics import interval_key, interval_metrics
 
 REL_TOLERANCE = 1e-9
 ABS_TOLERANCE = 1e-12
@@ -78,10 +78,11 @@ def check_bound(bound: str, base: str, greater_is_better: bool) -> str | None:
     """Why ``@bound`` cannot apply to a metric (None when it can)."""
     if bound not in BOUNDS:
         return f"unknown interval bound {'@' + bound!r}; use '@upper' or '@lower'"
-    if base not in INTERVAL_METRICS:
+    with_interval = interval_metrics()
+    if base not in with_interval:
         return (
             f"{base} has no bootstrap interval, so '@{bound}' cannot apply; intervals are logged for "
-            f"{', '.join(INTERVAL_METRICS)}"
+            f"{', '.join(with_interval)}"
         )
     if BOUNDS[bound][1] != greater_is_better:
         want = "@upper" if not greater_is_better else "@lower"

@@ -22,9 +22,10 @@ YAML format::
 
 The direction must agree with the metric catalogue (:mod:`mlflow_metacompress.metrics`):
 a gate bounds the bad side of a metric, which is what ``MetricThreshold`` expresses.
-Checks are judged by ``mlflow.validate_evaluation_results`` one threshold at a time, so
-MLflow's own comparison decides: ``value <= threshold`` (lower is better) or
-``value >= threshold`` (greater is better), both inclusive; NaN always fails. A value
+Checks are judged one threshold at a time by MLflow's ``MetricThreshold`` comparison (that of
+``mlflow.validate_evaluation_results``, without building an ``EvaluationResult`` or touching
+MLflow's loggers): ``value <= threshold`` (lower is better) or ``value >= threshold``
+(greater is better), both inclusive; NaN always fails. A value
 within 1e-9 relative (plus 1e-12 absolute) of its threshold counts as on it, so a rate that
 misses the threshold by one rounding step passes (:mod:`.bounds`).
 
@@ -197,7 +198,7 @@ class GatePolicy:
         return cls.from_mapping(data, source=str(path))
 
     def check(self, metrics: Mapping[str, float]) -> list[CheckResult]:
-        """Judge ``metrics`` with ``mlflow.validate_evaluation_results``; one result per key.
+        """Judge ``metrics`` by MLflow's ``MetricThreshold`` comparison; one result per key.
 
         A glob threshold expands to every matching key; a threshold that matches no key
         yields one failing "missing" result, never a silent pass.
@@ -251,7 +252,7 @@ def _parse_rule(metric: str, rule: Any, source: str) -> Threshold:
     if isinstance(rule, str):
         m = _STRING_RULE.match(rule)
         if m is None:  # e.g. a line break inside the rule
-            raise PolicyError(f"{where}: cannot read {rule!r}; expected e.g. '<= 0.1' or '<= 0.1 @ high'")
+            raise PolicyError(f"{where}: cannot read {rule!r}; expected e.g. '<= 0.1' or '<= 0.1 @upper'")
         direction, value, bound = (m.group(1) or None), m.group(2), m.group(3)
     elif isinstance(rule, Mapping):
         extra = set(rule) - {"direction", "threshold", "bound"}
@@ -296,13 +297,17 @@ def _matching_keys(pattern: str, metrics: Mapping[str, float]) -> list[str]:
     return [pattern] if pattern in metrics else []
 
 
+def _passes(value: float, threshold: float, greater_is_better: bool) -> bool:
+    """MLflow's ``MetricThreshold`` comparison (``mlflow.models.evaluation.validation``):
+    ``value >= threshold`` (greater is better) or ``value <= threshold``, inclusive; NaN fails.
+    Judged here rather than through ``mlflow.validate_evaluation_results``, which needs an
+    ``EvaluationResult`` and logs two INFO lines per check: no global logger is touched, so
+    a gate is safe beside the webhook worker's thread."""
+    return value >= threshold if greater_is_better else value <= threshold
+
+
 def _judge(key: str, rule: Threshold, metrics: Mapping[str, Any]) -> CheckResult:
     """One key against one rule, by MLflow's comparison after the boundary tolerance."""
-    import mlflow
-    from mlflow.models import MetricThreshold
-    from mlflow.models.evaluation import EvaluationResult
-    from mlflow.models.evaluation.validation import ModelValidationFailedException
-
     from ..statistics import point_key
 
     value = metrics[key]
@@ -314,23 +319,14 @@ def _judge(key: str, rule: Threshold, metrics: Mapping[str, Any]) -> CheckResult
         return CheckResult(
             key, rule.direction, rule.value, None, False, f"{key} = {value!r} is not a number", rule.bound, **extra
         )
-    threshold = {key: MetricThreshold(threshold=float(rule.value), greater_is_better=rule.greater_is_better)}
-    mlflow_logger = logging.getLogger("mlflow.models.evaluation.validation")
-    level = mlflow_logger.level
-    mlflow_logger.setLevel(logging.WARNING)  # one INFO pair per check is noise
     shown, limit = fmt_pair(actual, float(rule.value))
     if rule.bound:
         head = f"{point} = {fmt(extra['estimate'])}{interval_text(point, metrics)}: {rule.bound} end {shown}"
     else:
         head = f"{key} = {shown}{interval_text(key, metrics)}"
-    try:
-        candidate = EvaluationResult({key: compared_value(actual, float(rule.value))}, {}, run_id="")
-        mlflow.validate_evaluation_results(threshold, candidate)
-    except ModelValidationFailedException:
+    if not _passes(compared_value(actual, float(rule.value)), float(rule.value), rule.greater_is_better):
         why = "is NaN" if math.isnan(actual) else f"violates {rule.direction} {limit}"
         return CheckResult(key, rule.direction, rule.value, actual, False, f"{head} {why}", rule.bound, **extra)
-    finally:
-        mlflow_logger.setLevel(level)
     return CheckResult(
         key, rule.direction, rule.value, actual, True, f"{head} satisfies {rule.direction} {limit}", rule.bound, **extra
     )

@@ -50,11 +50,11 @@ def missing_hint(pattern: str, metrics: Mapping[str, float]) -> str:
             "metrics on transformed code (/metamorphic, /<transform>) are logged only when the evaluation "
             'runs transformations: set evaluator_config transforms (e.g. "all"; static mode has none)'
         )
-    if head.startswith("mr3_"):
-        return (
-            "MR3 is omitted when no sample has teacher confidence >= confidence_threshold "
-            "(a weak teacher is never confident)"
-        )
+    from ..relations import registered_relations
+
+    for relation in registered_relations():
+        if relation.omitted and head.startswith(f"{relation.key}_"):
+            return relation.omitted
     if head in {"student_speedup", "student_latency_ms", "teacher_latency_ms"}:
         return "speed metrics are logged only with evaluator_config measure_speed: true"
     return ""

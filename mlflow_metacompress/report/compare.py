@@ -20,19 +20,28 @@ from .provenance import short_label, teacher_identity
 
 logger = logging.getLogger(__name__)
 
-ROWS = (
-    ("teacher_accuracy", "original", "teacher accuracy"),
-    ("student_accuracy", "original", "student accuracy"),
-    ("accuracy_drop", "original", "accuracy drop"),
-    ("any_violation_rate", "original", "any violation"),
-    ("mr1_violation_rate", "original", "MR1 violation"),
-    ("mr2_violation_rate", "original", "MR2 violation"),
-    ("mr3_violation_rate", "original", "MR3 violation"),
-    ("mr4_violation_rate", "original", "MR4 violation"),
-    ("any_violation_rate", "metamorphic", "any violation · transformed"),
-    ("mr1_violation_rate", "metamorphic", "MR1 violation · transformed"),
-    ("student_flip_rate", "metamorphic", "student flips · transformed"),
-)
+
+def comparison_rows() -> list[tuple[str, str, str]]:
+    """The table's rows, ``(metric, variant, label)``: accuracy, ``any_violation_rate`` and each
+    registered relation's rate (MetaCompress's MR1–MR4 and any added) on the original inputs,
+    then on transformed code the headline rate, the first relation's (MR1, label loyalty) and
+    the student's flips."""
+    from ..relations import registered_relations
+
+    relations = registered_relations()
+    rows = [
+        ("teacher_accuracy", "original", "teacher accuracy"),
+        ("student_accuracy", "original", "student accuracy"),
+        ("accuracy_drop", "original", "accuracy drop"),
+        ("any_violation_rate", "original", "any violation"),
+    ]
+    rows += [(r.rate_metric, "original", f"{r.short} violation") for r in relations]
+    rows.append(("any_violation_rate", "metamorphic", "any violation · transformed"))
+    rows += [(r.rate_metric, "metamorphic", f"{r.short} violation · transformed") for r in relations[:1]]
+    rows.append(("student_flip_rate", "metamorphic", "student flips · transformed"))
+    return rows
+
+
 LABEL_CHARS = 56  # a forest-plot label longer than this is cut at its start
 FOREST = (("student_accuracy", "original"), ("any_violation_rate", "original"), ("any_violation_rate", "metamorphic"))
 
@@ -120,7 +129,7 @@ def _best(runs: Sequence[ReportData], name: str, variant: str) -> tuple[int | No
 
 
 def _rows(runs: Sequence[ReportData]) -> list[tuple[str, str, str]]:
-    rows = [r for r in ROWS if any(d.metric(r[0], r[1]) is not None for d in runs)]
+    rows = [r for r in comparison_rows() if any(d.metric(r[0], r[1]) is not None for d in runs)]
     attacks = sorted({a for d in runs for a in d.attack_names()})
     for a in attacks:
         rows.append((f"attack_{a}/student_asr", "original", f"attack success · {a}"))

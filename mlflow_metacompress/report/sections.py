@@ -15,17 +15,23 @@ from typing import Any
 
 import pandas as pd
 
+from ..relations import registered_relations
 from . import fmt
 from .data import ReportData, worst_discrepancies
 from .diff import code_block, side_by_side
 
-MRS = (
-    ("mr1_violation_rate", "MR1 prediction agreement"),
-    ("mr2_violation_rate", "MR2 distribution similarity (KL)"),
-    ("mr3_violation_rate", "MR3 high-confidence preservation"),
-    ("mr4_violation_rate", "MR4 calibration alignment"),
-    ("any_violation_rate", "Any relation"),
-)
+
+def relation_rows() -> list[tuple[str, str]]:
+    """``(rate metric, title)`` of each registered relation (:mod:`mlflow_metacompress.relations`), then
+    ``any_violation_rate``: the headline table's rows."""
+    return [(r.rate_metric, r.title) for r in registered_relations()] + [("any_violation_rate", "Any relation")]
+
+
+def relation_columns() -> list[tuple[str, str]]:
+    """``(rate metric, MR1)`` of each registered relation, then ``any_violation_rate``: table columns."""
+    return [(r.rate_metric, r.short) for r in registered_relations()] + [("any_violation_rate", "any")]
+
+
 EXAMPLES_PER_ATTACK = 5
 OPEN_EXAMPLES = 5  # worst discrepancies shown open; the rest (up to max_examples) folded
 
@@ -148,7 +154,7 @@ def headline(data: ReportData) -> str:
     verdict = f'<p class="verdict">{_verdict(data)}</p>'
     head = "".join(f"<th>{escape(_variant_label(v))}</th>" for v in variants)
     rows = []
-    for name, label in MRS:
+    for name, label in relation_rows():
         cells = "".join(
             f"<td>{num(data, name, v)}{_bar(data.metric(name, v))}{ci(data, name, v)}</td>" for v in variants
         )
@@ -174,8 +180,7 @@ def transformations(data: ReportData) -> str:
         ("transform_applicable_rate", "applicable"),
         ("teacher_flip_rate", "teacher flips"),
         ("student_flip_rate", "student flips"),
-        *((n, n.split("_")[0].upper()) for n, _ in MRS[:4]),
-        ("any_violation_rate", "any"),
+        *relation_columns(),
     ]
     order = sorted(names, key=lambda v: -(data.metric("any_violation_rate", v) or -1.0))
     rows = []
@@ -208,7 +213,7 @@ def slices(data: ReportData) -> str:
     columns = data.slices()
     if not columns:
         return ""
-    cols = [*((n, n.split("_")[0].upper()) for n, _ in MRS[:4]), ("any_violation_rate", "any")]
+    cols = relation_columns()
     head = "".join(f"<th>{escape(label)}</th>" for _, label in cols)
     tables = []
     for column, values in columns.items():
@@ -253,7 +258,7 @@ def plots(data: ReportData) -> str:
 
 
 def _violated(row: Any) -> str:
-    names = [f"MR{k}" for k in range(1, 5) if bool(row.get(f"mr{k}_violation", False))]
+    names = [r.short for r in registered_relations() if bool(row.get(r.flag, False))]
     return ", ".join(names) or "none"
 
 

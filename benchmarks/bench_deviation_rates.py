@@ -1,0 +1,179 @@
+"""Deviation rate against paired queries (issue 43, part 7): how many of the rows on which a
+student agrees with its teacher have an equivalent variant on which it does not, found
+within 10, 30, 100 and 300 paired queries, for each search of
+:func:`mlflow_metacompress.attacks.deviation.find_deviations`:
+
+- ``dflare``: Metropolis–Hastings over the rewrites, weighted by each operator's success
+  (DFLARE, Tian et al., TOSEM 2023);
+- ``random``: random compositions of 1–3 rewrites (the baseline);
+- ``mhm`` / ``alert``: MHM (Zhang et al., AAAI 2020) and ALERT (Yang et al., ICSE 2022)
+  retargeted to the differential goal (identifier renames only).
+
+Each search runs once per model at the largest budget; the rate at a smaller budget counts
+the rows whose first verified deviation came within it. ``dflare`` and ``random`` propose
+the same sequence whatever their cap, so this equals a run at that cap; ``mhm`` and
+``alert`` plan their phases by the budget, so theirs is the rate of a 300-query run
+stopped early. Controls: the int8
+``quantize`` copy (shares the teacher's weights) and a teacher retrained with another seed
+(``--reference``): a deviation rate means little alone, so each student's rate is set
+against the retrained teacher's, paired over rows (a row bootstrap of the difference of the
+two rates, each on its own agreeing rows), "established" when the interval's lower end is
+above 0. ``dflare`` against ``random`` and ``mhm`` is paired over the same agreeing rows
+(a row bootstrap of the ratio of rows found; B = 2,000).
+
+Usage, on the main job's registered models (``mlflow run .``, then ``recipes/teacher.py
+--seed 1`` for the reference)::
+
+    MLFLOW_TRACKING_URI=sqlite:///mlflow.db python benchmarks/bench_deviation_rates.py \\
+        --teacher models:/metacompress-generated-vulnerability-teacher/1 \\
+        --student compressor=models:/metacompress-generated-vulnerability-compressor/1 \\
+        --student quantize=models:/metacompress-generated-vulnerability-quantize/1 \\
+        --reference models:/metacompress-generated-vulnerability-teacher/2 --rows 120
+
+Measured numbers: ``docs/benchmarks.md`` ("Deviation search: rate against paired queries").
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+BUDGETS = (10, 30, 100, 300)
+SEARCHES = ("dflare", "random", "mhm", "alert")
+
+
+def rates_at(records: list[Any], budgets: tuple[int, ...]) -> dict[str, Any]:
+    """Per budget: found rows among agreeing rows, with the row mask (for pairing)."""
+    agree = np.array([r.agreed_at_start for r in records], bool)
+    first = np.array(
+        [r.queries_to_first if (r.found and r.queries_to_first is not None) else 10**9 for r in records], float
+    )
+    out: dict[str, Any] = {"agree": agree, "first": first}
+    for b in budgets:
+        out[b] = agree & (first <= b)
+    return out
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    from scipy import stats
+
+    if n == 0:
+        return math.nan, math.nan
+    lo = 0.0 if k == 0 else float(stats.beta.ppf(0.025, k, n - k + 1))
+    hi = 1.0 if k == n else float(stats.beta.ppf(0.975, k + 1, n - k))
+    return lo, hi
+
+
+def boot(stat: Any, n: int, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    vals = np.array([stat(rng.integers(0, n, n)) for _ in range(resamples)], float)
+    vals = vals[np.isfinite(vals)]
+    return (float(np.quantile(vals, 0.025)), float(np.quantile(vals, 0.975))) if len(vals) else (math.nan, math.nan)
+
+
+def rate_of(found: np.ndarray, agree: np.ndarray, idx: np.ndarray) -> float:
+    a = agree[idx].sum()
+    return float(found[idx].sum() / a) if a else math.nan
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--teacher", required=True)
+    p.add_argument("--student", action="append", default=[], help="name=URI (repeat)")
+    p.add_argument("--reference", default="", help="a teacher retrained with another seed (the control)")
+    p.add_argument("--rows", type=int, default=120)
+    p.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    p.add_argument("--searches", default=",".join(SEARCHES))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    import torch
+
+    from mlflow_metacompress.adapters.predictors import resolve_model
+    from mlflow_metacompress.attacks.deviation.api import find_deviations
+    from mlflow_metacompress.pipeline.data import judged_rows
+
+    torch.set_num_threads(args.threads)
+    budgets = tuple(int(b) for b in args.budgets.split(","))
+    searches = tuple(args.searches.split(","))
+    models = dict(s.split("=", 1) for s in args.student)
+    if args.reference:
+        models["retrained teacher"] = args.reference
+    first_student = next(iter(v for k, v in models.items() if k != "retrained teacher"))
+    rows = judged_rows(first_student).head(args.rows).reset_index(drop=True)
+    code_columns = [c for c in rows.columns if c in ("func", "func1", "func2", "code")] or [rows.columns[0]]
+    language = "java" if "func1" in rows.columns else "c"
+    teacher = resolve_model(args.teacher, "teacher")
+    results: dict[tuple[str, str], dict[str, Any]] = {}
+    for name, uri in models.items():
+        other = resolve_model(uri, name)
+        for search in searches:
+            started = time.perf_counter()
+            records = find_deviations(
+                teacher.predict,
+                other.predict,
+                rows,
+                code_columns,
+                language,
+                queries=max(budgets),
+                search=search,
+                seed=args.seed,
+            )
+            r = rates_at(records, budgets)
+            r["seconds"] = time.perf_counter() - started
+            r["queries"] = sum(x.queries for x in records)
+            found_q = [x.queries_to_first for x in records if x.found and x.queries_to_first is not None]
+            r["median"] = float(np.median(found_q)) if found_q else math.nan
+            results[(name, search)] = r
+    print(f"rows {len(rows)}, language {language}, budgets {budgets}, seed {args.seed}\n")
+    print("| model | search | agreeing | " + " | ".join(f"rate @{b}" for b in budgets) + " | median q | s |")
+    print("|---|---|---|" + "---|" * len(budgets) + "---|---|")
+    for (name, search), r in results.items():
+        n = int(r["agree"].sum())
+        cells = []
+        for b in budgets:
+            k = int(r[b].sum())
+            lo, hi = clopper_pearson(k, n)
+            cells.append(f"{k / n:.1%} [{lo:.0%}, {hi:.0%}]" if n else "–")
+        print(f"| {name} | {search} | {n} | " + " | ".join(cells) + f" | {r['median']:.0f} | {r['seconds']:.0f} |")
+    print("\nPaired over agreeing rows (row bootstrap, B = 2000): dflare's rows found / the other search's")
+    for name in models:
+        for other in ("random", "mhm"):
+            if (name, "dflare") not in results or (name, other) not in results:
+                continue
+            d, o = results[(name, "dflare")], results[(name, other)]
+            for b in budgets:
+                n = len(d["agree"])
+                ratio = d[b].sum() / max(o[b].sum(), 1e-9)
+                lo, hi = boot(lambda i, d=d, o=o, b=b: d[b][i].sum() / o[b][i].sum() if o[b][i].sum() else math.nan, n)
+                print(f"- {name} @{b}: dflare/{other} {ratio:.2f} [{lo:.2f}, {hi:.2f}]")
+    if args.reference:
+        print("\nExcess over the retrained teacher (student rate − retrained teacher's, row bootstrap):")
+        for name in models:
+            if name == "retrained teacher":
+                continue
+            for search in ("dflare", "random"):
+                s, t = results.get((name, search)), results.get(("retrained teacher", search))
+                if s is None or t is None:
+                    continue
+                for b in budgets:
+                    n = len(s["agree"])
+                    diff = rate_of(s[b], s["agree"], np.arange(n)) - rate_of(t[b], t["agree"], np.arange(n))
+
+                    def stat(i: np.ndarray, s: Any = s, t: Any = t, b: int = b) -> float:
+                        return rate_of(s[b], s["agree"], i) - rate_of(t[b], t["agree"], i)
+
+                    lo, hi = boot(stat, n)
+                    verdict = "established" if lo > 0 else ("below" if hi < 0 else "not established")
+                    print(f"- {name} / {search} @{b}: {diff:+.3f} [{lo:+.3f}, {hi:+.3f}] {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -47,13 +47,13 @@ BUDGETS = (10, 30, 100, 300)
 SEARCHES = ("dflare", "random", "mhm", "alert")
 
 
-def rates_at(records: list[Any], budgets: tuple[int, ...]) -> dict[str, Any]:
+def rates_at(records: list[Any], budgets: tuple[int, ...]) -> dict[Any, Any]:
     """Per budget: found rows among agreeing rows, with the row mask (for pairing)."""
     agree = np.array([r.agreed_at_start for r in records], bool)
     first = np.array(
         [r.queries_to_first if (r.found and r.queries_to_first is not None) else 10**9 for r in records], float
     )
-    out: dict[str, Any] = {"agree": agree, "first": first}
+    out: dict[Any, Any] = {"agree": agree, "first": first}
     for b in budgets:
         out[b] = agree & (first <= b)
     return out
@@ -110,15 +110,20 @@ def main() -> None:
     rows = judged_rows(first_student).head(args.rows).reset_index(drop=True)
     code_columns = [c for c in rows.columns if c in ("func", "func1", "func2", "code")] or [rows.columns[0]]
     language = "java" if "func1" in rows.columns else "c"
-    teacher = resolve_model(args.teacher, "teacher")
-    results: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def probabilities(uri: str, name: str) -> Any:
+        predictor = resolve_model(uri, name)
+        return lambda frame: predictor.predict(frame, code_columns)[0]
+
+    teacher = probabilities(args.teacher, "teacher")
+    results: dict[tuple[str, str], dict[Any, Any]] = {}
     for name, uri in models.items():
-        other = resolve_model(uri, name)
+        model = probabilities(uri, name)
         for search in searches:
             started = time.perf_counter()
             records = find_deviations(
-                teacher.predict,
-                other.predict,
+                teacher,
+                model,
                 rows,
                 code_columns,
                 language,

@@ -15,6 +15,10 @@ Spellings: ``auto``; ``fp32`` (also ``32-true``, ``32``, ``float32``); ``bf16`` 
 training). Lightning strings such as ``64-true`` or ``bf16-true`` pass through training
 unchanged. ``$METACOMPRESS_PRECISION`` sets the value an unset precision means (default
 ``auto``) for training and inference alike, e.g. ``fp32`` to reproduce full-precision runs.
+Inside :func:`scoped` (the evaluator's ``evaluator_config["precision"]``, the main job's
+``--precision`` for its own inference) an unset precision means the scoped value instead:
+a context variable, so a webhook worker thread beside it is not affected and the process
+environment is never changed.
 
 Probabilities are always formed in float32: logits are cast before the softmax, so the
 relations' KL divergences (MR2) and confidences (MR4) keep their meaning in bf16 runs.
@@ -24,6 +28,7 @@ This module imports torch only inside the functions that need it.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import logging
 import os
@@ -50,6 +55,8 @@ ALIASES = {
     "16-mixed": "fp16",
     "float16": "fp16",
 }
+# what an unset precision means inside :func:`scoped` (None: $METACOMPRESS_PRECISION, else auto)
+_SCOPED: contextvars.ContextVar[str | None] = contextvars.ContextVar("metacompress_precision", default=None)
 # the Lightning ``Trainer(precision=...)`` of each inference spelling
 LIGHTNING = {"fp32": "32-true", "bf16": "bf16-mixed", "fp16": "16-mixed"}
 # Lightning values with no inference spelling, accepted for training as they are
@@ -95,11 +102,12 @@ def gpu_has_bf16() -> bool:
 
 def requested(value: str | None = None) -> str:
     """``value`` in its canonical spelling (``auto``, ``fp32``, ``bf16``, ``fp16``, or a
-    Lightning-only string); None or empty means ``$METACOMPRESS_PRECISION``, else ``auto``.
-    An unknown value raises ``ValueError`` naming it (and the variable when it came from there)."""
+    Lightning-only string); None or empty means the :func:`scoped` value, else
+    ``$METACOMPRESS_PRECISION``, else ``auto``. An unknown value raises ``ValueError`` naming
+    it (and the variable when it came from there)."""
     source = "precision"
     if value is None or str(value).strip() == "":
-        value, source = os.environ.get(PRECISION_ENV) or AUTO, f"${PRECISION_ENV}"
+        value, source = _SCOPED.get() or os.environ.get(PRECISION_ENV) or AUTO, f"${PRECISION_ENV}"
     text = str(value).strip().lower()
     if text in ALIASES:
         return ALIASES[text]
@@ -144,22 +152,39 @@ def short(lightning: str | None) -> str:
 
 
 @contextlib.contextmanager
+def scoped(value: str | None, source: str = "precision") -> Iterator[str | None]:
+    """Within the block, an unset precision means ``value`` (validated here, a bad one
+    raising ``ValueError`` that names ``source``); None or empty leaves things as they are.
+    Yields the canonical spelling (or None). A context variable: other threads and the
+    process environment are untouched."""
+    if value is None or str(value).strip() == "":
+        yield None
+        return
+    try:
+        chosen = requested(str(value))
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
+    token = _SCOPED.set(chosen)
+    try:
+        yield chosen
+    finally:
+        _SCOPED.reset(token)
+
+
+def inference_spelling(training: str | None) -> str | None:
+    """The inference precision an explicit training precision implies (``32-true`` →
+    ``fp32``, ``bf16-true`` → ``bf16``), or None for None, empty or ``auto``."""
+    if training is None or str(training).strip() == "" or requested(training) == AUTO:
+        return None
+    chosen = requested(training)
+    return {"64-true": "fp32", "bf16-true": "bf16", "16-true": "fp16"}.get(chosen, chosen)
+
+
+@contextlib.contextmanager
 def inference_follows(training: str | None) -> Iterator[None]:
     """While a command trains at an explicit ``training`` precision (``--precision 32-true``),
-    its own inference (soft labels, test accuracy, speed tags, the gates' evaluations) runs
-    at the same one: ``$METACOMPRESS_PRECISION`` is set to its inference spelling and
-    restored afterwards. None, empty or ``auto`` leave everything as it is."""
-    if training is None or str(training).strip() == "" or requested(training) == AUTO:
+    its own inference (soft labels, test accuracy, speed tags) runs at the same one
+    (:func:`scoped`); the gates' evaluations get it through ``evaluator_config["precision"]``.
+    None, empty or ``auto`` leave everything as it is."""
+    with scoped(inference_spelling(training)):
         yield
-        return
-    chosen = requested(training)
-    spelling = {"64-true": "fp32", "bf16-true": "bf16", "16-true": "fp16"}.get(chosen, chosen)
-    before = os.environ.get(PRECISION_ENV)
-    os.environ[PRECISION_ENV] = spelling
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(PRECISION_ENV, None)
-        else:
-            os.environ[PRECISION_ENV] = before

@@ -57,15 +57,17 @@ def add_device_args(parser: argparse.ArgumentParser) -> None:
 
 
 def trainer(args: argparse.Namespace) -> Any:
-    """The device arguments as a checked ``TrainerSettings`` (a bad value fails here)."""
-    from mlflow_metacompress.distill.devices import TrainerSettings, parse_devices
+    """The device arguments parsed once as a checked ``TrainerSettings`` (a bad value fails
+    here, naming the MLproject parameter); it is passed down unchanged."""
+    from mlflow_metacompress.distill.devices import TrainerSettings
 
-    devices = "auto" if args.devices.strip().lower() == "auto" else parse_devices(args.devices)
-    settings = TrainerSettings(
-        devices=devices, strategy=args.strategy, precision=args.precision or None, threads=checked_threads(args)
+    return TrainerSettings.parse(
+        devices=args.devices,
+        strategy=args.strategy,
+        precision=args.precision,
+        threads=args.threads,
+        source="MLproject parameter",
     )
-    settings.check()
-    return settings
 
 
 def bars(args: argparse.Namespace) -> bool:

@@ -35,10 +35,7 @@ def main(argv: list[str] | None = None) -> int:
             profile=args.profile,
             methods=args.methods,
             progress=args.progress == "true",
-            devices=devices.devices,
-            strategy=devices.strategy,
-            precision=devices.precision,
-            threads=devices.threads,
+            settings=devices,
         )
     )
     print(f"\nMetaCompress pipeline run {result.run_id} (tracking {uri})\n")

@@ -17,6 +17,7 @@ from mlflow_metacompress.distill.batches import (
     padded_share,
 )
 from mlflow_metacompress.distill.datasets import CodeExamples, Collator
+from mlflow_metacompress.distill.devices import TrainerSettings
 from tests.conftest import TOY_CODE
 
 
@@ -107,7 +108,7 @@ def test_a_fit_tokenises_each_row_once_and_two_fits_of_one_seed_agree(tiny_class
         model = CodeClassifier.from_config(
             len(tok), hidden_size=32, intermediate_size=64, max_length=64, pad_token_id=tok.pad_token_id
         )
-        config = FitConfig(epochs=3, batch_size=8, progress=False, threads=1, seed=3)
+        config = FitConfig(epochs=3, batch_size=8, progress=False, settings=TrainerSettings(threads=1), seed=3)
         fit(ClassifierModule(model, soft_label_loss(1.0)), counting, train, val, config, mlflow_logger=False)
         assert counting.texts == len(train) + len(val)
         weights.append({k: v.clone() for k, v in model.state_dict().items()})

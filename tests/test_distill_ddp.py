@@ -16,7 +16,7 @@ import torch
 
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.datasets import CodeExamples
-from mlflow_metacompress.distill.devices import resolve
+from mlflow_metacompress.distill.devices import TrainerSettings, resolve
 from mlflow_metacompress.distill.modules import soft_label_loss
 from mlflow_metacompress.distill.student import train_student
 from mlflow_metacompress.distill.training import FitConfig
@@ -69,7 +69,12 @@ def _train(tok, devices: int, strategy: str, folder):
         val,
         soft_label_loss(1.0),
         RankProbe(str(folder)),
-        FitConfig(epochs=6, batch_size=8, progress=False, accelerator="cpu", devices=devices, strategy=strategy),
+        FitConfig(
+            epochs=6,
+            batch_size=8,
+            progress=False,
+            settings=TrainerSettings(accelerator="cpu", devices=devices, strategy=strategy),
+        ),
         lr=5e-3,
         checkpoint_dir=folder / "ckpt",
     )

@@ -12,6 +12,7 @@ import pytest
 
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.cost import ELEMENTWISE_WEIGHT, LAYER_OVERHEAD, FlopCost, check_cost, terms
+from mlflow_metacompress.distill.devices import TrainerSettings
 
 SHAPES = [
     ArchSpec(vocab_size=1000, num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=256),
@@ -134,7 +135,9 @@ def test_two_tiny_pipelines_with_one_seed_register_the_same_students(tracking, t
         uri = f"sqlite:///{db}"
         mlflow.set_tracking_uri(uri)
         mlflow.set_registry_uri(uri)
-        config = PipelineConfig(profile="tiny", methods="compressor,avatar,morph", size_mb=0.3, seed=0, threads=1)
+        config = PipelineConfig(
+            profile="tiny", methods="compressor,avatar,morph", size_mb=0.3, seed=0, settings=TrainerSettings(threads=1)
+        )
         config.progress = False
         result = run_pipeline(config)
         assert result.errors == {}

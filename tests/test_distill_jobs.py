@@ -33,7 +33,9 @@ def test_teacher_keywords_split_into_job_and_fit_config_and_unknown_ones_are_nam
     trainer = TrainerSettings(accelerator="cpu", threads=1)
     job = TeacherJob.build(None, "bigclonebench", epochs=2, lr=1e-3, monitor="last", patience=3, trainer=trainer)
     assert job.task == "bigclonebench" and job.lr == 1e-3 and job.arch == DEFAULT_TEACHER
-    assert job.fit == FitConfig(epochs=2, monitor="last", patience=3, accelerator="cpu", threads=1)
+    assert job.fit == FitConfig(
+        epochs=2, monitor="last", patience=3, settings=TrainerSettings(accelerator="cpu", threads=1)
+    )
     with pytest.raises(TypeError, match="hidden_layers"):
         TeacherJob.build(None, hidden_layers=3)
     with pytest.raises(ValueError, match="train_on must be 'half' or 'all', got 'most'"):

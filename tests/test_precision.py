@@ -271,7 +271,7 @@ def test_a_teacher_run_records_the_resolved_precision(tracking, monkeypatch):
     )
     run = mlflow.get_run(again.run_id).data
     assert run.params["precision"] == "32-true" and run.tags[PRECISION_TAG] == "32-true" and seen == ["fp32"]
-    assert precision.PRECISION_ENV not in os.environ  # restored after the run
+    assert precision.PRECISION_ENV not in os.environ  # never set
 
 
 @pytest.mark.parametrize(
@@ -279,14 +279,45 @@ def test_a_teacher_run_records_the_resolved_precision(tracking, monkeypatch):
     [("32-true", "fp32"), ("bf16-mixed", "bf16"), ("64-true", "fp32"), ("auto", None), ("", None)],
 )
 def test_inference_follows_an_explicit_training_precision(training, inside, monkeypatch):
+    """The scoped precision is what an unset one means inside; the environment is never changed."""
     monkeypatch.delenv(precision.PRECISION_ENV, raising=False)
     with precision.inference_follows(training):
-        assert os.environ.get(precision.PRECISION_ENV) == inside
-    assert precision.PRECISION_ENV not in os.environ
+        assert precision.requested() == (inside or "auto")
+        assert precision.PRECISION_ENV not in os.environ
+    assert precision.requested() == "auto"
     monkeypatch.setenv(precision.PRECISION_ENV, "bf16")
     with precision.inference_follows(training):
-        assert os.environ[precision.PRECISION_ENV] == (inside or "bf16")
-    assert os.environ[precision.PRECISION_ENV] == "bf16"
+        assert precision.requested() == (inside or "bf16")
+        assert os.environ[precision.PRECISION_ENV] == "bf16"
+    assert precision.requested() == "bf16"
+
+
+def test_a_scoped_precision_stays_in_its_thread_and_names_a_bad_value(monkeypatch):
+    """Issue 45: the gate's evaluation gets its precision through the evaluator config, scoped
+    to the evaluating thread; a webhook worker thread beside it still sees the default."""
+    import threading
+
+    monkeypatch.delenv(precision.PRECISION_ENV, raising=False)
+    seen = {}
+    inside = threading.Event()
+    done = threading.Event()
+
+    def worker():
+        inside.wait(5)
+        seen["worker"] = precision.requested()
+        done.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    with precision.scoped("32-true") as chosen:
+        inside.set()
+        done.wait(5)
+        seen["evaluator"] = precision.requested()
+    thread.join(5)
+    assert chosen == "fp32" and seen == {"worker": "auto", "evaluator": "fp32"}
+    with pytest.raises(ValueError, match=r"evaluator_config\['precision'\].*'fp8'"):
+        with precision.scoped("fp8", source="evaluator_config['precision']"):
+            pass
 
 
 # ----------------------------------------------------------------------------- the benchmark's parts

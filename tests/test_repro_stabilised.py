@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from mlflow_metacompress.distill.devices import TrainerSettings
 from tests.test_distill_batches import _examples
 
 
@@ -34,7 +35,9 @@ def _norms_of_a_fit(tok, grad_clip: float | None) -> list[float]:
     model = CodeClassifier.from_config(
         len(tok), hidden_size=32, intermediate_size=64, max_length=64, pad_token_id=tok.pad_token_id
     )
-    config = FitConfig(epochs=2, batch_size=8, progress=False, threads=1, seed=0, grad_clip=grad_clip)
+    config = FitConfig(
+        epochs=2, batch_size=8, progress=False, settings=TrainerSettings(threads=1), seed=0, grad_clip=grad_clip
+    )
     fit(Recording(model, soft_label_loss(1.0), lr=1e-2), tok, _examples(32), None, config, mlflow_logger=False)
     return norms
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from mlflow_metacompress import threads
+from mlflow_metacompress.distill.devices import TrainerSettings
 from tests.conftest import toy_frame
 
 
@@ -178,7 +179,7 @@ def test_fit_trains_on_the_configured_threads_and_restores_them(clean_env):
         tok,
         data,
         None,
-        training.FitConfig(epochs=1, batch_size=8, progress=False, threads=want),
+        training.FitConfig(epochs=1, batch_size=8, progress=False, settings=TrainerSettings(threads=want)),
         mlflow_logger=False,
     )
     assert seen and set(seen) == {want}
@@ -190,11 +191,17 @@ def test_fit_trains_on_the_configured_threads_and_restores_them(clean_env):
     )
     assert set(seen) == {2}
     with pytest.raises(ValueError, match="threads must be a positive integer"):
-        training.fit(Spy(model), tok, data, None, training.FitConfig(epochs=1, threads="many"), mlflow_logger=False)
+        training.fit(
+            Spy(model),
+            tok,
+            data,
+            None,
+            training.FitConfig(epochs=1, settings=TrainerSettings(threads="many")),
+            mlflow_logger=False,
+        )
 
 
 def test_trainer_settings_check_threads_and_log_the_resolved_count(clean_env):
-    from mlflow_metacompress.distill.devices import TrainerSettings
 
     clean_env.setenv(threads.ENV, "2")
     assert TrainerSettings().params()["threads"] == 2

@@ -72,6 +72,11 @@ DESCRIPTIONS: dict[str, str] = {
         'Torch threads for inference and timing: a positive integer, or `"auto"`/unset for '
         "`$METACOMPRESS_THREADS`, else `$OMP_NUM_THREADS`, else the usable cores minus one (at least 1)."
     ),
+    "precision": (
+        'Inference precision of code classifiers during the evaluation: `"auto"` (bf16 where the hardware runs it '
+        'natively), `"fp32"`, `"bf16"` or `"fp16"`; unset: `$METACOMPRESS_PRECISION`, else auto. Scoped to the '
+        "evaluation (the environment is not changed); the main job's gates pass `--precision` here."
+    ),
     "inference": (
         '`"torch"`, or `"onnxruntime"`: query both models through ONNX Runtime (each code classifier exported '
         "once, cached by content; metrics equal torch's). A model logged with `mlflow.onnx` always runs on ONNX "

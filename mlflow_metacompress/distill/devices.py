@@ -63,6 +63,57 @@ class TrainerSettings:
     precision: str | None = None  # None = $METACOMPRESS_PRECISION, else "auto" (bf16 where native)
     threads: int | str | None = None
 
+    @classmethod
+    def parse(
+        cls,
+        *,
+        accelerator: str = "auto",
+        devices: Any = 1,
+        strategy: str = "auto",
+        precision: str | None = None,
+        threads: Any = None,
+        source: str = "",
+    ) -> TrainerSettings:
+        """The one parse of a command's run settings (MLproject parameters, CLI flags):
+        ``devices`` as a count (``"auto"`` kept), ``precision`` in its canonical spelling
+        (empty/None: unset), ``threads`` as an int (None for ``auto``), then :meth:`check`.
+        The result is passed down unchanged to the fits (:class:`.jobs.FitConfig` holds it)
+        and to the gates' evaluations (``evaluator_config["threads"]``/``["precision"]``).
+        Errors name the setting (``source``, e.g. the MLproject parameter) and the value."""
+        from ..precision import requested
+        from ..threads import parse_threads
+
+        where = f" ({source})" if source else ""
+        count: int | str = "auto" if str(devices).strip().lower() == "auto" else parse_devices(devices)
+        text = None if precision is None or str(precision).strip() == "" else str(precision).strip()
+        if text is not None:
+            try:
+                requested(text)
+            except ValueError as exc:
+                raise ValueError(f"precision{where}: {exc}") from None
+        settings = cls(
+            accelerator=accelerator,
+            devices=count,
+            strategy=strategy,
+            precision=text,
+            threads=parse_threads(threads, f"threads{where}"),
+        )
+        settings.check()
+        return settings
+
+    def evaluator_config(self) -> dict[str, Any]:
+        """The keys the gates' evaluations take from these settings: ``threads`` when given,
+        and ``precision`` when training was asked for an explicit one (its inference spelling)."""
+        from ..precision import inference_spelling
+
+        out: dict[str, Any] = {}
+        if isinstance(self.threads, int):
+            out["threads"] = self.threads
+        spelling = inference_spelling(self.precision)
+        if spelling is not None:
+            out["precision"] = spelling
+        return out
+
     def check(self) -> Placement:
         """:func:`resolve` these settings (and the thread count), so a bad value fails
         before data or runs."""

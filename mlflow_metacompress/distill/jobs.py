@@ -41,12 +41,10 @@ class FitConfig:
     max_steps: int = -1
     seed: int = 0
     progress: bool = True
-    accelerator: str = "auto"  # "auto" takes a GPU when one is visible (the ``paper`` profile), else the CPU
-    precision: str | None = None  # e.g. "bf16-mixed" on a GPU; None = full precision
-    # Lightning's devices and strategy (:mod:`.devices`): devices=2, strategy="ddp" trains in two
-    # processes (spawned; gloo on a CPU, NCCL on GPUs); 1 = this process only
-    devices: int | str = 1
-    strategy: str = "auto"
+    # Lightning's accelerator, devices, strategy and precision and torch's threads (:mod:`.devices`):
+    # the command's one carrier, passed down unchanged (devices=2, strategy="ddp" trains in two
+    # spawned processes; precision None = $METACOMPRESS_PRECISION, else auto: bf16 where native)
+    settings: TrainerSettings = field(default_factory=TrainerSettings)
     # the validation metric whose best epoch is kept: "val_acc" (labels), "val_agreement"
     # (the teacher's argmax) or "val_relations_kept" (rows keeping MR1-MR4 with the teacher,
     # :func:`.losses.relation_agreement`), both when the validation set carries teacher
@@ -55,9 +53,6 @@ class FitConfig:
     # stop once the monitored metric has not improved for this many epochs (Lightning's
     # EarlyStopping; the best checkpoint is still the one reloaded); None trains every epoch
     patience: int | None = None
-    # torch's intra-op threads per training process (mlflow_metacompress/threads.py): None or "auto"
-    # = $METACOMPRESS_THREADS, else the default for this machine
-    threads: int | str | None = None
     # training batches draw rows from windows of this many batches sorted by token count
     # (:mod:`.batches`: less padding, seeded order); 0 or 1 = plain seeded shuffling
     length_window: int = 16
@@ -67,27 +62,13 @@ class FitConfig:
 
     @classmethod
     def on(cls, trainer: TrainerSettings | None, **budget: Any) -> FitConfig:
-        """A config with ``budget`` (epochs, batch_size, ...) and ``trainer``'s Lightning
-        settings and threads (the defaults when None)."""
-        t = trainer or TrainerSettings()
-        return cls(
-            **budget,
-            accelerator=t.accelerator,
-            devices=t.devices,
-            strategy=t.strategy,
-            precision=t.precision,
-            threads=t.threads,
-        )
+        """A config with ``budget`` (epochs, batch_size, ...) carrying ``trainer`` unchanged
+        (the defaults when None)."""
+        return cls(**budget, settings=trainer or TrainerSettings())
 
     def trainer(self) -> TrainerSettings:
-        """The Lightning settings and threads of this config, as the command's :class:`.devices.TrainerSettings`."""
-        return TrainerSettings(
-            accelerator=self.accelerator,
-            devices=self.devices,
-            strategy=self.strategy,
-            precision=self.precision,
-            threads=self.threads,
-        )
+        """The Lightning settings and threads of this config (the command's carrier)."""
+        return self.settings
 
 
 # the keywords of train_teacher/distill_student that are FitConfig's (the rest are the job's)

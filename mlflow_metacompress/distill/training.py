@@ -317,8 +317,9 @@ def fit(
     from ..threads import using
 
     config = config or FitConfig()
-    placement = resolve(config.accelerator, config.devices, config.strategy, config.precision)
-    threads = resolve_threads(config.threads, processes=placement.world_size)
+    t = config.settings
+    placement = resolve(t.accelerator, t.devices, t.strategy, t.precision)
+    threads = resolve_threads(t.threads, processes=placement.world_size)
     if placement.world_size > 1:
         ship_by_value(type(module))
     L.seed_everything(config.seed, workers=True, verbose=False)

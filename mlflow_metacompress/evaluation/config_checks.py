@@ -57,6 +57,20 @@ def _threads(value: Any) -> None:
         raise _bad("threads", value, "a positive integer, 'auto' or unset") from None
 
 
+def check_precision(value: Any) -> None:
+    """``auto``, ``fp32``, ``bf16``, ``fp16`` (or a Lightning spelling such as ``32-true``), or unset."""
+    from ..precision import requested
+
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise _bad("precision", value, "'auto', 'fp32', 'bf16', 'fp16' or unset")
+    try:
+        requested(value)
+    except ValueError:
+        raise _bad("precision", value, "'auto', 'fp32', 'bf16', 'fp16' or unset") from None
+
+
 def _relation_params(cfg: EvaluatorConfig) -> None:
     """Each registered relation's parameter that is a config key, in its declared range."""
     from ..relations.base import relation_params
@@ -86,6 +100,7 @@ def check_values(cfg: EvaluatorConfig) -> None:
     _flag("progress", cfg.progress)
     _flag("measure_speed", cfg.measure_speed)
     _threads(cfg.threads)
+    check_precision(cfg.precision)
     if cfg.measure_speed and cfg.static:
         raise MetaCompressInputError(
             "evaluator_config['measure_speed'] needs models; static mode has only probabilities"

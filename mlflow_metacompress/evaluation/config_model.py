@@ -53,6 +53,9 @@ class EvaluatorConfig:
     max_slice_values: int = 20  # per slice column: the most frequent values sliced, the rest skipped
     measure_speed: bool = False  # student_speedup (evaluation/speed.py): both models local pyfuncs
     threads: Any = None  # torch threads of inference and timing (mlflow_metacompress/threads.py); None/"auto": default
+    precision: str | None = (
+        None  # inference precision of code classifiers (precision.py); None: $METACOMPRESS_PRECISION
+    )
     inference: str = "torch"  # "onnxruntime": both models queried through ONNX Runtime (adapters/onnx.py)
     engine: str = "local"  # "spark": transforms + inference on a SparkSession (evaluation/spark_engine.py)
     attack_engine: str = (

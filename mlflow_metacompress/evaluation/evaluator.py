@@ -71,7 +71,19 @@ class MetaCompressEvaluator(ModelEvaluator):
             return True
         return model_type == "classifier" and bool((evaluator_config or {}).get("teacher"))
 
-    def evaluate(
+    def evaluate(self, *, evaluator_config: dict[str, Any] | None, **kwargs: Any) -> EvaluationResult:
+        """The evaluation, with ``evaluator_config["precision"]`` scoped around every model load
+        and query (:func:`mlflow_metacompress.precision.scoped`), checked first: a bad value fails
+        naming the key, before anything loads or logs."""
+        from ..precision import scoped
+        from .config_checks import check_precision
+
+        value = (evaluator_config or {}).get("precision")
+        check_precision(value)
+        with scoped(value, source="evaluator_config['precision']"):
+            return self._evaluate(evaluator_config=evaluator_config, **kwargs)
+
+    def _evaluate(
         self,
         *,
         model_type: str,

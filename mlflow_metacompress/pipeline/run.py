@@ -86,15 +86,11 @@ class PipelineConfig:
     methods: str | Sequence[str] = ALL  # every discovered method, or a comma-separated list
     alias: str = "champion"
     progress: bool = True  # progress bars, shown only when output is a terminal
-    # Lightning's Trainer settings for the teacher's and students' fits (distill/devices.py):
-    # devices=2, strategy="ddp" trains in two spawned processes; precision None/"auto": bf16-mixed where
-    # the CPU (AVX512-BF16/AMX) or GPU runs bf16 natively, else 32-true (mlflow_metacompress/precision.py)
-    devices: int | str = 1
-    strategy: str = "auto"
-    precision: str | None = None
-    # torch threads of every stage's training, inference and speed timings (mlflow_metacompress/threads.py):
-    # None/"auto" = $METACOMPRESS_THREADS, else the free cores
-    threads: int | str | None = None
+    # the run settings of every fit, inference and gate (distill/devices.py TrainerSettings, parsed once:
+    # TrainerSettings.parse): devices=2, strategy="ddp" trains in two spawned processes; precision None/"auto":
+    # bf16-mixed where the CPU (AVX512-BF16/AMX) or GPU runs bf16 natively, else 32-true; threads None/"auto":
+    # $METACOMPRESS_THREADS, else the free cores. None: the defaults
+    settings: TrainerSettings | None = None
 
 
 @dataclass
@@ -149,7 +145,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
         CleanExit() as cleanup,
         tempfile.TemporaryDirectory(prefix="metacompress-pipeline-") as cache,
         using(threads),
-        inference_follows(trainer.precision),  # --precision 32-true: the gates' evaluations in fp32 too
+        inference_follows(trainer.precision),  # --precision 32-true: the job's own inference in fp32 too
         mlflow.start_run(run_name=f"metacompress-{data.dataset}") as run,
     ):
         cleanup.root = run.info.run_id
@@ -191,14 +187,11 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
 
 
 def _trainer_settings(config: PipelineConfig) -> tuple[TrainerSettings, int]:
-    """The checked placement of every training stage (``--devices``, ``--strategy``,
-    ``--precision``, ``--threads``) and the torch threads each process uses."""
+    """The run settings of every stage (``config.settings``, parsed once by the entry point,
+    else the defaults) and the torch threads each process uses."""
     from ..distill.devices import TrainerSettings
 
-    trainer = TrainerSettings(
-        devices=config.devices, strategy=config.strategy, precision=config.precision or None, threads=config.threads
-    )
-    trainer.check()
+    trainer = config.settings if config.settings is not None else TrainerSettings.parse()
     return trainer, trainer.thread_count()
 
 
@@ -243,7 +236,14 @@ def _log_setup(
     mlflow.log_dict(
         {
             "profile": profile.to_dict(),
-            "config": asdict(config) | {"methods": methods},
+            "config": {k: v for k, v in asdict(config).items() if k != "settings"}
+            | {
+                "devices": trainer.devices,
+                "strategy": trainer.strategy,
+                "precision": trainer.precision,
+                "threads": trainer.threads,
+                "methods": methods,
+            },
             "policy": policy.describe(),
             "stage_work": [asdict(w) for w in budget],
         },
@@ -285,6 +285,7 @@ def _method(
             cache / "predictions",
             bars,
             threads=threads,
+            precision=trainer.evaluator_config().get("precision"),
         )
 
 
@@ -311,9 +312,10 @@ def _log_threads(config: PipelineConfig, threads: int) -> None:
     """The log line naming the torch threads of every stage, and whether they were given."""
     from ..threads import describe, parse_threads
 
+    given = config.settings.threads if config.settings is not None else None
     logger.info(
         "torch threads: %s (threads=%s, %s)",
         describe(threads),
-        config.threads or "auto",
-        "the default" if parse_threads(config.threads) is None else "given",
+        given or "auto",
+        "the default" if parse_threads(given) is None else "given",
     )

@@ -173,10 +173,13 @@ def evaluator_config(
     cache_dir: str | Path | None = None,
     progress: bool = True,
     threads: int | str | None = None,
+    precision: str | None = None,
 ) -> dict[str, Any]:
     """The metacompress ``evaluator_config`` of the profile (transformations + attacks),
     with the data's ``language`` set (:attr:`.data.TaskData.language`); ``threads``
-    (torch threads of inference) only when set."""
+    (torch threads of inference) and ``precision`` (the inference precision the job's
+    ``--precision`` implies, :meth:`~mlflow_metacompress.distill.devices.TrainerSettings.evaluator_config`)
+    only when set."""
     if not profile.attacks:
         raise ValueError(f"profile {profile.name!r} names no attack; the pipeline evaluates with at least one")
     cfg: dict[str, Any] = {
@@ -194,6 +197,8 @@ def evaluator_config(
         cfg["cache_dir"] = str(cache_dir)
     if threads not in (None, "", "auto", 0):
         cfg["threads"] = threads
+    if precision:
+        cfg["precision"] = precision
     return cfg
 
 
@@ -263,6 +268,7 @@ def gate_stage(
     cache_dir: str | Path | None = None,
     progress: bool = True,
     threads: int | str | None = None,
+    precision: str | None = None,
 ) -> GateOutcome:
     """Evaluate a registered student against its tagged teacher and promote it if it passes.
 
@@ -274,7 +280,7 @@ def gate_stage(
     from ..gates.gate import gate_version
     from ..gates.promotion import PromotionRefusedError
 
-    cfg = evaluator_config(data, profile, seed, cache_dir, progress, threads)
+    cfg = evaluator_config(data, profile, seed, cache_dir, progress, threads, precision)
     try:
         decision = gate_version(
             model_name,

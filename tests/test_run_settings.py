@@ -41,7 +41,8 @@ def test_threads_and_precision_follow_from_the_mlproject_parameter_to_the_fits_a
     from mlflow_metacompress.pipeline import stages
 
     precision = "32-true" if given else ""
-    argv = _main_argv({"threads": threads, "precision": precision, "methods": "compressor", "profile": "tiny"}, tmp_path)
+    params = {"threads": threads, "precision": precision, "methods": "compressor", "profile": "tiny"}
+    argv = _main_argv(params, tmp_path)
     assert f"--threads {threads}" in " ".join(argv)
     seen: dict[str, list] = {"fit": [], "gate": [], "env": []}
     parses = []

@@ -110,6 +110,31 @@ def _interval_specs(specs: list[MetricSpec]) -> list[MetricSpec]:
     return out
 
 
+def _family_specs(specs: list[MetricSpec]) -> list[MetricSpec]:
+    """The reference model's families (:mod:`.families`: ``reference/<m>``, ``excess/<m>``,
+    ``increment/<m>``, …) of every relation metric, with ``<m>``'s direction, and the interval
+    ends of those with an interval."""
+    from .families import FAMILIES, paired_metric_names
+
+    by_name = {s.name: s for s in specs}
+    out = []
+    for prefix, (definition, interval) in FAMILIES.items():
+        for name in paired_metric_names():
+            better = by_name[name].greater_is_better
+            out.append(MetricSpec(f"{prefix}{name}", better, definition.format(m=name)))
+            if interval:
+                out += [
+                    MetricSpec(
+                        f"{prefix}{name}_ci_{end}",
+                        better,
+                        f"{end} end of the 95% paired percentile-bootstrap interval of {prefix}{name} (the same "
+                        "resamples of original samples as the other intervals)",
+                    )
+                    for end in ("low", "high")
+                ]
+    return out
+
+
 def catalogue() -> dict[str, MetricSpec]:
     """Every metric by name: the registered relations' (:mod:`.relations`, MR1–MR4 and any
     added), the others, and the interval ends. Built per call, so a relation registered
@@ -118,7 +143,7 @@ def catalogue() -> dict[str, MetricSpec]:
 
     specs = [MetricSpec(m.name, m.greater_is_better, m.definition) for r in registered_relations() for m in r.metrics]
     specs += _OTHER_SPECS
-    specs += _interval_specs(specs)
+    specs += _interval_specs(specs) + _family_specs(specs)
     return {s.name: s for s in specs}
 
 
@@ -129,9 +154,15 @@ def __getattr__(name: str) -> Any:
 
 
 def base_name(key: str, prefix: str = "") -> str:
-    """Strip the metric prefix, a ``/variant`` suffix and an ``attack_<a>/<model>_`` head."""
+    """Strip the metric prefix, a ``/variant`` suffix and an ``attack_<a>/<model>_`` head; a
+    family prefix stays (``excess/mr1_violation_rate/metamorphic`` → ``excess/mr1_violation_rate``)."""
     if prefix and key.startswith(prefix):
         key = key[len(prefix) :]
+    from .families import split_family
+
+    family, rest = split_family(key)
+    if family:
+        return family + rest.split("/", 1)[0]
     if key.startswith("attack_") and "/" in key:
         key = key.split("/", 1)[1]
         for model in ("teacher_", "student_"):

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .families import split_family
 from .relations import RelationConfig, registered_relations
 from .relations.pairing import relation_metrics, row_statistics, sample_totals
 from .resampling import one_blas_thread, resample_counts, weight_chunks  # noqa: F401 - resample_counts is public here too
@@ -66,19 +67,22 @@ INTERVAL_SUFFIXES = ("_ci_low", "_ci_high")
 
 def interval_key(key: str, end: str) -> str:
     """``mr1_violation_rate/metamorphic``, ``"high"`` → ``mr1_violation_rate_ci_high/metamorphic``
-    (the variant suffix stays last)."""
+    (the variant suffix stays last; a family prefix stays first, :mod:`.families`:
+    ``excess/mr1_violation_rate_ci_high/metamorphic``)."""
     if end not in ("low", "high"):
         raise ValueError(f"interval end must be 'low' or 'high', got {end!r}")
-    head, sep, tail = key.partition("/")
-    return f"{head}_ci_{end}{sep}{tail}"
+    family, rest = split_family(key)
+    head, sep, tail = rest.partition("/")
+    return f"{family}{head}_ci_{end}{sep}{tail}"
 
 
 def point_key(key: str) -> str:
     """Inverse of :func:`interval_key`: ``x_ci_high/metamorphic`` → ``x/metamorphic``."""
-    head, sep, tail = key.partition("/")
+    family, rest = split_family(key)
+    head, sep, tail = rest.partition("/")
     for suffix in INTERVAL_SUFFIXES:
         if head.endswith(suffix):
-            return f"{head[: -len(suffix)]}{sep}{tail}"
+            return f"{family}{head[: -len(suffix)]}{sep}{tail}"
     return key
 
 

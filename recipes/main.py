@@ -20,6 +20,12 @@ def main(argv: list[str] | None = None) -> int:
         default="all",
         help="comma-separated methods, or all (every module of mlflow_metacompress/distill/methods/)",
     )
+    parser.add_argument(
+        "--reference",
+        choices=("true", "false"),
+        default="false",
+        help="true: train a second teacher with another seed and gate each student's excess over it",
+    )
     args = parser.parse_args(argv)
     uri = setup()
     devices = trainer(args)
@@ -36,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
             methods=args.methods,
             progress=args.progress == "true",
             settings=devices,
+            reference=args.reference == "true",
         )
     )
     print(f"\nMetaCompress pipeline run {result.run_id} (tracking {uri})\n")

@@ -34,6 +34,13 @@ DESCRIPTIONS: dict[str, str] = {
         "Static mode: the columns of `data` holding the teacher's class probabilities (with `model=None`)."
     ),
     "student_prob_columns": "Static mode: the columns of `data` holding the student's class probabilities.",
+    "reference": (
+        "A second model of the teacher's task (e.g. the teacher retrained with another seed), in any form "
+        "`teacher` accepts; judged against the teacher on the rows the student is judged on, it adds the "
+        "`reference/`, `excess/` and `increment/` metrics. See "
+        "[reading rates against a retrained teacher](../guide/evaluating.md#reading-rates-against-a-retrained-teacher)."
+    ),
+    "reference_prob_columns": "Static mode: the columns of `data` holding the reference model's class probabilities.",
     "kl_threshold": "MR2: a sample violates when KL(P_T‖P_S) exceeds it.",
     "confidence_threshold": "MR3: the teacher confidence τ that puts a sample in the high-confidence set H.",
     "calibration_bins": "MR4 and ECE: the number of confidence bins (at most 1,000).",

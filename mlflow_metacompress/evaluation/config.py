@@ -33,6 +33,7 @@ LIST_KEYS = (
     "code_columns",
     "teacher_prob_columns",
     "student_prob_columns",
+    "reference_prob_columns",
     "transform_columns",
     "attacks",
     "slice_columns",
@@ -91,6 +92,7 @@ def parse_config(
     check_values(cfg)
     check_slice_config(cfg, data)
     _check_mode(cfg, data, model_given)
+    _check_reference(cfg, data)
     if cfg.language is not None and cfg.language not in LANGUAGES:
         raise MetaCompressInputError(f"language must be one of {LANGUAGES}; got {cfg.language!r}")
     if cfg.code_columns is None:
@@ -101,7 +103,10 @@ def parse_config(
     if cfg.code_columns:
         check_code_columns(data, list(cfg.code_columns))
     if cfg.teacher_prob_columns and cfg.student_prob_columns:  # static mode: _check_mode required both
-        check_probability_columns(data, list(cfg.teacher_prob_columns) + list(cfg.student_prob_columns))
+        check_probability_columns(
+            data,
+            list(cfg.teacher_prob_columns) + list(cfg.student_prob_columns) + list(cfg.reference_prob_columns or ()),
+        )
     if cfg.code_columns and cfg.transform_columns is None:
         cfg = replace(cfg, transform_columns=cfg.code_columns[:1])
         sources["transform_columns"] = "inferred"
@@ -112,6 +117,37 @@ def parse_config(
     cfg = replace(cfg, sources=tuple(sources.items()))
     cfg.transform_names()  # unknown transformation names fail here, before any model runs
     return cfg
+
+
+def _check_reference(cfg: EvaluatorConfig, data: pd.DataFrame) -> None:
+    """The reference model (issue 42): a model in model mode, columns in static mode, judged
+    where the student is (the local engine)."""
+    if cfg.static and cfg.reference is not None:
+        raise MetaCompressInputError(
+            "static mode judges given probabilities: name the reference's columns in reference_prob_columns "
+            "instead of evaluator_config['reference']"
+        )
+    if not cfg.static and cfg.reference_prob_columns is not None:
+        raise MetaCompressInputError(
+            "reference_prob_columns is for static mode (with teacher_prob_columns and student_prob_columns); "
+            "in model mode pass the reference model as evaluator_config['reference']"
+        )
+    if cfg.reference is not None and cfg.engine != "local":
+        raise MetaCompressInputError(
+            f"evaluator_config['reference'] is judged by engine 'local' only; got engine {cfg.engine!r}"
+        )
+    if cfg.reference_prob_columns is None:
+        return
+    if len(cfg.reference_prob_columns) != len(cfg.teacher_prob_columns or ()):
+        raise MetaCompressInputError(
+            "the reference and the teacher disagree on the number of classes: reference_prob_columns has "
+            f"{len(cfg.reference_prob_columns)} columns, teacher_prob_columns has {len(cfg.teacher_prob_columns or ())}"
+        )
+    for col in cfg.reference_prob_columns:
+        if col not in data.columns:
+            raise MetaCompressInputError(
+                f"reference_prob_columns: column {col!r} is missing from the data; columns are {list(data.columns)}"
+            )
 
 
 def _check_mode(cfg: EvaluatorConfig, data: pd.DataFrame, model_given: bool) -> None:

@@ -20,7 +20,13 @@ if TYPE_CHECKING:
 
 MAX_BOOTSTRAP_SAMPLES = 100_000  # 0 turns intervals off
 MAX_SEED = 2**63 - 1
-COLUMN_KEYS = ("code_columns", "teacher_prob_columns", "student_prob_columns", "transform_columns")
+COLUMN_KEYS = (
+    "code_columns",
+    "teacher_prob_columns",
+    "student_prob_columns",
+    "reference_prob_columns",
+    "transform_columns",
+)
 
 
 def _real(key: str, value: Any, lo: float, hi: float = math.inf, lo_open: bool = False) -> None:

@@ -30,6 +30,8 @@ class EvaluatorConfig:
     code_columns: tuple[str, ...] | None = None
     teacher_prob_columns: tuple[str, ...] | None = None
     student_prob_columns: tuple[str, ...] | None = None
+    reference: Any = None  # a retrained teacher judged against the teacher on the same rows (evaluation/reference.py)
+    reference_prob_columns: tuple[str, ...] | None = None  # static mode: the reference's probability columns
     kl_threshold: float = 0.1
     confidence_threshold: float = 0.8
     calibration_bins: int = 10
@@ -130,8 +132,9 @@ class EvaluatorConfig:
         auto = {key for key, source in self.sources if source in ("inferred", "detected")}
         for key in config_keys():
             out[key] = None if key in auto else _loggable(getattr(self, key))
-        if not isinstance(out["teacher"], (str, type(None))):
-            out["teacher"] = f"<{type(self.teacher).__name__}>"
+        for model in ("teacher", "reference"):
+            if not isinstance(out[model], (str, type(None))):
+                out[model] = f"<{type(getattr(self, model)).__name__}>"
         return out
 
 

@@ -109,7 +109,7 @@ class MetaCompressEvaluator(ModelEvaluator):
         cfg = parse_config(evaluator_config, df, model_given=model is not None, labels_given=y is not None)
         engine = get_engine(cfg)  # chosen once: local, or spark (only the chosen engine's module is imported)
         engine.bind(cfg, model, kwargs.get("model_id"))  # before any model loads
-        teacher = student = None
+        teacher = student = reference = None
         if not cfg.static:
             cache_dir = cfg.cache_path
             if cache_dir is not None:
@@ -117,9 +117,11 @@ class MetaCompressEvaluator(ModelEvaluator):
             kw = dict(cache_dir=cache_dir, batch_size=cfg.batch_size, progress=cfg.progress)
             teacher = resolve_model(cfg.teacher, "teacher", cfg.inference, **kw)
             student = resolve_model(model, "student", cfg.inference, **kw)
+            if cfg.reference is not None:  # issue 42: a retrained teacher, judged on the student's rows
+                reference = resolve_model(cfg.reference, "reference", cfg.inference, **kw)
             if y is not None and teacher.classes is not None:  # labels checked before any model runs
                 encode_labels(y, teacher.classes, len(teacher.classes), index_labels=teacher.index_labels)
-        outcome = run_evaluation(df, y, cfg, teacher, student, engine)
+        outcome = run_evaluation(df, y, cfg, teacher, student, engine, reference)
         prefix = cfg.metric_prefix or ""
         metrics = {f"{prefix}{k}": float(v) for k, v in outcome.metrics.items() if not math.isnan(float(v))}
         frame = None

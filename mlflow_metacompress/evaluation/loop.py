@@ -62,9 +62,12 @@ def run_evaluation(
     teacher: Predictor | None,
     student: Predictor | None,
     engine: Engine | None = None,
+    reference: Predictor | None = None,
 ) -> EvaluationOutcome:
     """Compute every metric and table of one metacompress evaluation (``cfg`` from
-    :func:`~.config.parse_config`; ``teacher``/``student`` None in static mode).
+    :func:`~.config.parse_config`; ``teacher``/``student`` None in static mode; ``reference``:
+    the model of ``cfg.reference``, judged against the teacher on the student's rows,
+    :mod:`.reference`).
 
     ``engine`` (:mod:`.engines`) is where the heavy work runs: the evaluator passes the one
     ``cfg`` chose (:func:`~.engines.get_engine`, bound to the models); by default, this
@@ -84,7 +87,7 @@ def run_evaluation(
     from ..threads import using
 
     with using(cfg.threads, source="evaluator_config['threads']") as threads:
-        outcome = _evaluate(df, y, cfg, teacher, student, engine)
+        outcome = _evaluate(df, y, cfg, teacher, student, engine, reference)
     notes = {**outcome.notes, "threads": threads}
     if cfg.measure_speed and "student_speedup" in outcome.metrics:
         notes["speed_threads"] = threads
@@ -98,10 +101,11 @@ def _evaluate(
     teacher: Predictor | None,
     student: Predictor | None,
     engine: Engine,
+    reference: Predictor | None = None,
 ) -> EvaluationOutcome:
     with engine.session():
         sources = engine.sources(df, cfg, teacher, student)
-        return _run(df, y, cfg, teacher, student, sources, engine.predicted())
+        return _run(df, y, cfg, teacher, student, sources, engine.predicted(), reference)
 
 
 def _run(
@@ -112,9 +116,11 @@ def _run(
     student: Predictor | None,
     sources: tuple[VariantSource, ...],
     ahead: PredictionTable | None = None,
+    reference: Predictor | None = None,
 ) -> EvaluationOutcome:
     """Produce variants → predict into the table → judge the table (``ahead``: the
-    predictions the engine made while producing its sources)."""
+    predictions the engine made while producing its sources; ``reference``: predicted on
+    every variant and judged beside the student, :mod:`.reference`)."""
     models = None
     if not cfg.static:
         if teacher is None or student is None:
@@ -129,6 +135,16 @@ def _run(
         if produced.pooled is not None:
             table.add_pooled(produced.pooled.name, [v.name for v in produced.variants])
         sets.append(produced)
+    if cfg.static and cfg.reference_prob_columns:
+        from .reference import static_reference
+
+        reference_probs = static_reference(df, cfg, table)
+    elif reference is not None:
+        from .reference import predict_reference, variant_frames
+
+        reference_probs = predict_reference(reference, table, variant_frames(sets), list(cfg.code_columns or ()))
+    else:
+        reference_probs = None
     judged = judge_table(table, sets, cfg)
     if models is not None and cfg.measure_speed:
         from .speed import speed_metrics
@@ -141,6 +157,12 @@ def _run(
         if limits:  # Hugging Face pipelines: the max input tokens each was cut to, and where that came from
             judged.notes["input_limits"] = limits
     add_slices_and_statistics(judged, df, cfg)
+    if reference_probs is not None:
+        from .reference import add_reference
+
+        add_reference(judged, table, reference_probs, cfg, len(df))
+        if reference is not None:
+            judged.notes["reference_rows_run"] = reference.rows_run
     return EvaluationOutcome(judged.metrics, judged.per_sample, table.classes, judged.tables, judged.notes)
 
 

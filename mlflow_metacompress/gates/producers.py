@@ -24,6 +24,17 @@ def _family(pattern: str) -> tuple[str, str]:
 def missing_hint(pattern: str, metrics: Mapping[str, float]) -> str:
     """Why ``pattern`` (a metric key or glob) may be absent from ``metrics``, and what
     produces it; empty when there is nothing specific to say."""
+    from ..families import split_family
+
+    if split_family(pattern)[0]:
+        if not any(split_family(k)[0] for k in metrics):
+            return (
+                "reference/, excess/ and increment/ metrics are logged only with a reference model: set "
+                "evaluator_config reference (a retrained teacher; reference_prob_columns in static mode)"
+            )
+        if "increment/" in pattern:
+            return "increment/ metrics are logged only for transformed inputs (/<transform>, /metamorphic)"
+        return ""
     head, tail = _family(pattern)
     if head.startswith("attack_"):
         ran = sorted({k.split("/")[0] for k in metrics if k.startswith("attack_") and "/" in k})
@@ -44,7 +55,9 @@ def missing_hint(pattern: str, metrics: Mapping[str, float]) -> str:
         return f"the evaluation ran {', '.join(ran)}; this attack metric was not among their metrics"
     if "/slice:" in pattern:
         return "slice metrics are logged only for the values of evaluator_config slice_columns"
-    transformed = any("/" in k and not k.startswith("attack_") and "/slice:" not in k for k in metrics)
+    transformed = any(
+        "/" in k and not k.startswith("attack_") and "/slice:" not in k and not split_family(k)[0] for k in metrics
+    )
     if "/" in pattern and not transformed:
         return (
             "metrics on transformed code (/metamorphic, /<transform>) are logged only when the evaluation "

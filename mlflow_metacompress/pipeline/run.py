@@ -91,6 +91,8 @@ class PipelineConfig:
     # bf16-mixed where the CPU (AVX512-BF16/AMX) or GPU runs bf16 natively, else 32-true; threads None/"auto":
     # $METACOMPRESS_THREADS, else the free cores. None: the defaults
     settings: TrainerSettings | None = None
+    # a second teacher (another seed) judged beside each student; the gate bounds the excess (pipeline/reference.py)
+    reference: bool = False
 
 
 @dataclass
@@ -130,6 +132,10 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
 
     trainer, threads = _trainer_settings(config)
     policy = load_policy(resolve_policy(config.policy, profile))
+    if config.reference:
+        from .reference import with_excess_bound
+
+        policy = with_excess_bound(policy, profile)
     data = load_task_data(config.task, config.data_dir, profile, config.seed)
     size_mb = float(config.size_mb) if config.size_mb else profile.size_mb
     bars = config.progress and on_terminal()
@@ -152,6 +158,11 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
         _log_setup(config, data, profile, policy, methods, size_mb, trainer, threads, budget)
         with clock.stage("teacher"):
             teacher = teacher_stage(data, profile, config.seed, bars, trainer=trainer)
+            reference = None
+            if config.reference:
+                from .reference import reference_stage
+
+                reference = reference_stage(data, profile, config.seed, bars, trainer=trainer).model_uri
         for method in methods:
             try:
                 outcomes.append(
@@ -168,6 +179,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
                         bars,
                         trainer,
                         threads,
+                        reference,
                     )
                 )
             except Exception as exc:  # keep the other methods going; the table says what broke
@@ -264,8 +276,10 @@ def _method(
     bars: bool,
     trainer: Any,
     threads: int,
+    reference: str | None = None,
 ) -> GateOutcome:
-    """One method's stages: distil its student (:func:`.stages.student_stage`), then gate it."""
+    """One method's stages: distil its student (:func:`.stages.student_stage`), then gate it
+    (beside the ``reference`` teacher's URI when the job trained one)."""
     from .stages import gate_stage, student_stage
 
     with clock.stage(f"distill {method}"):
@@ -286,6 +300,7 @@ def _method(
             bars,
             threads=threads,
             precision=trainer.evaluator_config().get("precision"),
+            reference=reference,
         )
 
 

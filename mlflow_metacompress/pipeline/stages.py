@@ -90,9 +90,11 @@ def version_tags(data: TaskData, profile: Profile) -> dict[str, str]:
     return {"data": data.source, "profile": profile.name, "task": data.dataset}
 
 
-def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: bool = True, trainer: Any = None) -> Any:
-    """Train and register the teacher (``metacompress-<dataset>-teacher``) in a run
-    named ``teacher-<dataset>``; returns the :class:`~.distill.results.TrainingResult`.
+def teacher_stage(
+    data: TaskData, profile: Profile, seed: int = 0, progress: bool = True, trainer: Any = None, role: str = "teacher"
+) -> Any:
+    """Train and register the teacher (``metacompress-<dataset>-<role>``: ``reference`` for the
+    retrained teacher of :mod:`.reference`); returns the :class:`~.distill.results.TrainingResult`.
     ``trainer``: Lightning's devices/strategy/precision (:class:`~.distill.devices.TrainerSettings`)."""
     from ..distill.arch import ArchSpec
     from ..distill.jobs import FitConfig, TeacherJob
@@ -115,11 +117,11 @@ def teacher_stage(data: TaskData, profile: Profile, seed: int = 0, progress: boo
         pair_mode=profile.pair_mode,
         lr=profile.teacher_lr,
         fit=fit,
-        registered_name=data.model_name("teacher"),
+        registered_name=data.model_name(role),
         dataset=data.dataset,
     )
     result = run_teacher_job(job)
-    tag_version(data.model_name("teacher"), result.version, version_tags(data, profile))
+    tag_version(data.model_name(role), result.version, version_tags(data, profile))
     return result
 
 
@@ -269,11 +271,13 @@ def gate_stage(
     progress: bool = True,
     threads: int | str | None = None,
     precision: str | None = None,
+    reference: str | None = None,
 ) -> GateOutcome:
     """Evaluate a registered student against its tagged teacher and promote it if it passes.
 
     A refusal (the alias holder passed on a fresher evaluation) is reported as verdict
-    ``refused``; the version's tags still say whether it passed.
+    ``refused``; the version's tags still say whether it passed. ``reference``: a retrained
+    teacher's URI, judged beside the student (:mod:`.reference`).
     """
     from mlflow import MlflowClient
 
@@ -281,6 +285,8 @@ def gate_stage(
     from ..gates.promotion import PromotionRefusedError
 
     cfg = evaluator_config(data, profile, seed, cache_dir, progress, threads, precision)
+    if reference:
+        cfg["reference"] = reference
     try:
         decision = gate_version(
             model_name,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..artifact_names import ARTIFACT_DIR, ATTACK_TABLES, PER_SAMPLE, PROVENANCE, SUMMARY, SUMMARY_PATH, is_attack_table
+from ..families import split_family
 
 if TYPE_CHECKING:
     from .contract import EvaluationResults, EvaluationSettings
@@ -73,7 +74,8 @@ class ReportData:
     def variants(self) -> list[str]:
         """Every variant suffix among the metrics: original, metamorphic, transformations, attacks
         (slices are segments of the original inputs, not variants: :meth:`slices`)."""
-        seen = {key.split("/", 1)[1] for key in self.metrics if "/" in key and not key.startswith("attack_")}
+        keys = [key for key in self.metrics if not split_family(key)[0]]  # reference/…, excess/…: not variants
+        seen = {key.split("/", 1)[1] for key in keys if "/" in key and not key.startswith("attack_")}
         seen = {v for v in seen if not v.startswith(SLICE_PREFIX)}
         transforms = sorted(v for v in seen if v not in SPECIAL_VARIANTS and not v.startswith("attack_"))
         attacks = sorted(v for v in seen if v.startswith("attack_"))

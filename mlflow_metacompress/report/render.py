@@ -15,6 +15,7 @@ from ..artifact_names import PROVENANCE, REPORT
 from . import facts, sections
 from .data import ReportData, from_outcome, from_run
 from .page import page
+from .reference import reference as reference_section
 
 if TYPE_CHECKING:
     from .contract import EvaluationResults, EvaluationSettings
@@ -23,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 NAV = (
     ("headline", "Headline"),
+    ("reference", "Reference"),
     ("transformations", "Transformations"),
     ("slices", "Slices"),
     ("plots", "Plots"),
@@ -36,6 +38,7 @@ def render_report(data: ReportData) -> str:
     """The whole page; sections that do not apply (static mode: no transformations, no attacks) are left out."""
     parts = {
         "headline": sections.headline(data),
+        "reference": reference_section(data),
         "transformations": sections.transformations(data),
         "slices": sections.slices(data),
         "plots": sections.plots(data),

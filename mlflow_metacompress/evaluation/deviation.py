@@ -242,5 +242,7 @@ def deviations(inputs: SourceInputs, models: ModelPair | None, search: Deviation
     else:
         figures = local_figures(frame, inputs, models, settings)
     metrics = figures.metrics(cfg.bootstrap_samples, cfg.seed)
-    logger.info("deviation search (%s): %d of %d agreeing rows deviate", settings.search, figures.found, figures.agreeing)
+    logger.info(
+        "deviation search (%s): %d of %d agreeing rows deviate", settings.search, figures.found, figures.agreeing
+    )
     return VariantSet(metrics=metrics, tables={DEVIATIONS_TABLE: figures.table()}, notes={"deviation": figures.notes()})

@@ -163,3 +163,29 @@ def test_bad_values_are_refused_naming_them_before_any_model_runs(tracking, valu
         _evaluate({**CONFIG, "deviation": value})
     assert CALLS == {"teacher": 0, "student": 0}
     assert not mlflow.search_runs(filter_string="metrics.mr1_violation_rate >= 0").shape[0]  # nothing logged
+
+
+class _Teacher(mlflow.pyfunc.PythonModel):
+    def predict(self, context, model_input, params=None):
+        return pd.DataFrame(teacher(model_input), columns=["0", "1"])
+
+
+def test_the_teachers_variant_predictions_are_shared_across_students(tracking, monkeypatch):
+    """Two students judged against one logged teacher in one process: the second search reads
+    the teacher's predictions on every variant the first already ran (and on the originals from
+    the prediction cache); only the uncached verification of each deviation runs the teacher."""
+    from mlflow_metacompress.evaluation import deviation
+
+    monkeypatch.setattr(deviation, "_TEACHERS", {})
+    with mlflow.start_run():
+        uri = mlflow.pyfunc.log_model(name="teacher", python_model=_Teacher(), input_example=DATA[["func"]].head(2))
+    config = {**CONFIG, "teacher": uri.model_uri, "bootstrap_samples": 0}
+    CALLS.update(teacher=0)
+    first, _ = _evaluate(config)
+    ran_first = CALLS["teacher"]
+    assert ran_first > len(DATA) + first.metrics["deviation_rows_found"]  # originals, variants, verification
+    CALLS.update(teacher=0)
+    second, _ = _evaluate(config, model=lambda frame: student(frame))  # another student object, same answers
+    assert CALLS["teacher"] == second.metrics["deviation_rows_found"]  # verification only
+    assert second.metrics["deviation_rate"] == first.metrics["deviation_rate"]
+    assert "deviation_rate_ci_low" not in second.metrics  # bootstrap_samples 0: no interval

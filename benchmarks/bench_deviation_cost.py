@@ -51,7 +51,8 @@ def _synthetic(n: int) -> list[str]:
         b = "other" if a == b else b
         out.append(
             f"int f{i}(int *{a}, int {b}) {{\n  int {c}_{i} = 0;\n"
-            f"  for (int k = 0; k < {b}; k++) {{\n    if ({a}[k] > {i % 5}) {{\n      {c}_{i} += {a}[k] * {i % 7 + 1};\n"
+            f"  for (int k = 0; k < {b}; k++) {{\n    if ({a}[k] > {i % 5}) {{\n"
+            f"      {c}_{i} += {a}[k] * {i % 7 + 1};\n"
             f"    }} else {{\n      {c}_{i} -= 1;\n    }}\n  }}\n  return {c}_{i};\n}}\n"
         )
     return out

@@ -28,6 +28,11 @@ PROVENANCE = "provenance.json"
 ATTACK_TABLES = "attacks"
 """Subfolder of the attacks' per-sample tables, ``attacks/<attack>.parquet``."""
 
+DEVIATIONS_TABLE = "deviations"
+"""The extra-table key of every verified teacher–student deviation (``deviations.parquet``:
+original, variant, unified diff, both models' probabilities; ``evaluator_config["deviation"]``)."""
+DEVIATIONS = f"{DEVIATIONS_TABLE}.parquet"
+
 COMPARISON_DIR = "comparison"
 """The run folder of the pipeline's comparison of several students."""
 COMPARISON_CSV = "comparison.csv"
@@ -49,6 +54,11 @@ def attack_table(attack: str) -> str:
 def is_attack_table(key: str) -> bool:
     """Whether an extra-table key is an attack's table (written as Parquet, not CSV)."""
     return key.startswith(f"{ATTACK_TABLES}/")
+
+
+def is_parquet_table(key: str) -> bool:
+    """Whether an extra table is written as Parquet (attack tables and the deviations), not CSV."""
+    return is_attack_table(key) or key == DEVIATIONS_TABLE
 
 
 SUMMARY_PATH = run_path(SUMMARY)

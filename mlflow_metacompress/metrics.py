@@ -87,6 +87,26 @@ _OTHER_SPECS = [
     ),
     MetricSpec("student_latency_ms", False, "measure_speed: student milliseconds per sample (batch of 32)"),
     MetricSpec("teacher_latency_ms", False, "measure_speed: teacher milliseconds per sample (batch of 32)"),
+    MetricSpec(
+        "deviation_rate",
+        False,
+        "deviation: among rows where teacher and student agree, the fraction with a verified equivalent variant on "
+        "which they disagree (DFLARE's search, `queries` paired queries per row)",
+    ),
+    MetricSpec(
+        "deviation_queries_median", True, "deviation: median paired queries to the first deviation (found rows)"
+    ),
+    MetricSpec("deviation_rows_searched", True, "deviation: rows searched"),
+    MetricSpec("deviation_rows_agreeing", True, "deviation: searched rows where teacher and student agree at start"),
+    MetricSpec("deviation_rows_found", False, "deviation: rows with a verified deviation"),
+    *(
+        MetricSpec(
+            f"deviation_rate_ci_{end}",
+            False,
+            f"{end} end of the 95% percentile-bootstrap interval of deviation_rate (resampling agreeing rows)",
+        )
+        for end in ("low", "high")
+    ),
 ]
 
 

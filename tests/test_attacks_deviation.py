@@ -204,3 +204,25 @@ def test_bad_arguments_name_the_fault():
         find_deviations(teacher, student, FRAME, ["func"], "c", queries=0)
     with pytest.raises(KeyError, match="code column\\(s\\) \\['code'\\]"):
         find_deviations(teacher, student, FRAME, ["code"], "c")
+
+
+def test_a_subset_of_positions_gets_the_full_runs_records_and_a_shared_query_model_is_used():
+    """What the Spark engine relies on: searching rows 3 and 1 alone gives the full run's
+    records for them; a QueryModel passed in is the cache the search reads and fills."""
+    full = find_deviations(teacher, student, FRAME, ["func"], "c", queries=15, seed=2)
+    shared = QueryModel(teacher, ["func"])
+    part = find_deviations(shared, student, FRAME, ["func"], "c", queries=15, seed=2, positions=[3, 1])
+    assert [r.index for r in part] == [FRAME.index[3], FRAME.index[1]]
+    for got, want in zip(part, [full[3], full[1]], strict=True):
+        assert (got.found, got.queries, got.queries_to_first, got.variant_code) == (
+            want.found,
+            want.queries,
+            want.queries_to_first,
+            want.variant_code,
+        )
+    from mlflow_metacompress.attacks.goal import row_key
+
+    assert shared.cached(row_key((FRAME["func"].iloc[3],))) and shared.cached(row_key((FRAME["func"].iloc[1],)))
+    assert not shared.cached(row_key((FRAME["func"].iloc[0],)))  # row 0 was not searched
+    with pytest.raises(ValueError, match="reads columns"):
+        find_deviations(QueryModel(teacher, ["code"]), student, FRAME, ["func"], "c", queries=5)

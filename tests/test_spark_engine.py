@@ -326,3 +326,37 @@ def test_attack_engine_spark_needs_the_spark_engine(tracking, tmp_path):
         _evaluate(fn, toy_frame(4), {"teacher": fn, "attacks": ATTACKS, "attack_engine": "spark"})
     with pytest.raises(Exception, match=r"attack_engine.*'driver' or 'spark'.*'executor'"):
         _evaluate(fn, toy_frame(4), {"teacher": fn, "engine": "spark", "attack_engine": "executor"})
+
+
+def test_deviation_search_on_executors_equals_local(tracking, spark, tmp_path):
+    """``evaluator_config["deviation"]`` on the spark engine: rows searched on the executors
+    (both models in Spark's Python workers), the same metrics and deviations table as local."""
+    df = toy_frame(10, seed=4)
+    with mlflow.start_run():
+        teacher = _log_model(0.013, ["func"], tmp_path / "t.calls", df)
+        student = _log_model(0.011, ["func"], tmp_path / "s.calls", df)
+    config = {
+        "teacher": teacher,
+        "language": "c",
+        "transforms": [],
+        "progress": False,
+        "use_cache": False,
+        "bootstrap_samples": 50,
+        "deviation": {"queries": 10, "seed": 3},
+    }
+
+    def deviations(run_id: str) -> pd.DataFrame:
+        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="metacompress/deviations.parquet")
+        return pd.read_parquet(path).sort_values("row").reset_index(drop=True)
+
+    local = _evaluate(student, df, config)
+    local_table = deviations(mlflow.last_active_run().info.run_id)
+    (tmp_path / "t.calls").write_text("")
+    on_spark = _evaluate(student, df, {**config, "engine": "spark"})
+    spark_table = deviations(mlflow.last_active_run().info.run_id)
+    _assert_same(local, on_spark)
+    assert local[0]["deviation_rows_searched"] == len(df) and len(local_table) == local[0]["deviation_rows_found"]
+    assert local[0]["deviation_rows_found"] > 0
+    pd.testing.assert_frame_equal(local_table, spark_table, check_exact=False, atol=1e-9, rtol=0)
+    workers = sum(n for pid, n in _calls(tmp_path / "t.calls") if pid != os.getpid())
+    assert workers >= local[0]["deviation_rows_searched"]  # the search queried the teacher in Spark's workers

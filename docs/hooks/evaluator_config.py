@@ -89,6 +89,12 @@ DESCRIPTIONS: dict[str, str] = {
         "once, cached by content; metrics equal torch's). A model logged with `mlflow.onnx` always runs on ONNX "
         "Runtime. See the [ONNX guide](../guide/onnx.md)."
     ),
+    "deviation": (
+        'Search every row for an equivalent variant on which teacher and student disagree: `{"queries": 100, '
+        '"search": "dflare", "seed": 0, "rows": null}` (`search`: `dflare`, `random`, `mhm` or `alert`; `rows`: '
+        "only the first N). Logs `deviation_rate` and `deviation_queries_median`; needs models. See the "
+        "[deviation guide](../guide/deviation.md)."
+    ),
     "engine": '`"local"`, or `"spark"`: transformations and inference on a SparkSession\'s executors.',
     "attack_engine": (
         '`"driver"`, or `"spark"` (needs `engine: "spark"`): the attacked samples split across executors.'

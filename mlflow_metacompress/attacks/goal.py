@@ -61,6 +61,15 @@ class QueryModel:
     def cached(self, key: str) -> bool:
         return key in self._cache
 
+    def remember(self, rows: Sequence[Sequence[str]], probs: np.ndarray) -> None:
+        """Seed the cache with probabilities already computed for ``rows`` (e.g. the
+        evaluator's predictions on the original inputs), so they are not forwarded again."""
+        probs = _as_probabilities(probs, len(rows))
+        if self.num_classes is None and len(rows):
+            self.num_classes = probs.shape[1]
+        for r, p in zip(rows, probs, strict=True):
+            self._cache.setdefault(row_key(r), p)
+
     def probabilities(self, rows: Sequence[Sequence[str]]) -> np.ndarray:
         """Probabilities (len(rows)×K) for ``rows``, forwarding only unseen inputs."""
         keys = [row_key(r) for r in rows]

@@ -14,7 +14,7 @@
   per variant, with the MR2 threshold drawn;
 - ``confusion_teacher_vs_student.png``: teacher (rows) against student (columns) predictions on
   the original inputs; the counts are also in ``summary.json`` (``confusion_teacher_vs_student``);
-- extra tables (``transform_parse_failures.csv``, ``attacks/<a>.parquet``).
+- extra tables (``transform_parse_failures.csv``, ``attacks/<a>.parquet``, ``deviations.parquet``).
 
 The plots are drawn by :mod:`.plots`; with ``slice_columns`` set, ``summary.json`` also has
 ``slices`` (:mod:`.slices`: the values sliced, their sample counts and the values skipped).
@@ -63,7 +63,7 @@ def write_artifacts(outcome: EvaluationOutcome, cfg: EvaluatorConfig, out: Path)
     written = [names.SUMMARY, names.PER_SAMPLE, names.WORST_DISCREPANCIES]
     written += write_plots(outcome.per_sample, outcome.classes, cfg.calibration_bins, cfg.kl_threshold, out)
     for name, table in outcome.extra_tables.items():
-        path = out / (f"{name}.parquet" if names.is_attack_table(name) else f"{name}.csv")
+        path = out / (f"{name}.parquet" if names.is_parquet_table(name) else f"{name}.csv")
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix == ".parquet":
             table.to_parquet(path, index=False)

@@ -204,7 +204,7 @@ def _check_variants(cfg: EvaluatorConfig, labels_given: bool) -> None:
 def _needs_language(cfg: EvaluatorConfig) -> bool:
     if cfg.static or not cfg.code_columns:
         return False
-    return bool(cfg.attacks) or cfg.transforms not in (None, [], (), "")
+    return bool(cfg.attacks) or cfg.deviation not in (None, False) or cfg.transforms not in (None, [], (), "")
 
 
 def detect_language(codes: list[str]) -> str:

@@ -134,6 +134,9 @@ def check_values(cfg: EvaluatorConfig) -> None:
         raise MetaCompressInputError(
             f"evaluator_config['attack_engine'] 'spark' needs engine 'spark'; got engine {cfg.engine!r}"
         )
+    from .deviation_settings import check_deviation
+
+    check_deviation(cfg)
     for key in COLUMN_KEYS:
         _names(key, getattr(cfg, key))
     _names("attacks", cfg.attacks)

@@ -63,6 +63,8 @@ class EvaluatorConfig:
     attack_engine: str = (
         "driver"  # "spark" (needs engine "spark"): attacked samples split over executors (evaluation/spark_attacks.py)
     )
+    # {"queries", "search", "seed", "rows"}: teacher–student deviation search (evaluation/deviation.py)
+    deviation: Any = None
     sources: tuple[tuple[str, Source], ...] = field(default=(), repr=False, compare=False, metadata={"internal": True})
 
     @property

@@ -73,7 +73,8 @@ class Engine(Protocol):
 
 
 class LocalEngine:
-    """Everything in this process: the producers of :mod:`.variants` as they are."""
+    """Everything in this process: the producers of :mod:`.variants` as they are, then the
+    deviation search (:mod:`.deviation`, only when ``evaluator_config["deviation"]`` is set)."""
 
     name = "local"
 
@@ -86,9 +87,10 @@ class LocalEngine:
     def sources(
         self, df: pd.DataFrame, cfg: EvaluatorConfig, teacher: Predictor | None, student: Predictor | None
     ) -> tuple[VariantSource, ...]:
+        from .deviation import deviations
         from .variants import SOURCES
 
-        return SOURCES
+        return (*SOURCES, deviations)
 
     def predicted(self) -> PredictionTable | None:
         """None: the loop predicts every variant here (:mod:`.predict`)."""

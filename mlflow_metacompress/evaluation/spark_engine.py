@@ -15,7 +15,10 @@ What runs where:
   probabilities, the statistics, the artifacts, and the attacks (their searches query the
   victim interactively, so they stay on the driver's local pyfunc, as in the local engine),
   unless ``attack_engine="spark"`` splits the attacked samples across the executors
-  (:mod:`.spark_attacks`: one model load per partition, the same results and query counts).
+  (:mod:`.spark_attacks`: one model load per partition, the same results and query counts);
+- **executors, row by row**: the teacher–student deviation search (``evaluator_config["deviation"]``,
+  :mod:`.spark_deviation`: rows split across partitions, both models loaded once per partition,
+  the local engine's records).
 
 The collect limit: per model the driver collects ``rows × (1 + transforms) × classes``
 doubles (BigCloneBench's 415,416 test pairs × 11 × 2 classes ≈ 73 MB), which is fine up to
@@ -232,7 +235,14 @@ class SparkEngine:
             lambda: transformed(SourceInputs(df, cfg, None, None), compute=spark_column_transforms),
         )
         reports = functools.partial(_attacks_on_executors, uris=self.uris) if cfg.attack_engine == "spark" else None
-        return (lambda inputs, models: produced, functools.partial(adversarial, attack_reports=reports))
+        from .deviation import deviations
+        from .spark_deviation import spark_deviation_figures
+
+        return (
+            lambda inputs, models: produced,
+            functools.partial(adversarial, attack_reports=reports),
+            functools.partial(deviations, search=functools.partial(spark_deviation_figures, uris=self.uris)),
+        )
 
     def predicted(self) -> PredictionTable | None:
         """Both models on the original and every transformed variant (set by :meth:`sources`);

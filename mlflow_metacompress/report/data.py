@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..artifact_names import ARTIFACT_DIR, ATTACK_TABLES, PER_SAMPLE, PROVENANCE, SUMMARY, SUMMARY_PATH, is_attack_table
+from ..artifact_names import (
+    ARTIFACT_DIR,
+    ATTACK_TABLES,
+    DEVIATIONS,
+    DEVIATIONS_TABLE,
+    PER_SAMPLE,
+    PROVENANCE,
+    SUMMARY,
+    SUMMARY_PATH,
+    is_attack_table,
+)
 from ..families import split_family
 
 if TYPE_CHECKING:
@@ -40,7 +50,8 @@ class ReportData:
 
     ``metrics`` are unprefixed (as in ``summary.json``); ``summary`` is the rest of
     ``summary.json`` (config, config_sources, detected, classes, notes); ``attacks`` maps
-    an attack name to its per-sample table; ``provenance`` is :mod:`.provenance`'s record.
+    an attack name to its per-sample table; ``provenance`` is :mod:`.provenance`'s record;
+    ``deviations`` is the teacher–student deviations table (``deviations.parquet``), or None.
     """
 
     metrics: dict[str, float]
@@ -49,6 +60,7 @@ class ReportData:
     summary: dict[str, Any] = field(default_factory=dict)
     attacks: dict[str, pd.DataFrame] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
+    deviations: pd.DataFrame | None = None
 
     @property
     def config(self) -> dict[str, Any]:
@@ -142,7 +154,15 @@ def from_outcome(
     }
     attacks = {name.split("/", 1)[1]: table for name, table in outcome.extra_tables.items() if is_attack_table(name)}
     metrics = {k: float(v) for k, v in outcome.metrics.items()}
-    return ReportData(metrics, outcome.per_sample, list(outcome.classes), summary, attacks, dict(provenance or {}))
+    return ReportData(
+        metrics,
+        outcome.per_sample,
+        list(outcome.classes),
+        summary,
+        attacks,
+        dict(provenance or {}),
+        outcome.extra_tables.get(DEVIATIONS_TABLE),
+    )
 
 
 def worst_discrepancies(per_sample: pd.DataFrame, limit: int) -> pd.DataFrame:
@@ -194,8 +214,10 @@ def from_run(run_id: str) -> ReportData:
         per = local / PER_SAMPLE
         per_sample = pd.read_parquet(per) if per.exists() else pd.DataFrame()
         attacks = {p.stem: pd.read_parquet(p) for p in sorted((local / ATTACK_TABLES).glob("*.parquet"))}
+        deviations = pd.read_parquet(local / DEVIATIONS) if (local / DEVIATIONS).exists() else None
         prov_path = local / PROVENANCE
         logged = json.loads(prov_path.read_text()) if prov_path.exists() else {}
     metrics = {k: float(v) for k, v in summary.pop("metrics", {}).items() if v is not None}
     provenance = from_run_record(run, summary, logged)
-    return ReportData(metrics, per_sample, [str(c) for c in summary.get("classes", [])], summary, attacks, provenance)
+    classes = [str(c) for c in summary.get("classes", [])]
+    return ReportData(metrics, per_sample, classes, summary, attacks, provenance, deviations)

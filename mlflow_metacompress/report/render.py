@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..artifact_names import PROVENANCE, REPORT
-from . import facts, sections
+from . import deviations, facts, sections
 from .data import ReportData, from_outcome, from_run
 from .page import page
 from .reference import reference as reference_section
@@ -30,6 +30,7 @@ NAV = (
     ("plots", "Plots"),
     ("worst", "Worst discrepancies"),
     ("attacks", "Attacks"),
+    ("deviations", "Deviations"),
     ("provenance", "Provenance"),
 )
 
@@ -44,6 +45,7 @@ def render_report(data: ReportData) -> str:
         "plots": sections.plots(data),
         "worst": sections.worst(data),
         "attacks": sections.attacks(data),
+        "deviations": deviations.section(data),
         "provenance": facts.provenance(data),
     }
     p = data.provenance

@@ -84,8 +84,8 @@ def _check(search: str, queries: int, columns: Sequence[str], frame: pd.DataFram
 
 
 def find_deviations(
-    teacher_predict: PredictFn,
-    student_predict: PredictFn,
+    teacher_predict: PredictFn | QueryModel,
+    student_predict: PredictFn | QueryModel,
     rows: pd.DataFrame | Sequence[dict[str, str]],
     columns: Sequence[str],
     language: str,
@@ -97,6 +97,7 @@ def find_deviations(
     fitness: Fitness | None = None,
     operators: Sequence[str] | None = None,
     progress: bool = False,
+    positions: Sequence[int] | None = None,
 ) -> list[Deviation]:
     """Search each row for a variant on which teacher and student disagree.
 
@@ -105,6 +106,14 @@ def find_deviations(
     models) per row; ``batch`` variants are queried together (DFLARE and random);
     ``novelty`` adds DFLARE's state-novelty rule; ``operators`` restricts the rewrites
     (default: all of :func:`.space.default_operators`).
+
+    A :class:`~..goal.QueryModel` may stand for either model: its query cache (by text) is
+    then shared with whoever else holds it (the evaluator shares the teacher's across the
+    students it judges); verification still calls its raw ``predict``, uncached.
+    ``positions``: search only these rows (positions into ``rows``) and return their
+    records, in that order; each row's search is the one a full run gives it (the
+    identifier vocabulary is mined from every row, the generator seeded by the position),
+    which is how the Spark engine splits rows across executors.
     """
     from tqdm.auto import tqdm
 
@@ -113,10 +122,11 @@ def find_deviations(
     frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     columns = list(columns)
     _check(search, queries, columns, frame)
-    teacher, student = QueryModel(teacher_predict, columns), QueryModel(student_predict, columns)
+    teacher, student = (_query_model(m, columns) for m in (teacher_predict, student_predict))
     records = [{c: str(v) for c, v in r.items()} for r in frame[columns].to_dict("records")]
+    todo = list(range(len(records))) if positions is None else [int(p) for p in positions]
     for model in (teacher, student):  # one batched pass over the originals per model
-        model.probabilities([tuple(r[c] for c in columns) for r in records])
+        model.probabilities([tuple(records[p][c] for c in columns) for p in todo])
     fit = fitness or Fitness()
     if search in RECIPES:
         run = _recipe_runner(search, teacher, student, frame, columns, language, queries, seed, fit)
@@ -126,13 +136,18 @@ def find_deviations(
             search, teacher, student, columns, language, queries, seed, batch, novelty, fit, vocab, operators
         )
     index = frame.index.tolist()
-    out = [
-        run(index[p], p, records[p])
-        for p in tqdm(range(len(records)), desc=f"deviations ({search})", disable=not progress)
-    ]
-    _verify(out, records, columns, teacher_predict, student_predict)
+    out = [run(index[p], p, records[p]) for p in tqdm(todo, desc=f"deviations ({search})", disable=not progress)]
+    _verify(out, [records[p] for p in todo], columns, teacher.predict, student.predict)
     logger.info("%s: %d of %d rows deviate (verified)", search, sum(r.found for r in out), len(out))
     return out
+
+
+def _query_model(model: PredictFn | QueryModel, columns: list[str]) -> QueryModel:
+    if not isinstance(model, QueryModel):
+        return QueryModel(model, columns)
+    if model.columns != columns:
+        raise ValueError(f"the QueryModel reads columns {model.columns}, the search {columns}")
+    return model
 
 
 Runner = Callable[[Any, int, dict[str, str]], Deviation]

@@ -64,9 +64,14 @@ def predictor(model: Any, tokenizer: Any, columns: Sequence[str], batch_size: in
     """``df -> N×K`` probabilities of a CodeClassifier over the code ``columns`` (eval mode)."""
 
     def predict(df: pd.DataFrame) -> np.ndarray:
+        training = model.training
         model.eval()
         b = df[columns[1]].astype(str).tolist() if len(columns) > 1 else None
-        return np.asarray(model.predict_proba(tokenizer, df[columns[0]].astype(str).tolist(), b, batch_size=batch_size))
+        try:
+            a = df[columns[0]].astype(str).tolist()
+            return np.asarray(model.predict_proba(tokenizer, a, b, batch_size=batch_size))
+        finally:
+            model.train(training)
 
     return predict
 

@@ -187,3 +187,34 @@ def test_a_repair_round_removes_deviations_found_on_training_rows(tracking, tiny
     assert logged["repair_paired_queries"] == fig.paired_queries > 0
     assert logged["repair_queries_per_deviation"] == pytest.approx(fig.paired_queries / len(found))
     assert logged["repair_agreeing_rows"] == fig.agreeing_rows and logged["repair_remaining"] == after
+
+
+@pytest.mark.slow
+def test_repair_end_to_end_with_layer_alignment(tracking, tmp_path, capsys):
+    """The CLI path: a logged tiny teacher, a given student, TinyBERT + MiniLM terms, one round;
+    the run says which rewrites it trained on and holds the round's figures."""
+    import json
+
+    from mlflow_metacompress.distill.cli import main
+    from tests.test_distill_avatar import tiny_teacher
+
+    data, teacher = tiny_teacher(tmp_path)
+    arch = {
+        "vocab_size": 1000, "num_hidden_layers": 2, "hidden_size": 16, "num_attention_heads": 2,
+        "intermediate_size": 32, "tokenizer": "bpe", "hidden_act": "gelu", "dropout": 0.1, "max_length": 64,
+    }  # fmt: skip
+    options = [f"student_config={arch!r}", "layer_align=both", "rounds=1", "queries=8", "search_rows=8"]
+    options += ["round_steps=4", "train_transforms=['swap_operands','insert_dead_code','rename_identifier']"]
+    args = ["student", "--method", "repair", "--data-dir", str(data), "--teacher", teacher, "--size-mb", "0.2"]
+    args += ["--epochs", "1", "--batch-size", "8", "--max-length", "64", "--cache-dir", str(tmp_path / "c")]
+    assert main([*args, "--no-progress", *[x for o in options for x in ("--option", o)]]) == 0
+    result = json.loads(capsys.readouterr().out)
+    run = mlflow.MlflowClient().get_run(result["run_id"])
+    assert run.data.tags["metacompress.trained_transforms"] == "swap_operands,insert_dead_code,rename_identifier"
+    held = run.data.tags["metacompress.held_out_transforms"].split(",")
+    assert "for_to_while" in held and "swap_operands" not in held
+    assert {"train_hidden", "train_attention", "repair_rows_searched", "repair_deviations_found"} <= set(
+        run.data.metrics
+    )
+    assert run.data.metrics["repair_rows_searched"] == 8 and len(result["config"]["rounds"]) == 1
+    assert result["config"]["layer_align"] == "both"

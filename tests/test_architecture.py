@@ -347,7 +347,7 @@ def top_level_definitions(kind: type) -> dict[str, list[str]]:
 def test_one_meaning_per_class_name():
     """Issue 34: ``Outcome`` meant an attack's result and an evaluation's; a class name is
     defined once. The exception is each method's ``Options`` (the method protocol of
-    :mod:`mlflow_metacompress.distill.registry` reads ``module.Options``)."""
+    :mod:`mlflow_metacompress.distill.discovery` reads ``module.Options``)."""
     shared = {k: v for k, v in top_level_definitions(ast.ClassDef).items() if len(v) > 1 and k != "Options"}
     assert not shared, f"class names defined in more than one module: {shared}"
     methods = top_level_definitions(ast.ClassDef)["Options"]

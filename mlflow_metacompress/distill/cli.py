@@ -138,7 +138,7 @@ def _method_names() -> list[str]:
     """The discovered methods for ``--method``'s help (method modules import no torch);
     empty when discovery fails, so a broken method module never breaks the parser
     (running the command then names the module)."""
-    from .registry import list_methods
+    from .discovery import list_methods
 
     try:
         return list_methods()
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger().setLevel(logging.INFO)
     extra: dict[str, Any] = {}
     if args.distill_command == "student":
-        from .registry import get_method
+        from .discovery import get_method
 
         shortcuts = {
             "population": args.population,
@@ -313,7 +313,7 @@ def describe_methods() -> dict[str, dict[str, object]]:
     """Every discovered method: its module, summary and options with their defaults."""
     from dataclasses import fields
 
-    from .registry import discover
+    from .discovery import discover
 
     return {
         name: {"module": m.module, "summary": m.summary, "options": {f.name: f.default for f in fields(m.options)}}

@@ -19,8 +19,8 @@ import pandas as pd
 
 from .context import DistillContext
 from .datasets import CodeExamples, load_splits, split_halves
-from .jobs import Data, StudentJob
 from .discovery import get_method
+from .jobs import Data, StudentJob
 from .results import TrainingResult, accuracy_on, log_json, register
 
 logger = logging.getLogger(__name__)

@@ -605,7 +605,7 @@ def test_a_copied_attack_recipe_is_listed_and_runs(copy_module, tracking):
     )
     assert new in list_attacks() and "wir_random_zeng_2022" in list_attacks()
     assert new in ATTACKS
-    from test_attacks_recipes import CODES, LABELS
+    from tests.support import CODES, LABELS
 
     frame = pd.DataFrame({"func": CODES, "target": LABELS})
     direct = run_attack(new, _name_sensitive, frame, ["func"], LABELS, "c", budget=60, progress=False)

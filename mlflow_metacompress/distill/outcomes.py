@@ -22,7 +22,7 @@ def post_training_outcome(
     *,
     before: dict[str, float],
     after: dict[str, float],
-    quantization: dict[str, Any],
+    quantization: dict[str, Any] | None,
     gflops: float,
     params: dict[str, Any],
     action: str,

@@ -39,6 +39,14 @@ Writes ``--out`` (JSON) and the same name with ``.md`` (the Markdown table). ``-
 numbers are only as good as the machine was idle.
 
     OMP_NUM_THREADS=2 python benchmarks/bench_cpu_efficiency.py --out /tmp/cpu_efficiency.json
+
+bf16 is timed only where it is native (:func:`timed_precisions`: AVX512-BF16 or AMX in
+``/proc/cpuinfo``); elsewhere the bf16 GEMM peak and workloads are skipped, with the line
+``skipping the bf16 GEMM peak and workloads: this CPU has none of ['amx_bf16',
+'avx512_bf16'] (bf16 would be emulated, and precision='auto' trains in 32-true here)``.
+Measured on an AVX2-only AMD EPYC (2 cores, ``OMP_NUM_THREADS=1``, ``--quick``, shared with a
+training job and other tests, load average 6-10): 9 min 21 s wall, 2 min 23 s CPU time (over
+7 minutes before, bf16 included, on a quieter machine); see docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -261,19 +269,39 @@ def workloads(s: dict[str, Any], precision: str, methods: list[str]) -> dict[str
     return out
 
 
-def measure(args: argparse.Namespace, s: dict[str, Any], peaks: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+def timed_precisions() -> tuple[str, ...]:
+    """``PRECISIONS`` where bf16 is native (AVX512-BF16 or AMX in ``/proc/cpuinfo``, the
+    project's own test, :func:`mlflow_metacompress.precision.cpu_has_fast_bf16`, which
+    ``precision="auto"`` follows), else fp32 only: bf16 without those units is emulated,
+    takes minutes and is never chosen by ``auto``. Prints why it skips."""
+    from mlflow_metacompress.precision import BF16_CPU_FLAGS, cpu_has_fast_bf16
+
+    if cpu_has_fast_bf16():
+        return PRECISIONS
+    print(
+        f"skipping the bf16 GEMM peak and workloads: this CPU has none of {sorted(BF16_CPU_FLAGS)} "
+        "(bf16 would be emulated, and precision='auto' trains in 32-true here)",
+        flush=True,
+    )
+    return ("fp32",)
+
+
+def measure(
+    args: argparse.Namespace, s: dict[str, Any], peaks: dict[str, dict[str, float]], precisions: tuple[str, ...]
+) -> list[dict[str, Any]]:
     """Each workload in fp32 and then at once in bf16 (side by side, so that a change in the
-    machine's load hits both alike): FLOPs counted once, then the best of ``--steps`` steps."""
+    machine's load hits both alike), bf16 only where it is native (:func:`timed_precisions`):
+    FLOPs counted once, then the best of ``--steps`` steps."""
     import torch
 
     from mlflow_metacompress.threads import using
 
     out = []
     with using(args.threads):
-        built = {precision: workloads(s, precision, args.methods) for precision in PRECISIONS}
+        built = {precision: workloads(s, precision, args.methods) for precision in precisions}
         for name in built["fp32"]:
             row: dict[str, Any] = {"workload": name}
-            for precision in PRECISIONS:
+            for precision in precisions:
                 step = built[precision][name]
                 torch.manual_seed(0)
                 flops = flops_of(step)  # also the warm-up step
@@ -287,7 +315,8 @@ def measure(args: argparse.Namespace, s: dict[str, Any], peaks: dict[str, dict[s
                     f"{100 * gflops / peak:5.1f}% of the first peak  (load {load()})",
                     flush=True,
                 )
-            row["bf16_speedup"] = round(row["fp32"]["seconds"] / row["bf16"]["seconds"], 3)
+            if "bf16" in row:
+                row["bf16_speedup"] = round(row["fp32"]["seconds"] / row["bf16"]["seconds"], 3)
             out.append(row)
     return out
 
@@ -306,10 +335,15 @@ def markdown(result: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["workloads"]:
-        f, b = r["fp32"], r["bf16"]
+        f, b = r["fp32"], r.get("bf16")
+        bf16 = (
+            f"| {b['seconds']:.3f} | {b['gflops']:.0f} | {100 * b['share']:.0f}% | {r['bf16_speedup']:.2f}× |"
+            if b
+            else "| skipped | | | |"  # bf16 is not native here (timed_precisions)
+        )
         lines.append(
             f"| {r['workload']} | {r['gflop']:.2f} | {f['seconds']:.3f} | {f['gflops']:.0f} | {100 * f['share']:.0f}% "
-            f"| {b['seconds']:.3f} | {b['gflops']:.0f} | {100 * b['share']:.0f}% | {r['bf16_speedup']:.2f}× |"
+            + bf16
         )
     d = result["default_precision"]
     lines += [
@@ -349,18 +383,20 @@ def main() -> None:
     result: dict[str, Any] = {"load_at_start": load(), "cpu": cpu, "threads": args.threads, "gemm_n": args.gemm_n}
     started = time.perf_counter()
     counts = sorted({1, available_cores(), args.threads})
-    peaks = {d: {str(n): round(gemm_peak(d, n, args.gemm_n, 30), 1) for n in counts} for d in PRECISIONS}
+    precisions = timed_precisions()
+    result["bf16_skipped"] = precisions == ("fp32",)
+    peaks = {d: {str(n): round(gemm_peak(d, n, args.gemm_n, 30), 1) for n in counts} for d in precisions}
     print(f"GEMM peak GFLOP/s: {peaks}", flush=True)
     s = setup(args)
     result["teacher_arch"], result["student_arch"] = s["teacher_spec"].to_dict(), s["student_spec"].to_dict()
-    result["workloads"] = measure(args, s, peaks)
+    result["workloads"] = measure(args, s, peaks, precisions)
     # measured again at the end: on a shared machine the larger of the two is nearer the truth
-    again = {d: {str(n): round(gemm_peak(d, n, args.gemm_n, 30), 1) for n in counts} for d in PRECISIONS}
+    again = {d: {str(n): round(gemm_peak(d, n, args.gemm_n, 30), 1) for n in counts} for d in precisions}
     print(f"GEMM peak GFLOP/s at the end: {again}", flush=True)
-    peaks = {d: {n: max(v, again[d][n]) for n, v in peaks[d].items()} for d in PRECISIONS}
+    peaks = {d: {n: max(v, again[d][n]) for n, v in peaks[d].items()} for d in precisions}
     result["gemm_peak_gflops"] = peaks
     for row in result["workloads"]:
-        for precision in PRECISIONS:
+        for precision in precisions:
             row[precision]["share"] = round(row[precision]["gflops"] / peaks[precision][str(args.threads)], 4)
     resolved = for_training("auto", "cpu")
     teacher = result["workloads"][0]

@@ -8,6 +8,8 @@
 - one meaning per name: a class name, and ``parse_config``, are defined once (issue 34);
 - no two top-level packages (or top-level modules such as ``cli.py``) import each other:
   every joint between them points one way, on the same graph;
+- no loop between folders (sub-packages, e.g. ``distill`` and ``distill/search``; issue 45):
+  imports between folders point one way, on the same graph;
 - a local evaluation never imports a Spark module (the engine is chosen once);
 - extensions are one file: a copy of an attack recipe or of a transformation saved
   under a new module name, with its name string changed, is discovered and runs;
@@ -345,7 +347,7 @@ def top_level_definitions(kind: type) -> dict[str, list[str]]:
 def test_one_meaning_per_class_name():
     """Issue 34: ``Outcome`` meant an attack's result and an evaluation's; a class name is
     defined once. The exception is each method's ``Options`` (the method protocol of
-    :mod:`mlflow_metacompress.distill.registry` reads ``module.Options``)."""
+    :mod:`mlflow_metacompress.distill.discovery` reads ``module.Options``)."""
     shared = {k: v for k, v in top_level_definitions(ast.ClassDef).items() if len(v) > 1 and k != "Options"}
     assert not shared, f"class names defined in more than one module: {shared}"
     methods = top_level_definitions(ast.ClassDef)["Options"]
@@ -406,6 +408,98 @@ def test_no_two_top_level_packages_import_each_other():
     assert not pairs, "top-level packages that import each other (function-level imports included):\n" + "\n".join(
         describe_pair(p, edges) for p in pairs
     )
+
+
+# --------------------------------------------------------------------------- loops between folders
+
+
+def folder(module: str, packages: set[str]) -> str:
+    """The folder (sub-package) ``module`` lives in: a package is its own folder, a file
+    belongs to its package's folder. The root package's own files (``cli.py``,
+    ``cache.py``) are units of their own, as in :func:`top_level`, so that every
+    sub-package importing ``cache`` is no loop with ``cli``."""
+    if module in packages:
+        return module
+    parent = module.rpartition(".")[0]
+    return module if parent == ROOT else parent
+
+
+def folder_graph(
+    graph: dict[str, dict[str, list[int]]], packages: set[str]
+) -> tuple[dict[str, dict[str, list[int]]], dict[tuple[str, str], list[tuple[str, int, str]]]]:
+    """The graph between folders (:func:`folder`), and for each folder edge its importing
+    lines ``(importing module, line, imported module)``."""
+    folders: dict[str, dict[str, list[int]]] = {}
+    lines: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
+    for importer, targets in graph.items():
+        a = folder(importer, packages)
+        folders.setdefault(a, {})
+        for target, at in targets.items():
+            b = folder(target, packages)
+            folders.setdefault(b, {})
+            if a != b:
+                folders[a].setdefault(b, []).extend(at)
+                lines.setdefault((a, b), []).extend((importer, line, target) for line in sorted(set(at)))
+    return folders, lines
+
+
+def describe_folder_loop(
+    component: list[str], lines: dict[tuple[str, str], list[tuple[str, int, str]]], files: dict[str, Path]
+) -> str:
+    """The folders of a loop and every importing line between them, with the line's text."""
+    members = set(component)
+    out = ["  loop among folders " + ", ".join(component) + ":"]
+    for (a, b), found in sorted(lines.items()):
+        if a in members and b in members:
+            for importer, line, target in sorted(set(found)):
+                path = files.get(importer)
+                text = path.read_text(encoding="utf-8").splitlines()[line - 1].strip() if path else ""
+                out.append(f"    {a} -> {b}: {importer}:{line} ({target}): {text}")
+    return "\n".join(out)
+
+
+def folder_loops(graph: dict[str, dict[str, list[int]]], files: dict[str, Path]) -> list[str]:
+    """One description per loop between folders of ``graph`` (empty when imports between
+    folders point one way)."""
+    packages = {name for name, path in files.items() if path.name == "__init__.py"}
+    folders, lines = folder_graph(graph, packages)
+    loops = [c for c in strongly_connected(folders) if len(c) > 1]
+    return [describe_folder_loop(c, lines, files) for c in loops]
+
+
+def test_a_planted_loop_between_folders_is_found_and_named(tmp_path, monkeypatch):
+    """A file of ``pkg`` importing ``pkg/sub`` inside a function while ``pkg/sub`` imports
+    a sibling file of that file (no loop between files): the folders' loop is found and
+    both importing lines are named; a root-level file is a unit of its own."""
+    pkg = tmp_path / ROOT
+    (pkg / "distill" / "search").mkdir(parents=True)
+    for init in (pkg, pkg / "distill", pkg / "distill" / "search"):
+        (init / "__init__.py").write_text("")
+    (pkg / "cache.py").write_text("X = 1\n")
+    (pkg / "cli.py").write_text("from .distill import context\n")
+    (pkg / "distill" / "arch.py").write_text("from ..cache import X\n")
+    (pkg / "distill" / "context.py").write_text("def f():\n    from .search.build import g\n    return g\n")
+    (pkg / "distill" / "search" / "build.py").write_text("from ..arch import X\n\ndef g():\n    return X\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
+    graph, files = import_graph(), module_names()
+    assert not [c for c in strongly_connected(graph) if len(c) > 1]  # no loop between files
+    loops = folder_loops(graph, files)
+    assert len(loops) == 1, loops
+    text = loops[0]
+    assert f"loop among folders {ROOT}.distill, {ROOT}.distill.search:" in text
+    assert f"{ROOT}.distill.context:2 ({ROOT}.distill.search.build): from .search.build import g" in text
+    assert f"{ROOT}.distill.search.build:1 ({ROOT}.distill.arch): from ..arch import X" in text
+    # the fix: the function moves to the sub-folder; imports point one way
+    (pkg / "distill" / "context.py").write_text("Y = 2\n")
+    assert folder_loops(import_graph(), module_names()) == []
+
+
+def test_no_import_loops_between_folders():
+    """Issue 45: imports between folders (sub-packages such as ``distill`` and
+    ``distill/search``) point one way, function-level and TYPE_CHECKING imports counted;
+    the failure names the folders and the importing lines."""
+    loops = folder_loops(import_graph(), module_names())
+    assert not loops, "import loops between folders:\n" + "\n".join(loops)
 
 
 _LOCAL_EVALUATION = r"""
@@ -511,7 +605,7 @@ def test_a_copied_attack_recipe_is_listed_and_runs(copy_module, tracking):
     )
     assert new in list_attacks() and "wir_random_zeng_2022" in list_attacks()
     assert new in ATTACKS
-    from test_attacks_recipes import CODES, LABELS
+    from tests.support import CODES, LABELS
 
     frame = pd.DataFrame({"func": CODES, "target": LABELS})
     direct = run_attack(new, _name_sensitive, frame, ["func"], LABELS, "c", budget=60, progress=False)

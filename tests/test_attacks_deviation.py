@@ -9,13 +9,13 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from test_attacks_recipes import CODES, WITH_COUNT
 
 from mlflow_metacompress.attacks.deviation import DifferentialGoal, Fitness, NoveltyTracker, PairResult, find_deviations
 from mlflow_metacompress.attacks.deviation.goal import margin
 from mlflow_metacompress.attacks.deviation.space import RENAME, VariantSpace, default_operators, valid_variant
 from mlflow_metacompress.attacks.goal import QueryModel
 from mlflow_metacompress.attacks.substitutes import IdentifierVocabulary
+from tests.support import CODES, WITH_COUNT
 
 
 def ntok(code: str) -> int:

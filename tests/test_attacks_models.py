@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from test_attacks_recipes import CODES, assert_consistent_renaming
 
 from mlflow_metacompress.attacks import AttackStatus, run_attack
 from mlflow_metacompress.attacks.cli import main
 from mlflow_metacompress.attacks.substitutes import IDENT, MLMSubstitutes
+from tests.support import CODES, assert_consistent_renaming, tiny_roberta_config
 
 
 @pytest.fixture(scope="module")
@@ -117,21 +117,13 @@ def test_run_attack_and_cli_on_a_models_uri(tiny, tracking, tmp_path, capsys):
 
 def test_alert_with_a_masked_language_model(tmp_path):
     import torch
-    from transformers import RobertaConfig, RobertaForMaskedLM
+    from transformers import RobertaForMaskedLM
 
     from mlflow_metacompress.models.tokenizer import train_tokenizer
 
     torch.manual_seed(0)
     tok = train_tokenizer(CODES * 3, vocab_size=400, min_frequency=1)
-    cfg = RobertaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=520,
-        pad_token_id=tok.pad_token_id,
-    )
+    cfg = tiny_roberta_config(len(tok), tok.pad_token_id, positions=520)
     RobertaForMaskedLM(cfg).save_pretrained(tmp_path / "mlm")
     tok.save_pretrained(tmp_path / "mlm")
     mlm = MLMSubstitutes.from_pretrained(tmp_path / "mlm")

@@ -354,7 +354,7 @@ def test_quick_is_a_policy_in_every_cli(store, capsys):
 
 # --------------------------------------------------------------------- distill
 def test_distill_help_lists_the_methods():
-    from mlflow_metacompress.distill.registry import list_methods
+    from mlflow_metacompress.distill.discovery import list_methods
 
     out = _cli("distill", "student", "--help")
     assert out.returncode == 0, out.stderr

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from mlflow_metacompress.distill.arch import ArchSpec
-from mlflow_metacompress.distill.context import DistillContext, describe_student
+from mlflow_metacompress.distill.context import DistillContext
+from mlflow_metacompress.distill.search.build import describe_student
 
 SPEC = ArchSpec(
     vocab_size=600, num_hidden_layers=2, hidden_size=48, num_attention_heads=2, intermediate_size=96, max_length=64

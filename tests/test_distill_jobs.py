@@ -50,7 +50,7 @@ def test_student_keywords_beyond_the_job_and_budget_are_method_options():
 
 
 def test_cli_builds_the_same_teacher_job_as_the_keyword_entry():
-    from mlflow_metacompress.distill.cli import teacher_job, trainer_settings
+    from mlflow_metacompress.distill.cli_jobs import teacher_job, trainer_settings
 
     args = _parse(
         ["teacher", "--layers", "2", "--hidden", "64", "--heads", "2", "--intermediate", "128", "--vocab-size", "500"]
@@ -78,7 +78,7 @@ def test_cli_builds_the_same_teacher_job_as_the_keyword_entry():
 
 
 def test_cli_student_job_takes_the_options_and_the_same_budget():
-    from mlflow_metacompress.distill.cli import student_job, trainer_settings
+    from mlflow_metacompress.distill.cli_jobs import student_job, trainer_settings
 
     args = _parse(["student", "--teacher", "models:/t/1", "--method", "morph", "--epochs", "2", "--seed", "5"])
     job = student_job(args, None, trainer_settings(args), {"probes": 2})

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from mlflow_metacompress.distill.align import attention_loss, buckets, hidden_loss, layer_map, pool_attention
+from mlflow_metacompress.distill.discovery import get_method, list_methods
 from mlflow_metacompress.distill.methods.repair import Options, split_transforms
-from mlflow_metacompress.distill.registry import get_method, list_methods
 
 
 # ------------------------------------------------------------------ alignment

@@ -14,6 +14,7 @@ import torch
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.teacher import build_teacher, minilm_path, train_teacher
 from tests.conftest import TOY_CODE
+from tests.support import tiny_roberta_config
 
 SMALL = ArchSpec(
     vocab_size=300, num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64, max_length=48
@@ -30,21 +31,13 @@ def test_scratch_teacher_trains_its_own_bpe_tokenizer():
 
 @pytest.fixture
 def local_encoder_dir(tmp_path):
-    from transformers import RobertaConfig, RobertaModel
+    from transformers import RobertaModel
 
     from mlflow_metacompress.models.tokenizer import train_tokenizer
 
     tok = train_tokenizer(TOY_CODE * 4, vocab_size=200)
     RobertaModel(
-        RobertaConfig(
-            vocab_size=len(tok),
-            hidden_size=24,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=48,
-            max_position_embeddings=66,
-            pad_token_id=1,
-        ),
+        tiny_roberta_config(len(tok), 1, hidden=24, positions=66),
         add_pooling_layer=False,
     ).save_pretrained(tmp_path / "enc")
     tok.save_pretrained(tmp_path / "enc")

@@ -13,6 +13,7 @@ import pytest
 
 from mlflow_metacompress.pipeline.progress import pipeline_stages
 from tests.conftest import TOY_CODE, fresh_mlflow_stores, toy_frame
+from tests.support import tiny_sequence_classifiers
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "getting-started.md"
@@ -29,34 +30,13 @@ def tiny_models(root: Path):
     """A locally trained tokenizer and two differently seeded tiny RoBERTa classifiers
     (id2label SAFE/VULN, output bias centred so both classes occur), saved with
     ``save_pretrained`` in ``root/teacher`` and ``root/student``."""
-    import torch
-    from transformers import RobertaConfig, RobertaForSequenceClassification
-
     from mlflow_metacompress.models.tokenizer import train_tokenizer
 
     tok = train_tokenizer(TOY_CODE * 5, vocab_size=400, model_max_length=128)
-    models = {}
-    for seed, role in enumerate(("teacher", "student")):
-        torch.manual_seed(seed)
-        cfg = RobertaConfig(
-            vocab_size=len(tok),
-            hidden_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=64,
-            max_position_embeddings=130,
-            pad_token_id=tok.pad_token_id,
-            initializer_range=0.5,
-            id2label=dict(enumerate(LABELS)),
-            label2id={k: i for i, k in enumerate(LABELS)},
-        )
-        model = RobertaForSequenceClassification(cfg).eval()
-        with torch.no_grad():
-            logits = model(**tok(TOY_CODE, padding=True, return_tensors="pt")).logits
-            model.classifier.out_proj.bias -= logits.mean(dim=0)
+    models = dict(zip(("teacher", "student"), tiny_sequence_classifiers(tok, LABELS, centred_on=TOY_CODE), strict=True))
+    for role, model in models.items():
         model.save_pretrained(root / role)
         tok.save_pretrained(root / role)
-        models[role] = model
     return tok, models
 
 

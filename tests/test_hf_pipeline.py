@@ -16,6 +16,7 @@ import pytest
 from mlflow_metacompress.adapters.checks import MetaCompressInputError
 from mlflow_metacompress.adapters.predictors import to_probabilities
 from tests.conftest import TOY_CODE, toy_frame
+from tests.support import tiny_sequence_classifiers
 
 LABELS = ["SAFE", "VULN"]
 REQS = ["transformers", "torch"]  # explicit: MLflow's inferred requirements add torchvision, absent here
@@ -26,33 +27,11 @@ TOL = dict(rel=1e-5, abs=1e-6)  # the pipeline batches with padding; float32 noi
 def hf():
     """A locally trained tokenizer and two differently initialised tiny RoBERTa classifiers
     (id2label SAFE/VULN), their output bias centred so both classes get predicted."""
-    import torch
-    from transformers import RobertaConfig, RobertaForSequenceClassification
-
     from mlflow_metacompress.models.tokenizer import train_tokenizer
 
     tok = train_tokenizer(TOY_CODE * 5, vocab_size=400, model_max_length=128)
-    models = []
-    for seed in (0, 1):
-        torch.manual_seed(seed)
-        cfg = RobertaConfig(
-            vocab_size=len(tok),
-            hidden_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=64,
-            max_position_embeddings=130,
-            pad_token_id=tok.pad_token_id,
-            initializer_range=0.5,
-            id2label=dict(enumerate(LABELS)),
-            label2id={k: i for i, k in enumerate(LABELS)},
-        )
-        model = RobertaForSequenceClassification(cfg).eval()
-        with torch.no_grad():
-            logits = model(**tok(TOY_CODE, padding=True, return_tensors="pt")).logits
-            model.classifier.out_proj.bias -= logits.mean(dim=0)
-        models.append(model)
-    return tok, models[0], models[1]
+    teacher, student = tiny_sequence_classifiers(tok, LABELS, centred_on=TOY_CODE)
+    return tok, teacher, student
 
 
 def forward(tok, model, a: list[str], b: list[str] | None = None) -> np.ndarray:

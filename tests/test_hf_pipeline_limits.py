@@ -21,6 +21,7 @@ import pytest
 from mlflow_metacompress.adapters.checks import MetaCompressInputError
 from mlflow_metacompress.cli import main
 from tests.conftest import TOY_CODE
+from tests.support import tiny_sequence_classifiers
 from tests.test_hf_pipeline import LABELS, REQS, assert_same_metrics, evaluate
 
 POSITIONS = 34  # RoBERTa: pad id 1, positions numbered from 2, so 32 tokens fit
@@ -31,30 +32,14 @@ LIMIT = 32
 def bare():
     """A BPE tokenizer built from a ``tokenizers`` object with no model_max_length, and two
     tiny RoBERTa classifiers with 34 position embeddings."""
-    import torch
-    from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForSequenceClassification
+    from transformers import PreTrainedTokenizerFast
 
     from mlflow_metacompress.models.tokenizer import train_tokenizer
 
     trained = train_tokenizer(TOY_CODE * 5, vocab_size=400)
     tok = PreTrainedTokenizerFast(tokenizer_object=trained.backend_tokenizer, **trained.special_tokens_map)
     assert tok.model_max_length > 1e20, "transformers' 'unset' sentinel"
-    models = []
-    for seed in (0, 1):
-        torch.manual_seed(seed)
-        cfg = RobertaConfig(
-            vocab_size=len(tok),
-            hidden_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=64,
-            max_position_embeddings=POSITIONS,
-            pad_token_id=tok.pad_token_id,
-            initializer_range=0.5,
-            id2label=dict(enumerate(LABELS)),
-            label2id={k: i for i, k in enumerate(LABELS)},
-        )
-        models.append(RobertaForSequenceClassification(cfg).eval())
+    models = tiny_sequence_classifiers(tok, LABELS, positions=POSITIONS)
     assert tok.pad_token_id == 1
     return tok, models[0], models[1]
 

@@ -122,7 +122,7 @@ def test_a_stage_kind_not_seen_yet_is_priced_at_the_teacher_s_rate():
 def test_a_method_module_declaring_trains_false_is_budgeted_without_training(monkeypatch):
     import types
 
-    from mlflow_metacompress.distill import registry
+    from mlflow_metacompress.distill import discovery as registry
 
     module = types.ModuleType("fake_ptq")
     module.NAME, module.Options, module.run, module.TRAINS = "ptq", registry.MethodOptions, lambda c, o: None, False

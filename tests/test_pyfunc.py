@@ -12,24 +12,15 @@ import torch
 from mlflow_metacompress.models.classifier import CodeClassifier
 from mlflow_metacompress.models.pyfunc import log_code_classifier
 from tests.conftest import TOY_CODE
+from tests.support import tiny_roberta_config
 
 
 def test_plain_hf_sequence_classifier_directory(tracking, tiny_classifiers, tmp_path):
-    from transformers import RobertaConfig, RobertaForSequenceClassification
+    from transformers import RobertaForSequenceClassification
 
     tok = tiny_classifiers[0]
     torch.manual_seed(0)
-    cfg = RobertaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=130,
-        pad_token_id=tok.pad_token_id,
-        id2label={0: "safe", 1: "vulnerable"},
-        label2id={"safe": 0, "vulnerable": 1},
-    )
+    cfg = tiny_roberta_config(len(tok), tok.pad_token_id, labels=["safe", "vulnerable"])
     model = RobertaForSequenceClassification(cfg).eval()
     model.save_pretrained(tmp_path / "hf")
     tok.save_pretrained(tmp_path / "hf")

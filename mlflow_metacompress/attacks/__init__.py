@@ -11,7 +11,7 @@ Entry points: :func:`~.runner.run_attack` and ``python -m mlflow_metacompress.at
 
 from __future__ import annotations
 
-from .recipes import ATTACKS, list_attacks
+from .catalog import ATTACKS, list_attacks
 from .results import AttackReport, AttackResult, AttackStatus
 from .runner import run_attack
 

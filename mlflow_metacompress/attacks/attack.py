@@ -26,8 +26,8 @@ import pandas as pd
 from .composition import Composition, GoalSpec, RenameRules
 from .goal import GoalFunction, GoalResult, PredictFn, QueryModel
 from .options import AttackOptions
+from .rename_space import Candidate, RenameSpace
 from .results import AttackResult, AttackStatus
-from .search.base import Candidate, RenameSpace
 from .substitutes import IdentifierVocabulary
 
 logger = logging.getLogger(__name__)

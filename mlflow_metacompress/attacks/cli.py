@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from .recipes import list_attacks
+from .catalog import list_attacks
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from .attack import Attack, AttackData
+from .catalog import ATTACKS, list_attacks
 from .goal import QueryModel
-from .recipes import ATTACKS, list_attacks
 from .results import AttackReport, AttackResult
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The pipeline every distillation method shares (:func:`distill_student`).
 
-It looks the method up (:func:`.registry.get_method`) and parses its options before
+It looks the method up (:func:`.discovery.get_method`) and parses its options before
 anything runs, loads the task, computes the teacher's soft labels on the unlabeled half
 of the training split once (cached, see :mod:`.soft_labels`), calls the method,
 measures the student on the test split and registers it with the metacompress tags
@@ -19,8 +19,8 @@ import pandas as pd
 
 from .context import DistillContext
 from .datasets import CodeExamples, load_splits, split_halves
+from .discovery import get_method
 from .jobs import Data, StudentJob
-from .registry import get_method
 from .results import TrainingResult, accuracy_on, log_json, register
 
 logger = logging.getLogger(__name__)

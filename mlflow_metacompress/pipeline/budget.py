@@ -92,7 +92,7 @@ def _forward(rows: float, batch: int) -> float:
 
 def _declared(method: str, attribute: str, default: Any) -> Any:
     """``attribute`` of the discovered method ``method``; ``default`` for an unknown name."""
-    from ..distill.registry import get_method
+    from ..distill.discovery import get_method
 
     try:
         return getattr(get_method(method), attribute)

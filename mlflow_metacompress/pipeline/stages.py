@@ -21,7 +21,7 @@ from .data import TaskData
 
 logger = logging.getLogger(__name__)
 
-ALL = "all"  # every method :func:`..distill.registry.list_methods` finds
+ALL = "all"  # every method :func:`..distill.discovery.list_methods` finds
 
 
 @dataclass
@@ -44,7 +44,7 @@ def parse_methods(methods: str | Sequence[str] | None) -> list[str]:
     """``"compressor, avatar"`` or a list → names, in order, without duplicates;
     ``None``, ``""`` or ``"all"`` → every discovered method (sorted)."""
     if methods is None or (isinstance(methods, str) and methods.strip() in ("", ALL)):
-        from ..distill.registry import list_methods
+        from ..distill.discovery import list_methods
 
         return list_methods()
     items = methods.split(",") if isinstance(methods, str) else list(methods)
@@ -60,9 +60,9 @@ def parse_methods(methods: str | Sequence[str] | None) -> list[str]:
 
 def resolve_methods(methods: str | Sequence[str] | None) -> list[str]:
     """:func:`parse_methods`, checked against the discovered methods
-    (:func:`..distill.registry.list_methods`); raises ``ValueError`` naming the unknown
+    (:func:`..distill.discovery.list_methods`); raises ``ValueError`` naming the unknown
     methods and the known ones."""
-    from ..distill.registry import list_methods
+    from ..distill.discovery import list_methods
 
     names = parse_methods(methods)
     known = list_methods()

@@ -360,6 +360,6 @@ def collect(cfg: StudyConfig, teacher: StageResult) -> dict[tuple[str, int], dic
 
 
 def _known_methods() -> list[str]:
-    from ..distill.registry import list_methods
+    from ..distill.discovery import list_methods
 
     return list_methods()

@@ -206,7 +206,7 @@ def _recipe_runner(
     fit: Fitness,
 ) -> Runner:
     from ..attack import AttackData
-    from ..recipes import get_attack
+    from ..catalog import get_attack
     from ..results import AttackStatus
 
     attack = get_attack(RECIPES[search])(teacher, budget=queries, seed=seed)

@@ -1,8 +1,8 @@
 """Search methods over identifier renamings: greedy by importance, Metropolis-Hastings
-and genetic. Each works on a :class:`~.base.RenameSpace` and returns a
-:class:`~.base.Candidate` (a success, or the best attempt)."""
+and genetic. Each works on a :class:`~..rename_space.RenameSpace` and returns a
+:class:`~..rename_space.Candidate` (a success, or the best attempt)."""
 
-from .base import Candidate, RenameSpace, best
+from ..rename_space import Candidate, RenameSpace, best
 from .genetic import genetic
 from .greedy import greedy_by_importance, rank_by_importance
 from .metropolis_hastings import metropolis_hastings

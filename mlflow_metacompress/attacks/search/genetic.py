@@ -17,7 +17,7 @@ import logging
 import random
 from collections.abc import Mapping, Sequence
 
-from .base import Candidate, RenameSpace, best
+from ..rename_space import Candidate, RenameSpace, best
 
 logger = logging.getLogger(__name__)
 

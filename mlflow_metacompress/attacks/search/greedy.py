@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from .base import Candidate, RenameSpace, best
+from ..rename_space import Candidate, RenameSpace, best
 
 logger = logging.getLogger(__name__)
 

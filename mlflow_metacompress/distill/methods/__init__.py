@@ -1,4 +1,4 @@
-"""Distillation methods, one module each, found by :func:`..registry.list_methods`.
+"""Distillation methods, one module each, found by :func:`..discovery.list_methods`.
 
 Each module declares ``NAME``, a frozen ``Options`` dataclass (subclassing
 :class:`..options.MethodOptions`) and ``run(ctx, options) -> StudentOutcome``. Methods

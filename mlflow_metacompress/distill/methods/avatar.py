@@ -26,7 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..context import DistillContext, StudentOutcome, describe_student
+from ..context import DistillContext, StudentOutcome
+from ..search.build import describe_student
 from ..search.probes import ProbeOptions
 from ..student import train_on_soft_labels
 

@@ -33,8 +33,9 @@ from typing import Any, Literal
 import numpy as np
 
 from ..arch import ArchSpec
-from ..context import DistillContext, StudentOutcome, describe_student
+from ..context import DistillContext, StudentOutcome
 from ..datasets import CodeExamples
+from ..search.build import describe_student
 from ..search.probes import ProbeOptions
 
 NAME = "fidelity"

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..arch import ArchSpec
-from ..context import DistillContext, StudentOutcome, describe_student
+from ..context import DistillContext, StudentOutcome
+from ..search.build import describe_student
 from ..search.probes import ProbeOptions
 from ..student import train_student
 

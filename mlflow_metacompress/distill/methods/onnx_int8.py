@@ -19,10 +19,10 @@ Its size is the ``.onnx`` file's bytes; ``ctx.size_mb`` (the size target) does n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..context import DistillContext, StudentOutcome
 from ..options import MethodOptions
+from ..outcomes import post_training_outcome
 
 NAME = "onnx-int8"
 TRAINS = False  # post-training: no student steps (the pipeline budgets its time accordingly)
@@ -38,11 +38,9 @@ class Options(MethodOptions):
 
 def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     """Export the teacher at ``ctx.teacher_uri`` to ONNX, quantize it to int8 and return it."""
-    import logging
-
     from ...models.onnx_export import cached_export
     from ...models.onnx_runtime import OnnxClassifier
-    from ..arch import measure_model, spec_of
+    from ..arch import measure_model
     from ..fidelity_cache import load_float_teacher
 
     teacher, tokenizer = load_float_teacher(
@@ -52,26 +50,16 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     model = OnnxClassifier(path)
     before = measure_model(teacher)
     model.extra["gflops"] = before["gflops"]  # the graph computes the teacher's operations, in int8
-    after = model.measurements()
-    logging.getLogger(__name__).info(
-        "exported %s to ONNX int8: %.3f MB → %.3f MB (%.2f×)",
-        ctx.teacher_uri,
-        before["size_mb"],
-        after["size_mb"],
-        after["size_mb"] / before["size_mb"],
+    return post_training_outcome(
+        ctx,
+        NAME,
+        teacher,
+        (model, model.tokenizer),
+        before=before,
+        after=model.measurements(),
+        quantization=model.quantization,
+        gflops=before["gflops"],
+        params={"quant.dtype": "int8", "quant.backend": "onnxruntime"},
+        action="exported to ONNX int8",
+        format="onnx",
     )
-    arch = spec_of(teacher).to_dict()
-    config: dict[str, Any] = {
-        "method": NAME,
-        "quantization": model.quantization,
-        "format": "onnx",
-        "teacher": ctx.teacher_uri,
-        "arch": arch,
-        "teacher_size_mb": before["size_mb"],
-        "size_mb": after["size_mb"],
-        "size_ratio": after["size_mb"] / before["size_mb"],
-        "gflops": before["gflops"],
-        "trained": False,
-    }
-    params = {f"arch.{k}": v for k, v in arch.items()} | {"quant.dtype": "int8", "quant.backend": "onnxruntime"}
-    return StudentOutcome(model, model.tokenizer, config, None, params)

@@ -26,10 +26,11 @@ does not apply: the copy has its natural size.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from ..context import DistillContext, StudentOutcome
 from ..options import MethodOptions
+from ..outcomes import post_training_outcome
 
 NAME = "quantize"
 TRAINS = False  # post-training: no student steps (the pipeline budgets its time accordingly)
@@ -49,10 +50,8 @@ class Options(MethodOptions):
 
 def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     """Load the teacher from ``ctx.teacher_uri`` and return its quantized copy."""
-    import logging
-
     from ...models.quantization import QuantSpec, describe, quantize_classifier
-    from ..arch import measure_model, spec_of
+    from ..arch import measure_model
     from ..fidelity_cache import load_float_teacher
 
     teacher, tokenizer = load_float_teacher(
@@ -61,26 +60,16 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     spec = QuantSpec(dtype=options.dtype, embeddings=options.embeddings, per_channel=options.per_channel)
     model = quantize_classifier(teacher, spec)
     before, after = measure_model(teacher), measure_model(model)
-    logging.getLogger(__name__).info(
-        "quantized %s to %s: %.3f MB → %.3f MB (%.2f×)",
-        ctx.teacher_uri,
-        options.dtype,
-        before["size_mb"],
-        after["size_mb"],
-        after["size_mb"] / before["size_mb"],
+    return post_training_outcome(
+        ctx,
+        NAME,
+        teacher,
+        (model, tokenizer),
+        before=before,
+        after=after,
+        quantization=asdict(spec),
+        gflops=after["gflops"],
+        params={"quant.dtype": options.dtype},
+        action=f"quantized to {options.dtype}",
+        modules=describe(model),
     )
-    arch = spec_of(teacher).to_dict()
-    config: dict[str, Any] = {
-        "method": NAME,
-        "quantization": asdict(spec),
-        "teacher": ctx.teacher_uri,
-        "arch": arch,
-        "teacher_size_mb": before["size_mb"],
-        "size_mb": after["size_mb"],
-        "size_ratio": after["size_mb"] / before["size_mb"],
-        "gflops": after["gflops"],
-        "modules": describe(model),
-        "trained": False,
-    }
-    params = {f"arch.{k}": v for k, v in arch.items()} | {"quant.dtype": options.dtype}
-    return StudentOutcome(model, tokenizer, config, None, params)

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..context import DistillContext, StudentOutcome, describe_student
+from ..context import DistillContext, StudentOutcome
 from ..datasets import CodeExamples
+from ..search.build import describe_student
 from .fidelity import Options as FidelityOptions
 
 if TYPE_CHECKING:

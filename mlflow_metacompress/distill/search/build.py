@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..arch import ArchSpec, seeded
+from ..context import StudentOutcome
+
+if TYPE_CHECKING:
+    from ..context import DistillContext
+    from ..training import FitResult
 
 logger = logging.getLogger(__name__)
 
@@ -56,3 +61,39 @@ def materialise(
     with seeded(seed):
         model = real.build(labels, pad_token_id=tokenizer.pad_token_id)
     return model, tokenizer, real
+
+
+def describe_student(
+    ctx: DistillContext,
+    method: str,
+    built: tuple[Any, Any, Any],
+    fit: FitResult | None,
+    search: dict[str, Any],
+    *,
+    fallback: bool | None = None,
+    **details: Any,
+) -> StudentOutcome:
+    """The :class:`StudentOutcome` of a searched student (AVATAR, MORPH, fidelity): ``built``
+    is ``(model, tokenizer, config)`` of :func:`materialise`; the config JSON
+    holds the method, the student's :class:`~..arch.ArchSpec`, the size target, its size and
+    GFLOPs (:mod:`.space`, :func:`gflops`), the method's ``details``, the
+    ``search_fallback`` flag when ``fallback`` is given, and the ``search`` record; the
+    params are ``arch.<field>``."""
+    from .objective import FALLBACK_KEY
+    from .space import size_mb
+
+    model, tokenizer, config = built
+    k, pm = len(ctx.labels), ctx.pair_mode
+    out: dict[str, Any] = {
+        "method": method,
+        "student": config.to_dict(),
+        "target_size_mb": ctx.size_mb,
+        "size_mb": size_mb(config, k, pm),
+        "gflops": gflops(config, k, pm),
+        **details,
+    }
+    if fallback is not None:
+        out[FALLBACK_KEY] = fallback
+    out["search"] = search
+    params = {f"arch.{name}": v for name, v in config.to_dict().items()}
+    return StudentOutcome(model, tokenizer, out, fit, params)

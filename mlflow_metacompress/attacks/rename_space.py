@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..constraints import RenameConstraints
-from ..goal import GoalFunction, GoalResult
+from .constraints import RenameConstraints
+from .goal import GoalFunction, GoalResult
 
 logger = logging.getLogger(__name__)
 

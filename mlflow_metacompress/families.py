@@ -58,3 +58,8 @@ def paired_metric_names() -> tuple[str, ...]:
 def family_interval_metrics() -> tuple[str, ...]:
     """``<prefix><m>`` of every family with a bootstrap interval (``excess/``, the increments)."""
     return tuple(f"{p}{m}" for p, (_, interval) in FAMILIES.items() if interval for m in paired_metric_names())
+
+
+# the deviation search's rates (evaluation/deviation.py, deviation_reference.py) carry bootstrap
+# intervals of their own (resampling searched rows), so gates may bound their ends too
+DEVIATION_INTERVAL_METRICS = ("deviation_rate", REFERENCE + "deviation_rate", EXCESS + "deviation_rate")

@@ -107,6 +107,35 @@ _OTHER_SPECS = [
         )
         for end in ("low", "high")
     ),
+    *(
+        MetricSpec(
+            f"reference/{name}", better, f"deviation with a reference: {name} of the reference against the teacher"
+        )
+        for name, better in (
+            ("deviation_rate", False),
+            ("deviation_rate_ci_low", False),
+            ("deviation_rate_ci_high", False),
+            ("deviation_queries_median", True),
+            ("deviation_rows_searched", True),
+            ("deviation_rows_agreeing", True),
+            ("deviation_rows_found", False),
+        )
+    ),
+    MetricSpec(
+        "excess/deviation_rate",
+        False,
+        "deviation with a reference: deviation_rate(student) − deviation_rate(reference), same teacher, rows, search "
+        "and budget (evaluation/deviation_reference.py)",
+    ),
+    *(
+        MetricSpec(
+            f"excess/deviation_rate_ci_{end}",
+            False,
+            f"{end} end of the 95% paired percentile-bootstrap interval of excess/deviation_rate (resampling searched "
+            "rows)",
+        )
+        for end in ("low", "high")
+    ),
 ]
 
 

@@ -242,7 +242,13 @@ def deviations(inputs: SourceInputs, models: ModelPair | None, search: Deviation
     else:
         figures = local_figures(frame, inputs, models, settings)
     metrics = figures.metrics(cfg.bootstrap_samples, cfg.seed)
+    notes = {"deviation": figures.notes()}
     logger.info(
         "deviation search (%s): %d of %d agreeing rows deviate", settings.search, figures.found, figures.agreeing
     )
-    return VariantSet(metrics=metrics, tables={DEVIATIONS_TABLE: figures.table()}, notes={"deviation": figures.notes()})
+    if models.reference is not None and search is None:
+        from .deviation_reference import reference_deviations
+
+        ref_metrics, notes["reference_deviation"] = reference_deviations(frame, inputs, models, settings, figures)
+        metrics.update(ref_metrics)
+    return VariantSet(metrics=metrics, tables={DEVIATIONS_TABLE: figures.table()}, notes=notes)

@@ -125,7 +125,7 @@ def _run(
     if not cfg.static:
         if teacher is None or student is None:
             raise MetaCompressInputError("model mode needs both a teacher and a student")
-        models = ModelPair(teacher, student, tuple(cfg.code_columns or ()))
+        models = ModelPair(teacher, student, tuple(cfg.code_columns or ()), reference)
     original = original_variant(df, cfg.code_columns)
     table = static_table(df, cfg, y) if models is None else original_table(original, y, models, ahead)
     inputs = SourceInputs(df, cfg, table.labels, table.base, table.class_names)

@@ -29,6 +29,9 @@ class ModelPair:
     teacher: Predictor
     student: Predictor
     code_columns: tuple[str, ...]
+    # a retrained teacher (``evaluator_config["reference"]``): the deviation search runs it against the
+    # teacher too (:mod:`.deviation_reference`); the relations judge it apart (:mod:`.reference`)
+    reference: Predictor | None = None
 
     def predict(self, frame: pd.DataFrame) -> tuple[PairPredictions, list[str] | None]:
         """Both models on ``frame``; returns the predictions and the class names (None when unnamed)."""

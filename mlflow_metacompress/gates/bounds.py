@@ -78,13 +78,14 @@ def check_bound(bound: str, base: str, greater_is_better: bool) -> str | None:
     """Why ``@bound`` cannot apply to a metric (None when it can)."""
     if bound not in BOUNDS:
         return f"unknown interval bound {'@' + bound!r}; use '@upper' or '@lower'"
-    from ..families import family_interval_metrics
+    from ..families import DEVIATION_INTERVAL_METRICS, family_interval_metrics
 
     with_interval = interval_metrics()
-    if base not in with_interval and base not in family_interval_metrics():
+    if base not in with_interval and base not in family_interval_metrics() and base not in DEVIATION_INTERVAL_METRICS:
         return (
             f"{base} has no bootstrap interval, so '@{bound}' cannot apply; intervals are logged for "
-            f"{', '.join(with_interval)} and their excess/ and increment/ families"
+            f"{', '.join(with_interval)} and their excess/ and increment/ families, and for "
+            f"{', '.join(DEVIATION_INTERVAL_METRICS)}"
         )
     if BOUNDS[bound][1] != greater_is_better:
         want = "@upper" if not greater_is_better else "@lower"

@@ -67,6 +67,7 @@ def trainer(args: argparse.Namespace) -> Any:
         precision=args.precision,
         threads=args.threads,
         source="MLproject parameter",
+        names=("--threads", "--precision"),
     )
 
 

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from mlflow_metacompress.distill.align import attention_loss, buckets, hidden_loss, layer_map, pool_attention
+from mlflow_metacompress.distill.devices import TrainerSettings
 from mlflow_metacompress.distill.discovery import get_method, list_methods
 from mlflow_metacompress.distill.methods.repair import Options, split_transforms
 
@@ -151,7 +152,13 @@ def test_a_repair_round_removes_deviations_found_on_training_rows(tracking, tiny
     ctx = DistillContext(
         task="devign", code_columns=("func",), unlabeled=CodeExamples(texts, None, None, t_o), valid=rows,
         labels=["0", "1"], pair_mode=None, size_mb=1.0, max_length=128,
-        fit_config=FitConfig(epochs=1, batch_size=8, progress=False, accelerator="cpu", threads=1, length_window=0),
+        fit_config=FitConfig(
+            epochs=1,
+            batch_size=8,
+            progress=False,
+            settings=TrainerSettings(accelerator="cpu", threads=1),
+            length_window=0,
+        ),
     )  # fmt: skip
     options = Options(rounds=1, queries=20, search_rows=len(texts), round_steps=40, replay=1, lr=5e-3, align=0.0)
     train_ops, held = split_transforms(options, "c")

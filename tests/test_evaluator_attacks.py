@@ -95,13 +95,17 @@ class _LengthTeacher(mlflow.pyfunc.PythonModel):
         return teacher(model_input)
 
 
-def test_a_logged_teacher_is_attacked_once_per_process_for_several_students(tracking, monkeypatch):
-    """Two students judged against one logged teacher on the same rows: the teacher's
-    attack runs once, and the second evaluation logs the same teacher metrics."""
-    from mlflow_metacompress.attacks import memo, runner
+def _logged_teacher() -> str:
+    """The toy teacher logged as a pyfunc (it has an identity, so its reports are memoised)."""
+    with mlflow.start_run():
+        return mlflow.pyfunc.log_model(name="teacher", python_model=_LengthTeacher()).model_uri
 
-    monkeypatch.setattr(memo, "_TEACHER_REPORTS", {})
-    calls = []
+
+def _counting_attacks(monkeypatch) -> list[str]:
+    """``run_attack`` wrapped to record each attack it runs (the list it returns grows)."""
+    from mlflow_metacompress.attacks import runner
+
+    calls: list[str] = []
     real = runner.run_attack
 
     def counting(*args, **kwargs):
@@ -109,8 +113,16 @@ def test_a_logged_teacher_is_attacked_once_per_process_for_several_students(trac
         return real(*args, **kwargs)
 
     monkeypatch.setattr(runner, "run_attack", counting)
-    with mlflow.start_run():
-        uri = mlflow.pyfunc.log_model(name="teacher", python_model=_LengthTeacher()).model_uri
+    return calls
+
+
+def test_a_logged_teacher_is_attacked_once_per_process_for_several_students(tracking, monkeypatch):
+    """Two students judged against one logged teacher on the same rows: the teacher's
+    attack runs once, and the second evaluation logs the same teacher metrics."""
+    from mlflow_metacompress.attacks import memo
+
+    monkeypatch.setattr(memo, "_TEACHER_REPORTS", {})
+    calls, uri = _counting_attacks(monkeypatch), _logged_teacher()
     df = toy_frame(40, seed=3)
     df["target"] = teacher(df).argmax(1)
     config = {
@@ -153,18 +165,9 @@ def test_the_teachers_attack_is_read_from_the_cache_folder_by_a_new_process(trac
     """Issue 42: a new process (the in-process memo emptied) reads the teacher's report from
     the cache folder instead of attacking again; without the cache, or with an unreadable
     file, it attacks again (and rewrites the file)."""
-    from mlflow_metacompress.attacks import memo, runner
+    from mlflow_metacompress.attacks import memo
 
-    calls = []
-    real = runner.run_attack
-
-    def counting(*args, **kwargs):
-        calls.append(args[0])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(runner, "run_attack", counting)
-    with mlflow.start_run():
-        uri = mlflow.pyfunc.log_model(name="teacher", python_model=_LengthTeacher()).model_uri
+    calls, uri = _counting_attacks(monkeypatch), _logged_teacher()
     df = toy_frame(40, seed=5)
     df["target"] = teacher(df).argmax(1)
     config = {

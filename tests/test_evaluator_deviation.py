@@ -174,9 +174,9 @@ def test_the_teachers_variant_predictions_are_shared_across_students(tracking, m
     """Two students judged against one logged teacher in one process: the second search reads
     the teacher's predictions on every variant the first already ran (and on the originals from
     the prediction cache); only the uncached verification of each deviation runs the teacher."""
-    from mlflow_metacompress.evaluation import deviation
+    from mlflow_metacompress.evaluation import deviation_search
 
-    monkeypatch.setattr(deviation, "_TEACHERS", {})
+    monkeypatch.setattr(deviation_search, "_TEACHERS", {})
     with mlflow.start_run():
         uri = mlflow.pyfunc.log_model(name="teacher", python_model=_Teacher(), input_example=DATA[["func"]].head(2))
     config = {**CONFIG, "teacher": uri.model_uri, "bootstrap_samples": 0}

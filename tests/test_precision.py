@@ -139,7 +139,11 @@ def trained():
         )
         model = spec.build(["0", "1"])
         config = FitConfig(
-            epochs=epochs, batch_size=16, progress=False, accelerator="cpu", precision=prec, monitor="last", threads=1
+            epochs=epochs,
+            batch_size=16,
+            progress=False,
+            settings=TrainerSettings(accelerator="cpu", precision=prec, threads=1),
+            monitor="last",
         )
         fit(
             ClassifierModule(model, lr=5e-3),

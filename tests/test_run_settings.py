@@ -92,9 +92,9 @@ def test_threads_and_precision_follow_from_the_mlproject_parameter_to_the_fits_a
 
 
 def test_a_bad_setting_fails_once_naming_the_mlproject_parameter():
-    with pytest.raises(ValueError, match=r"threads \(MLproject parameter\)"):
+    with pytest.raises(ValueError, match=r"threads \(MLproject parameter threads\)"):
         TrainerSettings.parse(threads="many", source="MLproject parameter")
-    with pytest.raises(ValueError, match=r"precision \(MLproject parameter\).*'fp8'"):
+    with pytest.raises(ValueError, match=r"precision \(MLproject parameter precision\).*'fp8'"):
         TrainerSettings.parse(precision="fp8", source="MLproject parameter")
 
 

@@ -135,21 +135,19 @@ class GoalResult:
         return self.prediction != self.label
 
 
-class GoalFunction:
-    """Untargeted label flip for one sample, within a query budget.
+class BudgetedQueries:
+    """One sample's query budget: the distinct inputs it has evaluated (free when seen
+    again), what is left, and the longest prefix of a batch that fits (:meth:`take`).
+    Shared by the label-flip goal (:class:`GoalFunction`) and the teacher–student goal
+    (:class:`~.deviation.goal.DifferentialGoal`); ``columns`` orders the model's row."""
 
-    ``row`` maps every code column to its original text; only ``column`` is attacked
-    (for clone pairs, the first function, as in ALERT's protocol).
-    """
-
-    def __init__(self, model: QueryModel, row: Mapping[str, str], column: str, label: int, budget: int) -> None:
+    def __init__(self, row: Mapping[str, str], column: str, budget: int, columns: Sequence[str]) -> None:
         if column not in row:
             raise KeyError(f"attacked column {column!r} is not among the code columns {list(row)}")
-        self.model = model
         self.row = dict(row)
         self.column = column
-        self.label = int(label)
         self.budget = int(budget)
+        self._columns = tuple(columns)
         self._seen: set[str] = set()
         self.requests = 0
 
@@ -166,8 +164,43 @@ class GoalFunction:
     def exhausted(self) -> bool:
         return self.queries >= self.budget
 
+    def model_row(self, code: str) -> tuple[str, ...]:
+        """The model's row with ``code`` in the attacked column."""
+        return tuple(code if c == self.column else self.row[c] for c in self._columns)
+
+    def take(self, codes: Sequence[str]) -> tuple[list[str], set[str]]:
+        """The longest prefix of ``codes`` within the budget, and the new keys it spends
+        (pass them to :meth:`spend` once the models answered)."""
+        allowed: list[str] = []
+        new: set[str] = set()
+        for code in codes:
+            key = row_key(self.model_row(code))
+            if key not in self._seen and key not in new:
+                if self.queries + len(new) >= self.budget:
+                    break
+                new.add(key)
+            allowed.append(code)
+        self.requests += len(allowed)
+        return allowed, new
+
+    def spend(self, new: set[str]) -> None:
+        self._seen |= new
+
+
+class GoalFunction(BudgetedQueries):
+    """Untargeted label flip for one sample, within a query budget.
+
+    ``row`` maps every code column to its original text; only ``column`` is attacked
+    (for clone pairs, the first function, as in ALERT's protocol).
+    """
+
+    def __init__(self, model: QueryModel, row: Mapping[str, str], column: str, label: int, budget: int) -> None:
+        super().__init__(row, column, budget, model.columns)
+        self.model = model
+        self.label = int(label)
+
     def _row(self, code: str) -> tuple[str, ...]:
-        return tuple(code if c == self.column else self.row[c] for c in self.model.columns)
+        return self.model_row(code)
 
     def get_results(self, codes: Sequence[str]) -> list[GoalResult]:
         """Results for the longest prefix of ``codes`` that fits in the budget.
@@ -175,16 +208,7 @@ class GoalFunction:
         Codes already evaluated for this sample are free; new ones each cost one query.
         The returned list is shorter than ``codes`` exactly when the budget ran out.
         """
-        allowed: list[str] = []
-        new: set[str] = set()
-        for code in codes:
-            key = row_key(self._row(code))
-            if key not in self._seen and key not in new:
-                if self.queries + len(new) >= self.budget:
-                    break
-                new.add(key)
-            allowed.append(code)
-        self.requests += len(allowed)
-        probs = self.model.probabilities([self._row(c) for c in allowed])
-        self._seen |= new
+        allowed, new = self.take(codes)
+        probs = self.model.probabilities([self.model_row(c) for c in allowed])
+        self.spend(new)
         return [GoalResult(c, p, self.label) for c, p in zip(allowed, probs, strict=True)]

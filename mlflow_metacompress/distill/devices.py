@@ -73,30 +73,34 @@ class TrainerSettings:
         precision: str | None = None,
         threads: Any = None,
         source: str = "",
+        names: tuple[str, str] = ("threads", "precision"),
     ) -> TrainerSettings:
         """The one parse of a command's run settings (MLproject parameters, CLI flags):
         ``devices`` as a count (``"auto"`` kept), ``precision`` in its canonical spelling
         (empty/None: unset), ``threads`` as an int (None for ``auto``), then :meth:`check`.
         The result is passed down unchanged to the fits (:class:`.jobs.FitConfig` holds it)
         and to the gates' evaluations (``evaluator_config["threads"]``/``["precision"]``).
-        Errors name the setting (``source``, e.g. the MLproject parameter) and the value."""
+        Errors name the setting (``names``: how the command spells threads and precision,
+        e.g. ``--threads``; ``source``, e.g. the MLproject parameter) and the value."""
         from ..precision import requested
         from ..threads import parse_threads
 
-        where = f" ({source})" if source else ""
+        def where(name: str) -> str:  # e.g. "--threads (MLproject parameter threads)"
+            return f"{names[0] if name == 'threads' else names[1]}" + (f" ({source} {name})" if source else "")
+
         count: int | str = "auto" if str(devices).strip().lower() == "auto" else parse_devices(devices)
         text = None if precision is None or str(precision).strip() == "" else str(precision).strip()
         if text is not None:
             try:
                 requested(text)
             except ValueError as exc:
-                raise ValueError(f"precision{where}: {exc}") from None
+                raise ValueError(f"{where('precision')}: {exc}") from None
         settings = cls(
             accelerator=accelerator,
             devices=count,
             strategy=strategy,
             precision=text,
-            threads=parse_threads(threads, f"threads{where}"),
+            threads=parse_threads(threads, where("threads")),
         )
         settings.check()
         return settings

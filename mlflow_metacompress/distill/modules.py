@@ -235,6 +235,13 @@ class FidelityModule(ClassifierModule):
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
         index = batch["index"].cpu().numpy()
         logits, states = self.model(**model_inputs(batch), output_hidden_states=True)
+        loss, parts = self.fidelity_terms(index, logits, states)
+        self.log_terms(loss, parts, len(logits))
+        return loss
+
+    def fidelity_terms(self, index: Any, logits: torch.Tensor, states: Any) -> tuple[torch.Tensor, dict[str, float]]:
+        """:func:`.losses.fidelity_loss` of a batch (rows ``index``, the student's ``logits``
+        and hidden ``states`` on them) with a draw of their cached variants."""
         t_o, z_o = (x[torch.as_tensor(index)].to(logits.device) for x in self._orig)
         rows, parents = self.draw_variants(index)
         kw: dict[str, Any] = {}
@@ -249,12 +256,13 @@ class FidelityModule(ClassifierModule):
                 z_var=self._var[1][r].to(logits.device),
                 parent=torch.as_tensor(parents, device=logits.device),
             )
-        loss, parts = fidelity_loss(logits, t_o, self.projection(states[-1][:, 0, :]), z_o, w=self.weights, **kw)
-        n = len(logits)
+        return fidelity_loss(logits, t_o, self.projection(states[-1][:, 0, :]), z_o, w=self.weights, **kw)
+
+    def log_terms(self, loss: torch.Tensor, parts: dict[str, float], n: int) -> None:
+        """``train_loss`` and each ``train_<term>``, per epoch."""
         self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=n, sync_dist=True)
         for name, value in parts.items():
             self.log(f"train_{name}", value, on_step=False, on_epoch=True, batch_size=n, sync_dist=True)
-        return loss
 
     def configure_optimizers(self) -> Any:
         """The parent's AdamW + schedule, with the projection in the decayed group."""

@@ -33,7 +33,6 @@ from torch import nn  # noqa: E402 - after require()
 
 from .align import attention_loss, hidden_loss  # noqa: E402 - after require()
 from .datasets import CodeExamples, model_inputs  # noqa: E402 - after require()
-from .losses import fidelity_loss  # noqa: E402 - after require()
 from .modules import FidelityModule  # noqa: E402 - after require()
 
 logger = logging.getLogger(__name__)
@@ -264,28 +263,11 @@ class RepairModule(FidelityModule):
             if hook is not None:
                 hook.remove()
         layer = self.layer_terms(batch, states) if self.layer_align else {}
-        t_o, z_o = (x[torch.as_tensor(index)].to(logits.device) for x in self._orig)
-        rows, parents = self.draw_variants(index)
-        kw: dict[str, Any] = {}
-        if len(rows):
-            enc = {k: v.to(logits.device) for k, v in self._encode_variants(rows).items()}
-            v_logits, v_states = self.model(**enc, output_hidden_states=True)
-            r = torch.as_tensor(rows)
-            kw = dict(
-                s_var=v_logits,
-                t_var=self._var[0][r].to(logits.device),
-                h_var=self.projection(v_states[-1][:, 0, :]),
-                z_var=self._var[1][r].to(logits.device),
-                parent=torch.as_tensor(parents, device=logits.device),
-            )
-        loss, parts = fidelity_loss(logits, t_o, self.projection(states[-1][:, 0, :]), z_o, w=self.weights, **kw)
+        loss, parts = self.fidelity_terms(index, logits, states)
         for name, term in layer.items():
             loss = loss + self.layer_weight * term
             parts[name] = float(term.detach())
-        n = len(logits)
-        self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=n, sync_dist=True)
-        for name, value in parts.items():
-            self.log(f"train_{name}", value, on_step=False, on_epoch=True, batch_size=n, sync_dist=True)
+        self.log_terms(loss, parts, len(logits))
         return loss
 
     def configure_optimizers(self) -> Any:

@@ -25,7 +25,7 @@ import pandas as pd
 from ..attacks.goal import QueryModel
 
 if TYPE_CHECKING:
-    from .deviation import DeviationFigures
+    from .deviation_search import DeviationFigures
     from .deviation_settings import DeviationSettings
     from .pair import ModelPair
     from .variants import SourceInputs
@@ -72,7 +72,7 @@ def reference_deviations(
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The reference's search against the teacher (same rows, search, budget, seed), its
     ``reference/`` figures and the student's ``excess/deviation_rate``; plus the summary note."""
-    from .deviation import search_deviations, teacher_queries
+    from .deviation_search import search_deviations, teacher_queries
     from .pair import attack_victim
 
     assert models.reference is not None

@@ -31,7 +31,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from .config_model import EvaluatorConfig
-    from .deviation import DeviationFigures
+    from .deviation_search import DeviationFigures
     from .deviation_settings import DeviationSettings
 
 logger = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ def spark_deviation_figures(
     """The deviation figures of ``frame``'s rows, searched on the active session's executors
     (``uris``: role → model URI for ``teacher`` and ``student``)."""
     from ..attacks.deviation.api import Deviation
-    from .deviation import DeviationFigures
+    from .deviation_search import DeviationFigures
     from .spark_attacks import _ship_model
     from .spark_session import active_session
 

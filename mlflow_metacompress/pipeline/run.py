@@ -115,15 +115,14 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     and interrupts: see the module docstring)."""
     import mlflow
 
-    from ..gates.policy import load_policy
     from ..heartbeat import on_terminal
-    from ..profiles import get_profile, resolve_policy
+    from ..profiles import get_profile
     from ..quiet import quiet_libraries
     from .budget import pipeline_work, transform_count
     from .data import load_task_data
     from .interrupts import CleanExit, failed_runs
     from .progress import StageClock
-    from .stages import resolve_methods, teacher_stage
+    from .stages import resolve_methods
 
     profile = get_profile(config.profile, config.task)
     methods = resolve_methods(config.methods)  # fail before any training
@@ -131,11 +130,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
     from ..threads import using
 
     trainer, threads = _trainer_settings(config)
-    policy = load_policy(resolve_policy(config.policy, profile))
-    if config.reference:
-        from .reference import with_excess_bound
-
-        policy = with_excess_bound(policy, profile)
+    policy = _policy(config, profile)
     data = load_task_data(config.task, config.data_dir, profile, config.seed)
     size_mb = float(config.size_mb) if config.size_mb else profile.size_mb
     bars = config.progress and on_terminal()
@@ -157,12 +152,7 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
         cleanup.root = run.info.run_id
         _log_setup(config, data, profile, policy, methods, size_mb, trainer, threads, budget)
         with clock.stage("teacher"):
-            teacher = teacher_stage(data, profile, config.seed, bars, trainer=trainer)
-            reference = None
-            if config.reference:
-                from .reference import reference_stage
-
-                reference = reference_stage(data, profile, config.seed, bars, trainer=trainer).model_uri
+            teacher, reference = _teachers(config, data, profile, bars, trainer)
         for method in methods:
             try:
                 outcomes.append(
@@ -196,6 +186,32 @@ def run_pipeline(config: PipelineConfig) -> PipelineResult:
             mlflow.set_tag("metacompress.failed_methods", ",".join(errors))
             mlflow.end_run("FAILED")
     return PipelineResult(run_id, teacher.model_uri, outcomes, table, markdown, policy.name, errors)
+
+
+def _policy(config: PipelineConfig, profile: Any) -> Any:
+    """The gate policy: ``config.policy`` (or the profile's), with the excess bound added when
+    the job trains a reference teacher (:func:`.reference.with_excess_bound`)."""
+    from ..gates.policy import load_policy
+    from ..profiles import resolve_policy
+
+    policy = load_policy(resolve_policy(config.policy, profile))
+    if config.reference:
+        from .reference import with_excess_bound
+
+        policy = with_excess_bound(policy, profile)
+    return policy
+
+
+def _teachers(config: PipelineConfig, data: Any, profile: Any, bars: bool, trainer: Any) -> tuple[Any, str | None]:
+    """The teacher's stage, and the reference teacher's URI when ``config.reference`` (else None)."""
+    from .stages import teacher_stage
+
+    teacher = teacher_stage(data, profile, config.seed, bars, trainer=trainer)
+    if not config.reference:
+        return teacher, None
+    from .reference import reference_stage
+
+    return teacher, reference_stage(data, profile, config.seed, bars, trainer=trainer).model_uri
 
 
 def _trainer_settings(config: PipelineConfig) -> tuple[TrainerSettings, int]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..goal import QueryModel, row_key
+from ..goal import BudgetedQueries, QueryModel
 
 
 def margin(probs: np.ndarray) -> float:
@@ -76,7 +76,7 @@ class PairResult:
         return int(np.argmax(self.teacher)) != int(np.argmax(self.student))
 
 
-class DifferentialGoal:
+class DifferentialGoal(BudgetedQueries):
     """One sample's paired queries within a budget of distinct variants.
 
     Each distinct variant costs one *paired query* (one row to each model). Both models sit
@@ -93,48 +93,18 @@ class DifferentialGoal:
         budget: int,
         fitness: Fitness | None = None,
     ) -> None:
-        if column not in row:
-            raise KeyError(f"attacked column {column!r} is not among the code columns {list(row)}")
+        super().__init__(row, column, budget, teacher.columns)
         self.teacher, self.student = teacher, student
-        self.row, self.column = dict(row), column
-        self.budget = int(budget)
         self.fitness = fitness or Fitness()
         self.label = -1
-        self._seen: set[str] = set()
-        self.requests = 0
-
-    @property
-    def queries(self) -> int:
-        """Distinct variants evaluated on both models for this sample."""
-        return len(self._seen)
-
-    @property
-    def remaining(self) -> int:
-        return max(self.budget - self.queries, 0)
-
-    @property
-    def exhausted(self) -> bool:
-        return self.queries >= self.budget
-
-    def model_row(self, code: str) -> tuple[str, ...]:
-        return tuple(code if c == self.column else self.row[c] for c in self.teacher.columns)
 
     def get_results(self, codes: Sequence[str]) -> list[PairResult]:
         """Paired results for the longest prefix of ``codes`` within the budget, in one
         batch per model; codes already evaluated for this sample are free."""
-        allowed: list[str] = []
-        new: set[str] = set()
-        for code in codes:
-            key = row_key(self.model_row(code))
-            if key not in self._seen and key not in new:
-                if self.queries + len(new) >= self.budget:
-                    break
-                new.add(key)
-            allowed.append(code)
-        self.requests += len(allowed)
+        allowed, new = self.take(codes)
         rows = [self.model_row(c) for c in allowed]
         pt, ps = self.teacher.probabilities(rows), self.student.probabilities(rows)
-        self._seen |= new
+        self.spend(new)
         return [PairResult(c, t, s, self.fitness(t, s)) for c, t, s in zip(allowed, pt, ps, strict=True)]
 
 

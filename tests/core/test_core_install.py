@@ -21,6 +21,8 @@ import tomllib
 
 from mlflow_metacompress._optional import PROVIDERS, MissingExtraError, require
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 REPO = Path(__file__).resolve().parents[2]
 HIDDEN = (
     "torch",

@@ -11,6 +11,8 @@ import pytest
 from mlflow_metacompress.distill.arch import ArchSpec, param_count
 from tests.support import SEARCH_ARGS, tiny_teacher
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 
 @pytest.mark.slow
 def test_avatar_cli_end_to_end(tracking, tmp_path, capsys):

@@ -25,6 +25,8 @@ from tests.conftest import TOY_CODE, toy_frame
 from tests.support import LENGTH_CODES as CODES
 from tests.support import length_expected_probs as expected_probs
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 
 class RankProbe:
     """An extra loss of zero that records, per rank, the process group it trains in."""

@@ -17,6 +17,8 @@ from mlflow_metacompress.models.classifier import CodeClassifier, parameter_coun
 from tests.conftest import toy_frame
 from tests.support import write_devign
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 
 def registered_classifier(uri: str) -> CodeClassifier:
     path = Path(mlflow.artifacts.download_artifacts(uri)) / "artifacts" / "hf"

@@ -15,6 +15,8 @@ from mlflow_metacompress.distill.losses import morph_loss
 from mlflow_metacompress.distill.methods.morph import Options as MorphOptions
 from tests.support import C_CODE, SEARCH_ARGS, tiny_teacher
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 
 def numpy_morph(s: np.ndarray, t: np.ndarray, T: float) -> float:
     def softmax(x):

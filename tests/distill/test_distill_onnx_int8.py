@@ -20,6 +20,8 @@ from tests.support import held_out_rows as _held_out
 from tests.support import malloc_teacher as _teacher
 from tests.support import register_toy_teacher as _register_teacher
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 pytest.importorskip("onnxruntime")
 
 

@@ -17,6 +17,8 @@ from mlflow_metacompress.distill.align import attention_loss, buckets, hidden_lo
 from mlflow_metacompress.distill.discovery import get_method, list_methods
 from mlflow_metacompress.distill.methods.repair import Options, split_transforms
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 
 # ------------------------------------------------------------------ alignment
 def test_layer_map_is_tinybert_uniform():

@@ -16,6 +16,8 @@ from mlflow_metacompress.distill.teacher import build_teacher, minilm_path, trai
 from tests.conftest import TOY_CODE
 from tests.support import tiny_roberta_config
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 SMALL = ArchSpec(
     vocab_size=300, num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64, max_length=48
 )

@@ -17,6 +17,8 @@ import pytest
 
 from tests.conftest import toy_frame
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 pyspark = pytest.importorskip("pyspark")
 
 TRANSFORMS = ["rename_variables", "for_to_while", "swap_if_else", "rename_function"]

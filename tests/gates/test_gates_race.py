@@ -21,6 +21,8 @@ from mlflow import MlflowClient
 from mlflow_metacompress.gates.lock import lock_path
 from tests.support import alias_version, evaluation_run, register_versions
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 GOOD = {
     "accuracy_drop": 0.01,
     "mr1_violation_rate": 0.02,

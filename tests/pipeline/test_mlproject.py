@@ -18,6 +18,8 @@ from tests.conftest import fresh_mlflow_stores
 from tests.support import copy_project as _copy_project
 from tests.support import project_env as _env
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 REPO = Path(__file__).resolve().parents[2]
 TEACHER = "metacompress-generated-vulnerability-teacher"
 STUDENT = "metacompress-generated-vulnerability-compressor"

@@ -17,6 +17,8 @@ import pytest
 
 from mlflow_metacompress.pipeline.interrupts import CleanExit, Terminated, end_nested_runs, signals_as_interrupts
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 
 def _all_runs(client):
     exps = [e.experiment_id for e in client.search_experiments()]

@@ -20,6 +20,8 @@ from mlflow_metacompress.heartbeat import (
 )
 from mlflow_metacompress.pipeline.progress import StageClock, pipeline_stages
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 PROGRESS = "mlflow_metacompress.pipeline.progress"
 
 

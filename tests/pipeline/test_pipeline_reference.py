@@ -11,6 +11,8 @@ from mlflow_metacompress.gates.policy import load_policy
 from mlflow_metacompress.pipeline.reference import EXCESS_BOUND, REFERENCE_SEED_OFFSET, excess_rule, with_excess_bound
 from mlflow_metacompress.profiles import get_profile, resolve_policy
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -30,6 +30,8 @@ from tests.support import chromium as _chromium
 from tests.support import identifier_student as student
 from tests.support import length_bucket_teacher as teacher
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 WIDTHS = (870, 1400)
 CARDS = "section, .card, article.example, figure.fig, header, nav"
 # Measures every element against its card after opening every <details>; an element inside

@@ -23,6 +23,8 @@ import yaml
 from mlflow_metacompress.cli import main
 from mlflow_metacompress.webhooks.signature import sign
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "wh-test-secret"
 ALIAS = "champion"

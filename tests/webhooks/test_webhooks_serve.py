@@ -17,6 +17,8 @@ from mlflow_metacompress.cli import main
 from mlflow_metacompress.webhooks.queue import EVALUATE, JobQueue, JobSpec, QueueBusyError
 from mlflow_metacompress.webhooks.worker import Worker
 
+pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
+
 
 @pytest.fixture
 def busy_port():

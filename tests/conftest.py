@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 HOME = tempfile.mkdtemp(prefix="metacompress-tests-home-")
@@ -89,6 +90,73 @@ def tracking(tmp_path, monkeypatch, _migrated_db):
     yield uri
     if mlflow.active_run():
         mlflow.end_run()
+
+
+@contextmanager
+def _current_store(root: Path, template: Path):
+    """A fresh store (``support.open_store``) made MLflow's current tracking and registry URI,
+    with the working directory and the metacompress cache inside its folder; all restored after."""
+    import mlflow
+
+    from tests.support import open_store
+
+    store = open_store(root, template)
+    cwd, previous = os.getcwd(), mlflow.get_tracking_uri()
+    saved = {k: os.environ.get(k) for k in ("METACOMPRESS_CACHE_DIR", "MLFLOW_METACOMPRESS_CACHE")}
+    os.chdir(root)
+    mlflow.set_tracking_uri(store.uri)
+    mlflow.set_registry_uri(store.uri)
+    os.environ.update(METACOMPRESS_CACHE_DIR=str(root / "cache"), MLFLOW_METACOMPRESS_CACHE=str(root / "cache"))
+    try:
+        yield store
+    finally:
+        if mlflow.active_run():
+            mlflow.end_run()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        mlflow.set_tracking_uri(previous)
+        mlflow.set_registry_uri(None)
+        os.chdir(cwd)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, _migrated_db):
+    """One sqlite tracking + registry store for the module, shared by its tests (their
+    evaluations, registered models and worker pools): a ``support.Store``."""
+    with _current_store(tmp_path_factory.mktemp("store"), _migrated_db) as opened:
+        yield opened
+
+
+@pytest.fixture
+def fresh_store(tmp_path, _migrated_db):
+    """The same as ``store``, one per test."""
+    with _current_store(tmp_path / "store", _migrated_db) as opened:
+        yield opened
+
+
+@pytest.fixture
+def registered_teacher(tracking, tmp_path, monkeypatch):
+    """A registered teacher (``support.LengthModel``) (artifacts under an absolute root), the cache folder from the
+    environment, and an empty working directory to run in."""
+    import mlflow
+
+    from mlflow_metacompress import cache
+    from tests.support import LengthModel
+
+    exp = mlflow.create_experiment("cache", artifact_location=(tmp_path / "artifacts").as_uri())
+    with mlflow.start_run(experiment_id=exp):
+        info = mlflow.pyfunc.log_model(
+            name="m", python_model=LengthModel(), registered_model_name="teacher", pip_requirements=[]
+        )
+    mlflow.MlflowClient().set_registered_model_alias("teacher", "champion", "1")
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "cache-home"))
+    empty = tmp_path / "cwd"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    return info, tmp_path / "cache-home", empty
 
 
 def random_probs(rng: np.random.Generator, n: int, k: int, sharpness: float = 1.0) -> np.ndarray:

@@ -3,7 +3,7 @@
 Run by ``.ci/run`` in a fresh virtualenv holding only the built wheel, installed without
 extras, from a folder outside the checkout (``--core``: torch, transformers, Lightning,
 tokenizers and tree-sitter must not be installed), and by
-``tests/test_core_install.py`` under an import hook that hides them. It evaluates
+``tests/core/test_core_install.py`` under an import hook that hides them. It evaluates
 precomputed probabilities through ``mlflow.models.evaluate`` on a fresh sqlite store and
 checks the logged metrics against NumPy/scikit-learn; then checks that model mode without
 the optional packages fails with an error naming the extra that installs them: ``code``

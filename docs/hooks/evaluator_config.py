@@ -7,7 +7,7 @@ evaluator-config-keys -->`` and ``<!-- end generated -->``: a table of every fie
 with :mod:`ast` (so the build never imports the package, and documents the checkout it
 runs in), and its description from :data:`DESCRIPTIONS`. A key without a description, or a
 description of a key that no longer exists, is a warning, which ``mkdocs build --strict``
-turns into a failed build (and ``tests/test_docs.py`` into a failed test): the table cannot
+turns into a failed build (and ``tests/core/test_docs.py`` into a failed test): the table cannot
 fall behind the code.
 """
 

@@ -22,7 +22,7 @@ generated line (a part inside a content tab). PATH is relative to the repository
 
 ``python docs/hooks/generated.py`` rewrites every stale part in place (``--check`` only
 lists them, exit 1 when any is stale). As an MkDocs hook, a stale part is a warning
-(``mkdocs build --strict`` fails) and the site gets the fresh text; ``tests/test_docs.py``
+(``mkdocs build --strict`` fails) and the site gets the fresh text; ``tests/core/test_docs.py``
 fails on a stale part too.
 """
 

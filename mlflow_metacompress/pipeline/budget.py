@@ -36,7 +36,7 @@ and every stage a fixed :data:`OVERHEAD` (loading, logging and registering model
 gate also rewriting code, bootstrap intervals, plots and the report).
 
 The constants are fitted to two quick main jobs (1 thread, generated vulnerability data;
-``tests/test_pipeline_budget.py`` replays both): one on the idle 2-core machine with 24,000
+``tests/pipeline/test_pipeline_budget.py`` replays both): one on the idle 2-core machine with 24,000
 rows (2026-12-01, 1,218 s: teacher 864 s, distillations 51-113 s, gates 3-8 s) and one from
 a fresh clone with 48,000 rows beside another job (2026-12-02, 2,111 s: teacher 1,460 s,
 distillations 22-220 s). MLflow's logging and registering take about 8 s a distillation

@@ -22,7 +22,7 @@ top-level statement, so the label-independent noise of :mod:`.c_random` never la
 between them, and each CWE has at most three forms with one or two fixes each. As in
 Juliet, where detectors learn the flaw from a fixed neighbourhood of tokens, this keeps
 the label in the text a small classifier reads: a bag of token n-grams separates the
-classes (``tests/test_generators.py`` checks it with a logistic regression), while no
+classes (``tests/data/test_generators.py`` checks it with a logistic regression), while no
 single token does.
 
 A template is ``template(cr, bad, fail) -> (params, statements)``: ``cr`` is a

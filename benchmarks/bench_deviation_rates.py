@@ -112,7 +112,7 @@ def main() -> None:
     language = "java" if "func1" in rows.columns else "c"
 
     def probabilities(uri: str, name: str) -> Any:
-        predictor = resolve_model(uri, name)
+        predictor = resolve_model(uri, name, cache_dir=None, progress=False)  # the search caches by text itself
         return lambda frame: predictor.predict(frame, code_columns)[0]
 
     teacher = probabilities(args.teacher, "teacher")

@@ -65,6 +65,7 @@ def frame(n: int = 12) -> pd.DataFrame:
     return df
 
 
+@pytest.mark.slow
 def test_logged_pipelines_on_a_func_column_match_callables(tracking, hf):
     """Teacher logged plainly (top label only through pyfunc) as a registry URI, student
     logged with model_config top_k=None as a runs:/ URI, one transformation: every metric
@@ -86,6 +87,7 @@ def test_logged_pipelines_on_a_func_column_match_callables(tracking, hf):
     )
 
 
+@pytest.mark.slow
 def test_loaded_pyfunc_models_labels_by_name_and_integer_targets(tracking, hf):
     """Loaded PyFuncModels work too (teacher logged with model_config top_k=None, student
     built with top_k=None); a student whose id2label lists the classes in the other order
@@ -110,6 +112,7 @@ def test_loaded_pyfunc_models_labels_by_name_and_integer_targets(tracking, hf):
     assert_same_metrics(evaluate(s_model, t_model, ids), got)
 
 
+@pytest.mark.slow
 def test_clone_pairs_map_two_code_columns_to_text_and_text_pair(tracking, hf):
     """Teacher built with top_k=None, student plain, both given as logged-model URIs."""
     tok, teacher, student = hf
@@ -218,6 +221,7 @@ UNREADABLE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad,match", [c[1:] for c in UNREADABLE], ids=[c[0] for c in UNREADABLE])
 def test_unreadable_outputs_name_what_came_back(tracking, bad, match):
     df = frame(8)

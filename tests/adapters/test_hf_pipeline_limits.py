@@ -78,6 +78,7 @@ def test_the_oracle_limit_is_the_models(bare):
         forward(tok, model, text, LIMIT + 1)
 
 
+@pytest.mark.slow
 def test_long_code_is_cut_to_the_position_embeddings_and_the_limit_is_recorded(tracking, bare):
     tok, teacher, student = bare
     df = long_frame()
@@ -176,6 +177,7 @@ def test_input_that_still_cannot_run_names_the_limit(tracking, bare):
     assert mlflow.get_run(run.info.run_id).data.metrics == {}
 
 
+@pytest.mark.slow
 def test_cli_evaluates_long_code_with_exit_0(tracking, bare, tmp_path, capsys):
     """Before the fix: a raw torch error and a traceback with exit 1."""
     tok, teacher, student = bare

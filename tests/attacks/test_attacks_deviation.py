@@ -139,6 +139,7 @@ def test_broken_candidates_are_dropped_before_any_query(monkeypatch):
 
 
 # ------------------------------------------------------------------ find_deviations
+@pytest.mark.slow
 @pytest.mark.parametrize("search", ["dflare", "random"])
 def test_reported_deviations_are_real_and_verified(search):
     out = find_deviations(teacher, student, FRAME, ["func"], "c", queries=40, search=search, seed=1)
@@ -155,6 +156,7 @@ def test_reported_deviations_are_real_and_verified(search):
         np.testing.assert_allclose(r.student_probs, student(pd.DataFrame({"func": [r.variant_code]}))[0])
 
 
+@pytest.mark.slow
 def test_dflare_beats_or_equals_random_at_equal_budget():
     def total(search, queries):
         return sum(

@@ -94,6 +94,7 @@ def search_variants(program: str, language: str) -> list[str]:
     return list(dict.fromkeys(found + queried[:: max(len(queried) // 8, 1)]))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
 def test_c_variants_compile_and_behave_like_the_original(tmp_path: Path) -> None:
     def build_and_run(code: str, tag: str) -> str:
@@ -113,6 +114,7 @@ def test_c_variants_compile_and_behave_like_the_original(tmp_path: Path) -> None
         assert build_and_run(code, f"v{n}") == expected, f"variant {n} changed behaviour:\n{code}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("javac") is None or shutil.which("java") is None, reason="JDK not installed")
 def test_java_variants_compile_and_behave_like_the_original(tmp_path: Path) -> None:
     variants = [JAVA_PROGRAM, *search_variants(JAVA_PROGRAM, "java")]

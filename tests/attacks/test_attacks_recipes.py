@@ -102,6 +102,7 @@ def test_constant_model_is_never_flipped_and_budget_holds(name, frame):
     assert report.metrics()["asr"] == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ATTACKS)
 def test_seeds_reproduce(name, frame):
     def run(seed):
@@ -111,6 +112,7 @@ def test_seeds_reproduce(name, frame):
     pd.testing.assert_frame_equal(run(3), run(3))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ATTACKS)
 def test_any_split_of_the_samples_gives_the_same_results(name, frame):
     """What the spark attack engine relies on: attacking the samples in separate groups, each

@@ -159,6 +159,7 @@ def describe(component: list[str], graph: dict[str, dict[str, list[int]]]) -> st
     return "  cycle among " + ", ".join(component) + ":\n" + "\n".join(edges)
 
 
+@pytest.mark.slow
 def test_import_graph_sees_relative_function_level_and_package_edges():
     graph = import_graph()
     # function-level relative import: the attack CLI reads tables lazily
@@ -191,6 +192,7 @@ def test_a_type_checking_loop_is_found_and_named(tmp_path, monkeypatch):
     assert f"{ROOT}.a -> {ROOT}.b (line 3)" in text and f"{ROOT}.b -> {ROOT}.a (line 2)" in text
 
 
+@pytest.mark.slow
 def test_no_import_cycles_between_modules():
     graph = import_graph()
     cycles = [c for c in strongly_connected(graph) if len(c) > 1]
@@ -226,6 +228,7 @@ def test_the_shim_detector_tells_a_shim_from_a_module():
     assert not only_reexports('"""Empty package."""\n')
 
 
+@pytest.mark.slow
 def test_no_module_only_reexports_another():
     """Packages' ``__init__`` files gather their public names and are allowed to; any other
     module that only imports and re-exports is a leftover shim: import from the real home."""
@@ -325,6 +328,7 @@ def test_the_function_length_rule_counts_decorators_signature_and_docstring(tmp_
     assert all(f.startswith("pkg/m.py:") for f in found)
 
 
+@pytest.mark.slow
 def test_no_function_is_longer_than_80_lines():
     """Issue 34: a function a reader can hold; split a longer one into named steps."""
     found = long_functions(PACKAGE)
@@ -344,6 +348,7 @@ def top_level_definitions(kind: type) -> dict[str, list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_one_meaning_per_class_name():
     """Issue 34: ``Outcome`` meant an attack's result and an evaluation's; a class name is
     defined once. The exception is each method's ``Options`` (the method protocol of
@@ -371,6 +376,7 @@ def describe_pair(pair: tuple[str, str], edges: dict[tuple[str, str], dict[tuple
     return "\n".join(out)
 
 
+@pytest.mark.slow
 def test_package_edges_find_mutual_pairs_and_name_the_lines():
     graph = {
         "mlflow_metacompress": {"mlflow_metacompress.cli": [1]},
@@ -400,6 +406,7 @@ def test_package_edges_find_mutual_pairs_and_name_the_lines():
     assert ("evaluation", "attacks") in real and ("evaluation", "relations") in real
 
 
+@pytest.mark.slow
 def test_no_two_top_level_packages_import_each_other():
     """Every joint between top-level packages and modules points one way (imports inside
     functions counted): the failure names each pair and the importing lines both ways."""
@@ -494,6 +501,7 @@ def test_a_planted_loop_between_folders_is_found_and_named(tmp_path, monkeypatch
     assert folder_loops(import_graph(), module_names()) == []
 
 
+@pytest.mark.slow
 def test_no_import_loops_between_folders():
     """Issue 45: imports between folders (sub-packages such as ``distill`` and
     ``distill/search``) point one way, function-level and TYPE_CHECKING imports counted;
@@ -539,6 +547,7 @@ print(json.dumps({"metrics": sorted(result.metrics), "local": local, "chosen": c
 """
 
 
+@pytest.mark.slow
 def test_a_local_evaluation_never_imports_a_spark_module(tracking):
     """The engine is chosen once (evaluation/engines.py): an evaluation through the real
     entry point with transformations and an attack on the local engine imports none of the
@@ -592,6 +601,7 @@ def _name_sensitive(df: pd.DataFrame) -> np.ndarray:
     return np.stack([1 - p, p], axis=1)
 
 
+@pytest.mark.slow
 def test_a_copied_attack_recipe_is_listed_and_runs(copy_module, tracking):
     import mlflow
 
@@ -722,6 +732,7 @@ def _write_data(path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in df.to_dict("records")))
 
 
+@pytest.mark.slow
 def test_evaluate_with_models_leaves_an_empty_cwd_empty(empty_cwd, logged_models, tmp_path, capsys):
     from mlflow_metacompress.cli import main
 
@@ -751,6 +762,7 @@ def test_evaluate_with_models_leaves_an_empty_cwd_empty(empty_cwd, logged_models
     assert sorted(os.listdir(work)) == []
 
 
+@pytest.mark.slow
 def test_attack_cli_leaves_an_empty_cwd_empty(empty_cwd, logged_models, tmp_path, capsys):
     from mlflow_metacompress.cli import main
 

@@ -187,6 +187,7 @@ def test_predictor_recomputes_a_tampered_entry(tmp_path, caplog):
     assert again.fn.rows == 0
 
 
+@pytest.mark.slow
 def test_tampered_cache_cannot_pass_an_evaluation(tracking, tmp_path, caplog):
     """Issue 12: copying the teacher's cached probabilities into the student's entry used
     to turn a failing MR1 into 0. The entry is now detected and the student re-run."""
@@ -249,6 +250,7 @@ def _assert_one_valid_entry(folder: Path) -> None:
     np.testing.assert_array_equal(entry.arrays["probs"], softmax_rows(50, 3, 0))
 
 
+@pytest.mark.slow
 def test_400_concurrent_thread_writes_of_one_key_all_succeed(tmp_path, caplog):
     with caplog.at_level(logging.WARNING), ThreadPoolExecutor(16) as pool:
         results = list(pool.map(_store_one, [(str(tmp_path), i) for i in range(400)]))
@@ -256,6 +258,7 @@ def test_400_concurrent_thread_writes_of_one_key_all_succeed(tmp_path, caplog):
     _assert_one_valid_entry(tmp_path)
 
 
+@pytest.mark.slow
 def test_400_concurrent_process_writes_of_one_key_all_succeed(tmp_path):
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         results = pool.map(_store_one, [(str(tmp_path), i) for i in range(400)], chunksize=5)

@@ -53,6 +53,7 @@ def _alias(client):
     return str(client.get_model_version_by_alias("vuln-student", "champion").version)
 
 
+@pytest.mark.slow
 def test_gate_pass_fail_refuse_force_exit_codes(registered, capsys):
     uri, client, eval_run = registered
     fresh, stale = eval_run(GOOD, 1_700_000_900_000), eval_run(GOOD, 1_700_000_000_000)
@@ -74,6 +75,7 @@ def test_gate_pass_fail_refuse_force_exit_codes(registered, capsys):
     assert client.get_model_version("vuln-student", "1").tags[gates.TAG_VERDICT] == "failed"
 
 
+@pytest.mark.slow
 def test_gate_input_errors_exit_2_with_one_line(registered, capsys, tmp_path):
     uri, client, eval_run = registered
     base = ["--tracking-uri", uri, "gate", "--model-name", "vuln-student", "--version", "1"]
@@ -88,6 +90,7 @@ def test_gate_input_errors_exit_2_with_one_line(registered, capsys, tmp_path):
     assert exit_.value.code == 2
 
 
+@pytest.mark.slow
 def test_console_script_is_installed_and_lists_presets():
     script = Path(sys.executable).with_name("metacompress")
     if not script.exists():
@@ -108,6 +111,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_help_lists_every_subcommand_and_each_help_exits_0():
     top = _cli("--help")
     assert top.returncode == 0, top.stderr
@@ -125,6 +129,7 @@ def test_help_lists_every_subcommand_and_each_help_exits_0():
         assert recipe in attack_help  # --attack choices come from recipe discovery
 
 
+@pytest.mark.slow
 def test_unknown_subcommand_exits_2():
     out = _cli("evaluat")
     assert out.returncode == 2 and "invalid choice: 'evaluat'" in out.stderr
@@ -165,6 +170,7 @@ def _printed(text: str) -> dict[str, float]:
     return {k: float(v) for k, v in re.findall(r"^(\S+)\s+(-?[\d.]+|nan)$", text, flags=re.M)}
 
 
+@pytest.mark.slow
 def test_evaluate_prints_the_headline_metrics_of_a_new_run(pair, capsys):
     uri, uris, df, data = pair
     argv = [
@@ -206,6 +212,7 @@ def test_evaluate_prints_the_headline_metrics_of_a_new_run(pair, capsys):
         assert run.data.metrics[key] == pytest.approx(value, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_evaluate_json_output_and_metamorphic_metrics(pair, capsys):
     uri, uris, df, data = pair
     assert (
@@ -254,6 +261,7 @@ def test_evaluate_json_output_and_metamorphic_metrics(pair, capsys):
     assert "teacher_accuracy" not in doc["metrics"]  # no --targets: no accuracy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "extra, message",
     [
@@ -286,6 +294,7 @@ def test_evaluate_input_errors_exit_2_with_one_line(pair, capsys, extra, message
     assert len(ours) == 1 and ours[0].startswith("metacompress evaluate: error: ") and message in ours[0], err
 
 
+@pytest.mark.slow
 def test_evaluate_data_file_errors_name_the_file(pair, capsys, tmp_path):
     uri, uris, _, _ = pair
     bad = tmp_path / "bad.jsonl"
@@ -327,6 +336,7 @@ QUICK_OK = {
 }
 
 
+@pytest.mark.slow
 def test_quick_is_a_policy_in_every_cli(registered, capsys):
     """``quick`` (the pipeline's default policy) works in ``policies``, ``gate --policy``
     and the pipeline/MLproject resolution, like the presets."""
@@ -350,6 +360,7 @@ def test_quick_is_a_policy_in_every_cli(registered, capsys):
 
 
 # --------------------------------------------------------------------- distill
+@pytest.mark.slow
 def test_distill_help_lists_the_methods():
     from mlflow_metacompress.distill.discovery import list_methods
 
@@ -373,6 +384,7 @@ def test_distill_hub_without_datasets_names_the_extra(monkeypatch, capsys):
     assert "--generated-rows must be at least 30" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_distill_teacher_trains_on_the_embedded_data_without_data_dir(tracking, capsys):
     """No ``--data-dir``: the pipeline's generator makes the splits; the registered teacher,
     re-queried on the generated test split, reproduces the logged test accuracy."""

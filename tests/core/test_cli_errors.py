@@ -75,6 +75,7 @@ def _evaluate(uri, teacher, student, data, *extra):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config, message",
     [
@@ -98,6 +99,7 @@ def test_config_errors_come_before_any_model_load_and_leave_no_run(models, capsy
     assert len(_runs(uri)) == before  # no FAILED (or any) run was started
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("role", ["teacher", "student"])
 def test_a_mistyped_model_uri_names_its_role_and_leaves_no_run(models, capsys, role):
     uri, teacher, student, data, loads = models
@@ -110,6 +112,7 @@ def test_a_mistyped_model_uri_names_its_role_and_leaves_no_run(models, capsys, r
     assert loads == [] and len(_runs(uri)) == before
 
 
+@pytest.mark.slow
 def test_a_missing_alias_names_the_model_and_its_aliases(models, capsys):
     uri, teacher, _, data, _ = models
     MlflowClient(uri, uri).set_registered_model_alias("s-model", "candidate", "1")
@@ -126,6 +129,7 @@ def test_a_missing_alias_names_the_model_and_its_aliases(models, capsys):
     ) in line
 
 
+@pytest.mark.slow
 def test_the_evaluator_names_the_teacher_alias_problem_too(models):
     """Through ``mlflow.models.evaluate`` (no CLI pre-check): the evaluator's own resolution
     of the teacher names the model behind a missing alias."""
@@ -150,6 +154,7 @@ def test_the_evaluator_names_the_teacher_alias_problem_too(models):
         )
 
 
+@pytest.mark.slow
 def test_gate_config_typo_fails_before_its_run(models, capsys):
     uri, teacher, _, data, loads = models
     MlflowClient(uri, uri).set_model_version_tag("s-model", "1", "metacompress.teacher", teacher)
@@ -207,6 +212,7 @@ def test_reading_runs_in_a_folder_without_a_store_names_it_and_creates_nothing(e
     assert list(elsewhere.iterdir()) == []  # no empty mlflow.db (or anything else) was created
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv, what",
     [

@@ -13,6 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from mlflow_metacompress import cache
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,6 +42,7 @@ def test_default_cache_location_resolves_under_the_temporary_home(monkeypatch):
     assert cache.location() == home / "elsewhere" / ".cache" / "mlflow-metacompress"
 
 
+@pytest.mark.slow
 def test_subprocesses_inherit_the_temporary_home(tmp_path):
     """A child process (CLI runs, MLproject recipes) resolves every per-user folder the
     usual suspects write to under the temporary home."""

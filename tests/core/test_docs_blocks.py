@@ -111,6 +111,7 @@ def test_every_block_is_marked_and_every_reason_is_given():
     assert len(BLOCKS) >= 20 and len(of_kind("illustrative")) <= len(BLOCKS) // 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", of_kind("run"), ids=lambda b: b.where)
 def test_python_block_runs_as_written(block, tmp_path, monkeypatch, capsys):
     import mlflow
@@ -199,6 +200,7 @@ def _check_tool(args: list[str]) -> None:
     assert any(r.split("[")[0].split(">")[0].strip() == name for r in _extras()[extra]), (name, extra)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", of_kind("commands"), ids=lambda b: b.where)
 def test_commands_parse_with_the_real_parsers(block):
     commands = _commands(block.text)

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mlflow_metacompress.pipeline.progress import pipeline_stages
 from mlflow_metacompress.profiles import get_profile
 
@@ -61,6 +63,7 @@ def test_no_page_installs_a_package_from_an_index_it_is_not_on():
     assert offenders == [], offenders  # CHANGELOG.md keeps its history
 
 
+@pytest.mark.slow
 def test_one_process_as_documented_in_pyproject():
     """`-n 0` runs the suite in one process; `-p no:xdist` would fail on the addopts' `-n`."""
     text = (REPO / "pyproject.toml").read_text()

@@ -49,6 +49,7 @@ def forward(tok, model, code: list[str]) -> np.ndarray:
         return torch.softmax(model(**enc).logits, dim=-1).numpy()
 
 
+@pytest.mark.slow
 def test_hugging_face_walkthrough_runs_verbatim_and_prints_the_models_mr1(tmp_path, monkeypatch, capsys):
     import mlflow
 

@@ -4,9 +4,12 @@ not pull in torch, transformers, lightning, tree-sitter or matplotlib."""
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("torch", "transformers", "lightning", "tree_sitter", "matplotlib", "sklearn")
 
 
+@pytest.mark.slow
 def test_plugin_import_is_light():
     code = (
         "import sys, mlflow_metacompress, mlflow_metacompress.evaluation.evaluator, mlflow_metacompress.transforms, "
@@ -17,6 +20,7 @@ def test_plugin_import_is_light():
     assert out.stdout.strip() == "[]", out.stdout
 
 
+@pytest.mark.slow
 def test_cli_help_is_light():
     """``metacompress --help`` builds every subcommand's parser (attack recipes are
     discovered for ``--attack``'s choices, distillation methods for ``--method``'s)

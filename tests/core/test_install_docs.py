@@ -146,6 +146,7 @@ def indexes(tmp_path):
     return default, cpu
 
 
+@pytest.mark.slow
 def test_readme_torch_line_resolves_the_cpu_build_with_only_the_default_index(indexes, tmp_path):
     default, cpu = indexes
     env = _clean_env(tmp_path, default)
@@ -156,6 +157,7 @@ def test_readme_torch_line_resolves_the_cpu_build_with_only_the_default_index(in
     assert _resolve([torch_pin()], env, tmp_path)["summary"].startswith("the CUDA build")
 
 
+@pytest.mark.slow
 def test_conda_yaml_pip_section_resolves_the_cpu_build(indexes, tmp_path):
     default, cpu = indexes
     conda_pip = conda_pip_section()

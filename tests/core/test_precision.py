@@ -164,6 +164,7 @@ def trained():
     }
 
 
+@pytest.mark.slow
 def test_training_in_bf16_reaches_fp32_accuracy(trained):
     from scipy.stats import binomtest
 
@@ -183,6 +184,7 @@ def test_training_in_bf16_reaches_fp32_accuracy(trained):
     assert w16.dtype == torch.float32 and not torch.allclose(w32, w16)
 
 
+@pytest.mark.slow
 def test_bf16_and_fp32_inference_give_the_same_relations(trained):
     tok, texts = trained["tok"], trained["test"]["func"].tolist()
     teacher, student = trained["fp32"], trained["student"]
@@ -206,6 +208,7 @@ def test_bf16_and_fp32_inference_give_the_same_relations(trained):
     assert half["mr3_violation_rate"] == pytest.approx(full["mr3_violation_rate"], abs=3 / n)
 
 
+@pytest.mark.slow
 def test_the_evaluator_tags_its_precision_and_caches_bf16_apart(trained, tracking, monkeypatch):
     from mlflow_metacompress.models.pyfunc import log_code_classifier
 
@@ -238,6 +241,7 @@ def test_the_evaluator_tags_its_precision_and_caches_bf16_apart(trained, trackin
 
 
 # ----------------------------------------------------------------------------- (d) training runs
+@pytest.mark.slow
 def test_a_teacher_run_records_the_resolved_precision(tracking, monkeypatch):
     from mlflow_metacompress.distill.teacher import train_teacher
 
@@ -325,6 +329,7 @@ def test_a_scoped_precision_stays_in_its_thread_and_names_a_bad_value(monkeypatc
 
 
 # ----------------------------------------------------------------------------- the benchmark's parts
+@pytest.mark.slow
 def test_cpu_efficiency_benchmark_counts_flops_and_runs_every_workload():
     import importlib.util
 

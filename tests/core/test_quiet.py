@@ -65,6 +65,7 @@ def test_mlflow_integer_column_hint_is_hidden():
     assert len(hints) == 1, hints  # once, outside the context
 
 
+@pytest.mark.slow
 def test_classifiers_are_logged_from_code_without_pickle_warnings(tracking, tiny_classifiers, caplog, recwarn):
     """No cloudpickle: the MLmodel names MLflow's code-model loader and the copied code file,
     the model directory holds no pickle, and loading still yields our PythonModel."""

@@ -111,6 +111,7 @@ def test_original_intervals_agree_with_scipy_percentile_bootstrap():
         assert ours[f"{key}_ci_high"] == pytest.approx(ref.high, abs=0.15 * half), key
 
 
+@pytest.mark.slow
 def test_metamorphic_intervals_resample_whole_samples():
     data = synthetic(200)
     pt, ps, y, rows, vt, vs = data
@@ -176,6 +177,7 @@ def _evaluate(df: pd.DataFrame, **extra):
     return run.info.run_id, result
 
 
+@pytest.mark.slow
 def test_static_evaluation_logs_intervals_and_pvalue(tracking):
     df = _static()
     run_id, result = _evaluate(df, bootstrap_samples=500, seed=11)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 FOLDERS = {
@@ -56,6 +58,7 @@ def _imported_test_modules(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_no_test_module_imports_another():
     offences = [
         f"{path.relative_to(REPO)}:{line} imports {name}"
@@ -71,6 +74,7 @@ def test_the_import_check_sees_every_spelling(tmp_path):
     assert [line for line, _ in _imported_test_modules(probe)] == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_the_fast_lane_leaves_out_the_heavy_modules():
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "--co", "-q", "-m", "not slow"]

@@ -145,6 +145,7 @@ def test_tokenizers_pool_is_off_inside_unless_the_user_chose(monkeypatch):
 
 
 # ------------------------------------------------------------------ training
+@pytest.mark.slow
 def test_fit_trains_on_the_configured_threads_and_restores_them(clean_env):
     import torch
 
@@ -244,6 +245,7 @@ def test_speed_tags_are_timed_on_the_inference_threads_and_say_so(clean_env):
     assert set(log) == {1} and report.threads == 1 and torch.get_num_threads() == before
 
 
+@pytest.mark.slow
 def test_evaluator_predicts_on_its_threads_and_records_them(tracking, clean_env):
     import mlflow
     import torch
@@ -283,6 +285,7 @@ def summary_of(run_id: str) -> dict:
     return json.loads(mlflow.artifacts.load_text(f"runs:/{run_id}/metacompress/summary.json"))
 
 
+@pytest.mark.slow
 def test_student_speedup_is_timed_on_the_evaluation_threads_and_tagged(
     tracking, clean_env, tiny_classifiers, monkeypatch
 ):

@@ -102,6 +102,7 @@ def test_missing_file_and_unknown_task(tmp_path):
         get_task("poj")
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_real_shared_subsets(shared_data):
     sizes = {"train": 2000, "valid": 500, "test": 1000}

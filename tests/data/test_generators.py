@@ -136,6 +136,7 @@ _INPUTS = {
 }
 
 
+@pytest.mark.slow
 @needs_gcc
 def test_clones_behave_identically_and_non_clones_differ_when_run(clones, tmp_path):
     """Execution oracle: compile every pair of a sample and compare outputs on fixed inputs."""
@@ -235,6 +236,7 @@ def _ngrams(code: str, n: int) -> list[str]:
     return [" ".join(toks[i : i + k]) for k in range(1, n + 1) for i in range(len(toks) - k + 1)]
 
 
+@pytest.mark.slow
 def test_the_vulnerability_label_is_in_the_text_an_ngram_model_learns_it():
     """Learnability oracle: from 1,000 labelled rows (the labelled half of a 2,500-row training
     split; the quick teacher gets 2,400), a logistic regression on token 1-6-grams separates
@@ -257,6 +259,7 @@ def test_the_vulnerability_label_is_in_the_text_an_ngram_model_learns_it():
     assert per_cwe.min() >= 0.85, per_cwe.to_dict()
 
 
+@pytest.mark.slow
 def test_the_clone_label_is_in_the_text_a_pairwise_ngram_model_learns_it():
     """The same oracle for clone pairs: a logistic regression on the n-grams two functions
     share and the ones only one of them has (``a·b`` and ``|a−b|`` of binary 1-3-gram vectors)."""
@@ -280,6 +283,7 @@ def test_the_clone_label_is_in_the_text_a_pairwise_ngram_model_learns_it():
     assert model.score(pairs(test), test.label) >= 0.9
 
 
+@pytest.mark.slow
 def test_large_generations_draw_no_bar_into_a_file(capsys):
     """Bars only on a terminal: captured stderr (a file, not a TTY) holds no progress bar."""
     generate_vulnerability(5000, seed=1)

@@ -16,6 +16,7 @@ from tests.support import LengthModel
 from tests.support import length_expected_probs as expected_probs
 
 
+@pytest.mark.slow
 def test_one_identity_for_every_spelling_of_a_model(registered_teacher):
     info, _, _ = registered_teacher
     run_uri = f"runs:/{info.run_id}/m"
@@ -52,6 +53,7 @@ def test_soft_labels_live_in_the_one_cache_and_never_in_the_cwd(registered_teach
     assert list(cwd.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "nan", "other_rows"])
 def test_a_bad_soft_label_entry_is_recomputed(registered_teacher, damage, caplog):
     from mlflow_metacompress.distill import soft_labels

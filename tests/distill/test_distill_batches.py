@@ -83,6 +83,7 @@ class _CountingTokenizer:
         return getattr(self.tok, name)
 
 
+@pytest.mark.slow
 def test_a_fit_tokenises_each_row_once_and_two_fits_of_one_seed_agree(tiny_classifiers):
     """Three epochs tokenise each training and validation row once (before: once per
     epoch), and the seeded batch order makes two fits of one seed give equal weights."""

@@ -4,6 +4,7 @@ cache uses the same identity (:func:`mlflow_metacompress.cache.model_identity`).
 
 import mlflow
 import pandas as pd
+import pytest
 
 from mlflow_metacompress.adapters.predictors import resolve_model
 from mlflow_metacompress.cache import model_identity
@@ -15,6 +16,7 @@ class Const(mlflow.pyfunc.PythonModel):
         return pd.DataFrame({"0": [0.5] * len(model_input), "1": [0.5] * len(model_input)})
 
 
+@pytest.mark.slow
 def test_same_version_number_in_two_registries_gives_two_keys(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     df = pd.DataFrame({"func": ["int f() { return 1; }"]})

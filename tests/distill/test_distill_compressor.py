@@ -21,6 +21,7 @@ def test_fitness_is_gflops_minus_size_error():
     assert fitness(spec, spec.size_mb()) == pytest.approx(spec.gflops())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [0.5, 1.0])
 def test_ga_respects_size_target_within_10_percent(target):
     base = ArchSpec(max_length=32)
@@ -35,6 +36,7 @@ def test_ga_respects_size_target_within_10_percent(target):
     assert result.fitness == pytest.approx(fitness(result.best, target))
 
 
+@pytest.mark.slow
 def test_ga_is_deterministic_and_honours_the_space():
     space = SearchSpace().cap_vocab(3000)
     assert space.vocab_size == (1000, 2000, 3000)

@@ -97,6 +97,7 @@ def test_module_state_dict_keys_are_student_only(tok):
     assert sum(p.numel() for p in module.parameters()) == sum(p.numel() for p in student.parameters())
 
 
+@pytest.mark.slow
 def test_training_reduces_kd_loss_toward_teacher(tok):
     torch.manual_seed(0)
     df = toy_frame(32, seed=3)
@@ -150,6 +151,7 @@ def _student(tok):
     ).build()
 
 
+@pytest.mark.slow
 def test_monitor_selects_on_agreement_or_keeps_the_last_epoch(tok):
     train_df, val_df = toy_frame(24, seed=5), toy_frame(16, seed=6)
     rng = np.random.default_rng(0)

@@ -118,6 +118,7 @@ def _registered(result):
     return out
 
 
+@pytest.mark.slow
 def test_two_tiny_pipelines_with_one_seed_register_the_same_students(tracking, tmp_path, monkeypatch):
     """Done-when of issue 31 item 5, at a size where the latency searches have a budget
     (a teacher-shaped student fits 0.3 MB). The clock is never read by a search."""

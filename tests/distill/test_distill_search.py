@@ -20,6 +20,7 @@ def build_student(c: ArchSpec, labels: list[str], pair_mode=None):
     return replace(c, num_labels=len(labels), pair_mode=pair_mode).build(labels)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pos,pair,act",
     [
@@ -41,6 +42,7 @@ def test_closed_form_size_matches_built_student(pos, pair, act):
         assert replace(c, pair_mode=pair).parameter_count() == parameter_count(model)
 
 
+@pytest.mark.slow
 def test_z3_enumeration_equals_brute_force_and_every_solution_meets_constraints():
     found = enumerate_feasible(TINY, TARGET, lower=LOWER)
     assert len(found) == len(set(found)) > 20
@@ -172,6 +174,7 @@ def test_nsga2_front_is_the_non_dominated_subset_of_what_it_evaluated():
     assert dists[best] == min(dists)
 
 
+@pytest.mark.slow
 def test_nsga2_reaches_the_true_optimum_of_a_small_space():
     pruned = prune(TINY, TARGET, lower=LOWER)
 
@@ -185,6 +188,7 @@ def test_nsga2_reaches_the_true_optimum_of_a_small_space():
     assert {tuple(f) for f in result.F} == true_front
 
 
+@pytest.mark.slow
 def test_agemoea_front_is_the_non_dominated_subset_of_what_it_evaluated():
     pruned = prune(TINY, TARGET, lower=0.5)
 

@@ -48,6 +48,7 @@ def test_repair_keeps_the_largest_allowed_heads_and_ffn():
     assert v["num_attention_heads"] == 1 and v["intermediate_size"] == 32
 
 
+@pytest.mark.slow
 def test_ga_latency_objective_stays_sound_within_budget_and_paper_is_reproducible():
     base = ArchSpec(max_length=64)
     budget, ref = latency_budget(FAKE, 0.5, max_length=64, max_vocab=3000)

@@ -19,6 +19,7 @@ from mlflow_metacompress.models.classifier import parameter_count
 from tests.support import FAKE, LOWER, TARGET, TINY, toy_context
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sound", [False, True])
 def test_encode_inverts_decode_on_the_grid(sound):
     pruned = prune(TINY, TARGET, lower=LOWER, sound=sound)
@@ -37,6 +38,7 @@ def test_encode_inverts_decode_on_the_grid(sound):
         encode(replace(c, tokenizer="unigram"), pruned)  # TINY has BPE only
 
 
+@pytest.mark.slow
 def test_seeds_start_the_population_deterministically():
     pruned = prune(TINY, TARGET, lower=LOWER)
 
@@ -74,6 +76,7 @@ def priced(spec, cost: str) -> float:
     return float(np.dot(FAKE.coef, features(spec))) if cost == "measured" else FlopCost(8).cost(spec)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cost", ["flops", "measured"])
 @pytest.mark.parametrize("target,lower", [(3.0, 0.9), (0.2, 0.5)])
 def test_small_budget_latency_search_finds_a_feasible_front(fake_search, monkeypatch, target, lower, cost):
@@ -108,6 +111,7 @@ def test_small_budget_latency_search_finds_a_feasible_front(fake_search, monkeyp
     assert kinds.count("teacher_shaped") >= 3
 
 
+@pytest.mark.slow
 def test_paper_objective_is_not_seeded(fake_search, monkeypatch):
     from mlflow_metacompress.distill.methods.avatar import Options
     from mlflow_metacompress.distill.search import moo
@@ -133,6 +137,7 @@ def test_an_unreachable_budget_still_falls_back_to_the_teacher_shaped_student(fa
     assert choice == reference(3.0, max_length=64, max_vocab=1000)
 
 
+@pytest.mark.slow
 def test_compressor_seeds_a_teacher_shaped_student_of_its_own_band(monkeypatch):
     """The budget's reference is sized in [0.8, 1] × target, outside the GA's ±10 % band at
     1 MB with a 1000-token vocabulary; the band's own teacher-shaped student is seeded too."""

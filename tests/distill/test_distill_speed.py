@@ -59,6 +59,7 @@ def test_side_by_side_alternates_and_keeps_the_best_run():
         speed.side_by_side({}, 0)
 
 
+@pytest.mark.slow
 def test_tag_student_tags_the_version_with_latency_speedup_device(tracking, tiny_classifiers, monkeypatch):
     from mlflow_metacompress.models.pyfunc import log_code_classifier
 
@@ -162,6 +163,7 @@ def _evaluate(teacher: str, student: str, **cfg) -> dict[str, float]:
     return result.metrics
 
 
+@pytest.mark.slow
 def test_evaluator_measures_student_speedup_and_a_policy_gates_on_it(tracking, monkeypatch):
     from mlflow_metacompress.gates.policy import GatePolicy
 

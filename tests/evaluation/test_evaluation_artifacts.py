@@ -67,6 +67,7 @@ def png_size(path) -> tuple[int, int]:
         return image.size
 
 
+@pytest.mark.slow
 def test_confusion_counts_match_sklearn_and_are_written_to_summary(tmp_path):
     df = generate_vulnerability(60, seed=2)
     outcome, cfg = model_outcome(df, transforms=[])
@@ -148,6 +149,7 @@ def test_kl_figure_has_one_curve_per_group_the_threshold_and_one_box_per_variant
     assert "kl_threshold = 0.1" in right.get_title()
 
 
+@pytest.mark.slow
 def test_kl_histogram_png_is_readable_with_twelve_transformations(tmp_path):
     per, _ = synthetic_per_sample()
     assert write_plots(per, CLASSES, 10, 0.1, tmp_path) == [
@@ -170,6 +172,7 @@ def test_kl_figure_with_zero_kl_and_zero_threshold(tmp_path):
     png_size(tmp_path / "k.png")
 
 
+@pytest.mark.slow
 def test_static_mode_logs_the_confusion_matrix(tracking):
     rng = np.random.default_rng(4)
     pt, ps = random_probs(rng, 80, 3, 2.5), random_probs(rng, 80, 3, 2.5)

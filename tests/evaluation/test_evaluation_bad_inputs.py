@@ -32,6 +32,7 @@ MODEL_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config,match", MODEL_CASES, ids=[next(iter(c)) + str(i) for i, (c, _) in enumerate(MODEL_CASES)]
 )
@@ -88,6 +89,7 @@ def test_static_mode_code_column_checks(tracking):
     run_and_expect(df, {**STATIC, "code_columns": ["func"]}, r"code column 'func' must hold strings; row 4", model=None)
 
 
+@pytest.mark.slow
 def test_valid_static_mode_still_runs(tracking):
     import mlflow
 

@@ -126,6 +126,7 @@ def test_static_mode_judges_the_given_columns():
     )
 
 
+@pytest.mark.slow
 def test_outcome_is_frozen_and_summary_records_detected_values(tmp_path):
     df = labelled(12)
     outcome, cfg = evaluate(df, {"transforms": ["rename_variables"]}, df["target"].to_numpy())

@@ -225,6 +225,7 @@ def test_model_mode_slices_only_the_original_inputs():
     assert 0 < sum(keys.values())  # some slice violates: the comparison is not between zeros
 
 
+@pytest.mark.slow
 def test_slices_through_mlflow_evaluate_in_static_mode(tracking):
     df, pt, ps = static_frame(n=100, seed=2)
     df = df.drop(columns=["func"])

@@ -38,6 +38,7 @@ def test_can_evaluate():
     assert not ev.can_evaluate(model_type="regressor", evaluator_config={"teacher": "x"})
 
 
+@pytest.mark.slow
 def test_static_mode_matches_relations_and_logs_everything(tracking):
     rng = np.random.default_rng(3)
     pt, ps = random_probs(rng, 120, 2, 3.0), random_probs(rng, 120, 2, 3.0)
@@ -63,6 +64,7 @@ def test_static_mode_matches_relations_and_logs_everything(tracking):
     assert summary["config"]["teacher_prob_columns"] == ["t0", "t1"]
 
 
+@pytest.mark.slow
 def test_sklearn_pair_and_teacher_cache(tracking):
     df = toy_frame(80)
     teacher, student = _sklearn_pair(df)
@@ -107,6 +109,7 @@ def test_sklearn_pair_and_teacher_cache(tracking):
     assert second["teacher_rows_run"] == 0 and second["student_rows_run"] == 80
 
 
+@pytest.mark.slow
 def test_registered_hf_models_with_prefix(tracking, tiny_classifiers):
     from mlflow_metacompress.models.pyfunc import log_code_classifier
 
@@ -138,6 +141,7 @@ def test_registered_hf_models_with_prefix(tracking, tiny_classifiers):
     assert ARTIFACTS <= logged_artifacts(run_id)
 
 
+@pytest.mark.slow
 def test_callable_teacher_and_clone_pairs(tracking):
     rng = np.random.default_rng(0)
     df = pd.DataFrame(
@@ -161,6 +165,7 @@ def test_callable_teacher_and_clone_pairs(tracking):
     )
 
 
+@pytest.mark.slow
 def test_unwritable_cache_folder_warns_visibly_and_the_evaluation_still_runs(tracking, tmp_path):
     from mlflow_metacompress.evaluation.evaluator import CacheUnwritableWarning
 

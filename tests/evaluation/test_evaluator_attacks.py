@@ -14,6 +14,7 @@ from tests.support import length_bucket_teacher as teacher
 ATTACKS = ["mhm_zhang_2020", "alert_yang_2022"]
 
 
+@pytest.mark.slow
 def test_attacks_through_evaluate(tracking):
     df = toy_frame(60, seed=2)
     # labels = what each model predicts on the original, so both start fully correct
@@ -101,6 +102,7 @@ def _counting_attacks(monkeypatch) -> list[str]:
     return calls
 
 
+@pytest.mark.slow
 def test_a_logged_teacher_is_attacked_once_per_process_for_several_students(tracking, monkeypatch):
     """Two students judged against one logged teacher on the same rows: the teacher's
     attack runs once, and the second evaluation logs the same teacher metrics."""
@@ -146,6 +148,7 @@ def test_a_logged_teacher_is_attacked_once_per_process_for_several_students(trac
     assert len(calls) == 5
 
 
+@pytest.mark.slow
 def test_the_teachers_attack_is_read_from_the_cache_folder_by_a_new_process(tracking, monkeypatch, tmp_path):
     """Issue 42: a new process (the in-process memo emptied) reads the teacher's report from
     the cache folder instead of attacking again; without the cache, or with an unreadable

@@ -87,6 +87,7 @@ def evaluated(tmp_path_factory, _migrated_db):
     return result.metrics, table, report, summary
 
 
+@pytest.mark.slow
 def test_metrics_equal_a_direct_computation_from_the_table_and_the_models(evaluated):
     m, table, _, summary = evaluated
     codes = DATA[["func"]]
@@ -147,6 +148,7 @@ def test_static_mode_refuses_deviation(tracking):
     assert not mlflow.search_runs(filter_string="metrics.mr1_violation_rate >= 0").shape[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "value, needle",
     [
@@ -170,6 +172,7 @@ class _Teacher(mlflow.pyfunc.PythonModel):
         return pd.DataFrame(teacher(model_input), columns=["0", "1"])
 
 
+@pytest.mark.slow
 def test_the_teachers_variant_predictions_are_shared_across_students(tracking, monkeypatch):
     """Two students judged against one logged teacher in one process: the second search reads
     the teacher's predictions on every variant the first already ran (and on the originals from

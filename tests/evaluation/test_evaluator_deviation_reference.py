@@ -59,6 +59,7 @@ def _direct_rate(other) -> float:
     return sum(r.found for r in agree) / len(agree)
 
 
+@pytest.mark.slow
 def test_reference_and_excess_deviation_rates_equal_a_direct_search(tracking):
     m = _evaluate(reference)
     s_rate, r_rate = _direct_rate(student), _direct_rate(reference)
@@ -70,6 +71,7 @@ def test_reference_and_excess_deviation_rates_equal_a_direct_search(tracking):
     assert m["reference/deviation_rows_searched"] == m["deviation_rows_searched"] == len(DATA)
 
 
+@pytest.mark.slow
 def test_a_reference_equal_to_the_student_has_no_excess(tracking):
     m = _evaluate(student)
     assert m["reference/deviation_rate"] == pytest.approx(m["deviation_rate"])
@@ -77,6 +79,7 @@ def test_a_reference_equal_to_the_student_has_no_excess(tracking):
     assert m["excess/deviation_rate_ci_low"] == m["excess/deviation_rate_ci_high"] == 0.0
 
 
+@pytest.mark.slow
 def test_a_gate_bounds_the_excess_deviation_rate(tracking):
     from mlflow_metacompress.gates.policy import GatePolicy
 

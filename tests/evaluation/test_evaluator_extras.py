@@ -47,6 +47,7 @@ def _evaluate(df: pd.DataFrame, **kwargs):
     return run.info.run_id, result
 
 
+@pytest.mark.slow
 def test_extra_metrics_are_computed_on_the_students_predictions(tracking):
     df = _static()
     y, pred = df["target"].to_numpy(), df[["s0", "s1"]].to_numpy().argmax(1)
@@ -80,6 +81,7 @@ def test_extra_metrics_are_computed_on_the_students_predictions(tracking):
     assert result.metrics["sk_accuracy"] == logged["sk_accuracy"]
 
 
+@pytest.mark.slow
 def test_custom_artifacts_are_logged_and_returned(tracking):
     df = _static()
     y, pred = df["target"].to_numpy(), df[["s0", "s1"]].to_numpy().argmax(1)
@@ -102,6 +104,7 @@ def test_custom_artifacts_are_logged_and_returned(tracking):
     assert result.artifacts["confusion"].uri.endswith("/confusion.json")
 
 
+@pytest.mark.slow
 def test_an_extra_metric_the_evaluator_cannot_feed_is_refused_by_name(tracking):
     df = _static()
 

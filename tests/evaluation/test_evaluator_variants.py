@@ -26,6 +26,7 @@ def evaluate(model, data, config):
     return run.info.run_id, result
 
 
+@pytest.mark.slow
 def test_transforms_all_logs_variant_metrics(tracking, tiny_classifiers):
     from mlflow_metacompress.models.pyfunc import log_code_classifier
 
@@ -70,6 +71,7 @@ def test_transforms_all_logs_variant_metrics(tracking, tiny_classifiers):
     assert logged["mr1_violation_rate/metamorphic"] == pytest.approx(m["mr1_violation_rate/metamorphic"])
 
 
+@pytest.mark.slow
 def test_language_detection_warns_and_clone_pairs_transform_first_column(tracking, caplog):
     df = pd.DataFrame({"func1": toy_frame(12)["func"], "func2": toy_frame(12, seed=1)["func"], "target": [0, 1] * 6})
     seen = []

@@ -45,6 +45,7 @@ def percentile_interval(diffs):
     return np.percentile(diffs[np.isfinite(diffs)], [2.5, 97.5])
 
 
+@pytest.mark.slow
 def test_static_reference_excess_and_intervals_match_numpy(tracking):
     df, pt, ps, pr = static_frame()
     n, samples = len(df), 300
@@ -74,6 +75,7 @@ def test_static_reference_excess_and_intervals_match_numpy(tracking):
     assert logged["excess/mr1_violation_rate_ci_high"] == pytest.approx(m["excess/mr1_violation_rate_ci_high"])
 
 
+@pytest.mark.slow
 def test_reference_equal_to_teacher_or_student_controls(tracking):
     df, pt, ps, _ = static_frame(100, seed=5)
     _, m = evaluate(None, df, {**STATIC, "reference_prob_columns": ["t0", "t1"], "bootstrap_samples": 100})
@@ -88,6 +90,7 @@ def test_reference_equal_to_teacher_or_student_controls(tracking):
         assert m[f"excess/{key}_ci_low"] == pytest.approx(0.0, abs=1e-12) == m[f"excess/{key}_ci_high"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config, match",
     [
@@ -118,6 +121,7 @@ def scorer(mod):
     return predict
 
 
+@pytest.mark.slow
 def test_model_mode_increment_and_excess_from_the_per_sample_table(tracking):
     df = toy_frame(40, seed=2)
     teacher, student, reference = scorer(7), scorer(5), scorer(11)
@@ -160,6 +164,7 @@ def test_model_mode_increment_and_excess_from_the_per_sample_table(tracking):
     assert 'data-interval="excess/mr1_violation_rate/metamorphic"' in html
 
 
+@pytest.mark.slow
 def test_report_without_a_reference_has_no_reference_section(tracking):
     df = static_frame(40)[0]
     run_id, m = evaluate(None, df, STATIC)

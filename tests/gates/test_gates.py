@@ -58,6 +58,7 @@ def _eval_run(client, metrics, end_time, summary=True, finish=True):
 _tags, _alias = version_tags, alias_version
 
 
+@pytest.mark.slow
 def test_pass_tags_then_moves_alias(registry):
     client, name = _model(registry)
     decision = promote(name, 1, EvaluationResult(dict(GOOD), {}, run_id="r-good"), "standard", client=client)
@@ -170,6 +171,7 @@ class _FakeEvaluator:
         return EvaluationResult(dict(GOOD), {}, run_id=run_id)
 
 
+@pytest.mark.slow
 def test_gate_version_evaluates_against_tagged_teacher(registry, monkeypatch, tmp_path):
     from mlflow.models.evaluation.evaluator_registry import _model_evaluation_registry
 

@@ -36,6 +36,7 @@ def _run(store, metrics, end_time, summary=True, finish=True):
 _alias, _tags = alias_version, version_tags
 
 
+@pytest.mark.slow
 def test_failing_holder_hands_alias_to_freshest_other_passing_version(store, caplog):
     client, name = _model(store, versions=4)
     # v3 passed at T0+1, v1 at T0+2, v2 at T0+3; v4 passed at T0+4 (holder), then fails
@@ -64,6 +65,7 @@ def test_failing_non_holder_leaves_alias_alone(store):
     assert decision.alias_handed_to is None and _alias(client, name) == "1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fail_at", range(1, 8))
 def test_verdict_tag_is_written_last(store, monkeypatch, fail_at):
     """A fault at any tag write never leaves ``passed`` beside another evaluation's evidence."""
@@ -110,6 +112,7 @@ def test_tag_order_pending_evidence_verdict(store, monkeypatch):
     }
 
 
+@pytest.mark.slow
 def test_stage_waits_for_the_alias_and_is_never_left_behind(store, monkeypatch):
     client, name = _model(store)
     promote(name, 1, _run(store, GOOD, T0), "standard", client=client)
@@ -131,6 +134,7 @@ def test_stage_waits_for_the_alias_and_is_never_left_behind(store, monkeypatch):
     assert _alias(client, name) == "1" and client.get_model_version(name, "2").current_stage == "None"
 
 
+@pytest.mark.slow
 def test_read_back_reports_a_lost_move_and_undoes_the_stage(store, monkeypatch):
     """A writer outside the lock (another machine on a remote store) moves the alias to a
     fresher passing version right after ours: the decision must not claim the move."""
@@ -150,6 +154,7 @@ def test_read_back_reports_a_lost_move_and_undoes_the_stage(store, monkeypatch):
     assert client.get_model_version(name, "1").current_stage == "None"
 
 
+@pytest.mark.slow
 def test_read_back_moves_back_over_a_staler_concurrent_writer(store, monkeypatch):
     client, name = _model(store, versions=2)
     promote(name, 2, _run(store, BAD, T0 + 99), "standard", alias=None, client=client)

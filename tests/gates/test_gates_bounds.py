@@ -56,6 +56,7 @@ def registered(tracking):
     return client
 
 
+@pytest.mark.slow
 def test_issue_17_accuracy_drop_on_the_threshold_passes(registered):
     y = np.ones(100, dtype=int)
     teacher = np.where(np.arange(100) < 64, 1, 0)  # 64 right
@@ -79,6 +80,7 @@ def test_issue_17_accuracy_drop_on_the_threshold_passes(registered):
     assert "violates <= 0.05" in failed.summary()
 
 
+@pytest.mark.slow
 def test_upper_bound_fails_a_student_whose_point_estimate_passes(registered):
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 100)
@@ -117,6 +119,7 @@ def test_upper_bound_fails_a_student_whose_point_estimate_passes(registered):
     assert lenient.passed and "upper end" in lenient.summary() and "satisfies <= 0.4" in lenient.summary()
 
 
+@pytest.mark.slow
 def test_lower_bound_and_a_missing_interval(tracking):
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, 100)

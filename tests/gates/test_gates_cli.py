@@ -72,6 +72,7 @@ def _bad_inputs(tmp_path):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [
@@ -99,6 +100,7 @@ def test_gate_input_errors_exit_2_one_line(registered, tmp_path, capsys, case):
     assert gates.TAG_VERDICT not in (client.get_model_version("student", "1").tags or {})  # nothing ran
 
 
+@pytest.mark.slow
 def test_unfinished_or_half_written_run_is_refused_exit_1(registered, capsys):
     uri, client, eval_run = registered
     assert main(_gate(uri, eval_run(finish=False))) == 1
@@ -109,6 +111,7 @@ def test_unfinished_or_half_written_run_is_refused_exit_1(registered, capsys):
     assert main(_gate(uri, eval_run(dict(GOOD, accuracy_drop=0.9)))) == 1
 
 
+@pytest.mark.slow
 def test_failing_holder_loses_alias_through_the_cli(registered, capsys):
     uri, client, eval_run = registered
     assert main(_gate(uri, eval_run()) + ["--json"]) == 0
@@ -150,6 +153,7 @@ def test_quick_preset_matches_the_pipeline_profile():
     assert load_policy("quick").description == QUICK_POLICY["description"]
 
 
+@pytest.mark.slow
 def test_real_process_prints_no_traceback(registered, tmp_path):
     uri, _, eval_run = registered
     (tmp_path / "policy_dir").mkdir()

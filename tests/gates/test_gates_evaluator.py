@@ -60,6 +60,7 @@ POLICY = {
 }
 
 
+@pytest.mark.slow
 def test_gate_version_with_real_evaluator(registered):
     client, test, _ = registered
     cfg = {"code_columns": ["func"], "transforms": ["rename_variables"], "language": "c", "progress": False}
@@ -74,6 +75,7 @@ def test_gate_version_with_real_evaluator(registered):
     assert tags[gates.TAG_VERDICT] == "failed" and tags[gates.TAG_RUN] == weak.evaluation_run_id
 
 
+@pytest.mark.slow
 def test_cli_gate_with_data_fails_on_metric_the_evaluation_lacks(registered, tracking, capsys):
     _, _, path = registered
     code = main(
@@ -102,6 +104,7 @@ def test_cli_gate_with_data_fails_on_metric_the_evaluation_lacks(registered, tra
     }
 
 
+@pytest.mark.slow
 def test_docs_gate_examples_pass_with_the_standard_policy(registered, tracking, capsys, tmp_path):
     """The command-line example of docs/guide/cli.md and the gates.yaml of docs/guide/webhooks.md,
     as written (the data path aside), judge v1 (the teacher refitted) with policy standard,

@@ -61,6 +61,7 @@ def _fit(df, C):
     ).fit(df[["func"]], df["target"])
 
 
+@pytest.mark.slow
 def test_gate_on_excess_passes_a_faithful_student_and_fails_a_weak_one(tracking):
     parts = split_frame(generate_vulnerability(200, seed=5), (0.7, 0.0, 0.3), seed=5, stratify="target")
     train, test = parts["train"], parts["test"][["func", "target"]]

@@ -93,6 +93,7 @@ def test_bf16_gradients_are_as_accurate_as_the_eager_kernels() -> None:
     assert cos > 0.998
 
 
+@pytest.mark.slow
 def test_an_unpickled_model_registers_the_kernel_in_a_fresh_process(tmp_path) -> None:
     model = _model()
     ids, mask = _batch()

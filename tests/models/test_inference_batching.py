@@ -57,6 +57,7 @@ def build(tok, pair_mode=None, seed=0) -> CodeClassifier:
     ).eval()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("batch_size", "chunk_rows"), [(1, None), (3, None), (8, None), (64, None), (3, 5), (8, 7)])
 def test_single_texts_match_unbatched_forward(tiny_classifiers, batch_size, chunk_rows):
     tok = tiny_classifiers[0]
@@ -67,6 +68,7 @@ def test_single_texts_match_unbatched_forward(tiny_classifiers, batch_size, chun
     assert got.dtype == np.float32 and got.shape == (len(SKEWED), 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair_mode", ["single_sequence", "concat_cls", "siamese"])
 def test_clone_pairs_match_unbatched_forward(tiny_classifiers, pair_mode):
     tok = tiny_classifiers[0]
@@ -197,6 +199,7 @@ def test_pyfunc_precision_and_token_budget_options(tiny_classifiers, tmp_path, m
     np.testing.assert_allclose(predict({"precision": "fp32"}), expected, atol=1e-5)  # config beats the env
 
 
+@pytest.mark.slow
 def test_mfu_benchmark_cpu_smoke(tmp_path):
     out = tmp_path / "mfu.json"
     proc = subprocess.run(

@@ -47,6 +47,7 @@ def _evaluate(model, df, config):
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair_mode", [None, "concat_cls", "siamese", "single_sequence"])
 def test_export_answers_like_torch_and_carries_its_tokenizer(tiny_classifiers, tmp_path, pair_mode):
     from mlflow_metacompress.models.onnx_export import export
@@ -70,6 +71,7 @@ def test_export_answers_like_torch_and_carries_its_tokenizer(tiny_classifiers, t
     assert np.allclose(onnx_model.predict_proba(None, texts, texts_b).sum(axis=1), 1.0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_export_is_cached_by_content(tiny_classifiers, tmp_path):
     import torch
 
@@ -110,6 +112,7 @@ def test_inference_key_is_validated(config, match):
         check_config(config)
 
 
+@pytest.mark.slow
 def test_evaluator_onnxruntime_gives_torch_relations(tracking, tiny_classifiers):
     from mlflow_metacompress.models.pyfunc import log_code_classifier
 
@@ -147,6 +150,7 @@ def _direct_probs(path, tok, texts):
     return softmax(np.asarray(rows, dtype=np.float64), axis=1)
 
 
+@pytest.mark.slow
 def test_mlflow_onnx_int8_student_is_judged_against_a_torch_teacher(tracking, tiny_classifiers, tmp_path):
     from scipy.stats import entropy
     from sklearn.metrics import accuracy_score
@@ -178,6 +182,7 @@ def test_mlflow_onnx_int8_student_is_judged_against_a_torch_teacher(tracking, ti
     assert result.metrics["teacher_accuracy"] == pytest.approx(accuracy_score(y, pt.argmax(1)))
 
 
+@pytest.mark.slow
 def test_mlflow_onnx_model_without_metadata_is_refused_by_name(tracking, tiny_classifiers, tmp_path):
     import onnx
 
@@ -195,6 +200,7 @@ def test_mlflow_onnx_model_without_metadata_is_refused_by_name(tracking, tiny_cl
         _evaluate(bare.model_uri, toy_frame(8), {"teacher": "models:/teacher/1", "transforms": []})
 
 
+@pytest.mark.slow
 def test_attacks_query_through_onnxruntime(tracking, tiny_classifiers, tmp_path, capsys):
     from mlflow_metacompress.attacks.runner import run_attack
     from mlflow_metacompress.cli import main
@@ -219,6 +225,7 @@ def test_attacks_query_through_onnxruntime(tracking, tiny_classifiers, tmp_path,
     assert "invalid choice: 'tensorrt'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_evaluator_attacks_and_speed_run_on_onnxruntime(tracking, tiny_classifiers):
     from mlflow_metacompress.models.pyfunc import log_code_classifier
 
@@ -246,6 +253,7 @@ def test_evaluator_attacks_and_speed_run_on_onnxruntime(tracking, tiny_classifie
     assert ort_result.metrics["student_speedup"] > 0  # both models timed through ONNX Runtime
 
 
+@pytest.mark.slow
 def test_sessions_follow_the_thread_setting(tiny_classifiers, tmp_path):
     from mlflow_metacompress.models.onnx_export import export
     from mlflow_metacompress.models.onnx_runtime import OnnxClassifier

@@ -354,6 +354,7 @@ def test_markdown_round_trips_cells():
 
 
 # ------------------------------------------------------------------ a failing method
+@pytest.mark.slow
 def test_a_crashing_method_is_reported_the_others_run_and_the_run_ends_failed(tracking, tmp_path, monkeypatch):
     import mlflow
 
@@ -402,6 +403,7 @@ def test_evaluator_config_sets_the_language_the_detector_finds(task, caplog):
     assert "evaluator_config has no 'language'" not in caplog.text
 
 
+@pytest.mark.slow
 def test_real_bigclonebench_is_java_as_the_detector_says(shared_data):
     from mlflow_metacompress.evaluation.config import detect_language
 

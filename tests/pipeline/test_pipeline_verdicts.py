@@ -45,6 +45,7 @@ def test_gate_passed_is_in_the_metric_catalogue():
     assert CATALOGUE[GATE_PASSED].greater_is_better is True
 
 
+@pytest.mark.slow
 def test_a_student_failing_its_gate_leaves_the_pipeline_run_finished(tracking, tmp_path):
     import mlflow
 

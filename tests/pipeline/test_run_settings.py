@@ -32,6 +32,7 @@ def _main_argv(params: dict[str, str], tmp_path) -> list[str]:
     return words[2:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("threads", "given", "inference"), [("1", 1, "fp32"), ("auto", None, None)])
 def test_threads_and_precision_follow_from_the_mlproject_parameter_to_the_fits_and_the_gate(
     tracking, tmp_path, monkeypatch, threads, given, inference

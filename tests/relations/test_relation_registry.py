@@ -131,6 +131,7 @@ def test_a_fifth_relation_gets_bootstrap_intervals_from_its_statistics(tmp_path)
     assert low < flags.mean() < high
 
 
+@pytest.mark.slow
 def test_a_fifth_relation_reaches_metrics_slices_report_and_gates(tmp_path, tracking):
     module = _mr5_module(tmp_path)
     df = _static()

@@ -47,6 +47,7 @@ def eca_loop(PT, PS, B, thr):
     return eca, viol
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("k", [2, 5])
 def test_relations_match_oracles(seed, k):

@@ -111,6 +111,7 @@ def _check_numbers(numbers: dict[str, tuple[str | None, str]], metrics: dict[str
         assert float(numbers["accuracy_drop_pvalue"][0]) == metrics["accuracy_drop_pvalue"]
 
 
+@pytest.mark.slow
 def test_model_mode_report_is_logged_with_every_section_and_no_external_resource(model_run):
     page = _logged_report(model_run)
     parsed = read_page(page)
@@ -163,6 +164,7 @@ def test_report_cli_rebuilds_the_logged_report_without_a_model(model_run, tmp_pa
         )
 
 
+@pytest.mark.slow
 def test_static_report_and_compare_cli(static_runs, tmp_path, capsys):
     client = MlflowClient()
     page = _logged_report(static_runs["a"])

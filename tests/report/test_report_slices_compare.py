@@ -11,6 +11,7 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pandas as pd
+import pytest
 from mlflow import MlflowClient
 
 from mlflow_metacompress.cli import main
@@ -33,6 +34,7 @@ def _logged_report(run_id: str) -> str:
     ).read_text()
 
 
+@pytest.mark.slow
 def test_static_slices_have_their_own_section_and_never_name_a_rewrite(store):
     run_id = static_run(shared_frame(), "s", "sliced", slice_columns=["cwe"])
     metrics = MlflowClient().get_run(run_id).data.metrics
@@ -58,6 +60,7 @@ def test_static_slices_have_their_own_section_and_never_name_a_rewrite(store):
     assert "slice:" not in outside
 
 
+@pytest.mark.slow
 def test_model_mode_slices_stay_out_of_the_rewrites(store):
     df = toy_frame(24, seed=2)
     df["target"] = teacher(df).argmax(1)
@@ -89,6 +92,7 @@ def test_model_mode_slices_stay_out_of_the_rewrites(store):
     )
 
 
+@pytest.mark.slow
 def test_students_judged_on_one_frame_are_compared_and_other_data_is_refused(store, tmp_path, capsys):
     df = shared_frame()
     a, b = static_run(df, "s", "student-s"), static_run(df, "u", "student-u")

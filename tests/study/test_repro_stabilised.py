@@ -42,6 +42,7 @@ def _norms_of_a_fit(tok, grad_clip: float | None) -> list[float]:
     return norms
 
 
+@pytest.mark.slow
 def test_grad_clip_bounds_every_steps_gradient_norm_and_none_leaves_them(tiny_classifiers):
     tok = tiny_classifiers[0]
     free = _norms_of_a_fit(tok, None)

@@ -19,6 +19,7 @@ from mlflow_metacompress.study.judge import attack_counts, denominators, teacher
 from tests.conftest import REPO
 
 
+@pytest.mark.slow
 def test_holm_is_statsmodels_holm():
     ps = {"a": 0.01, "b": 0.04, "c": 0.03, "d": 0.20, "e": math.nan}
     out = v.holm(ps)
@@ -202,6 +203,7 @@ def test_stored_pages_keep_rates_in_zero_one_and_excess_above_minus_100(name):
     assert "< 0.0005" not in md and "p = 0.0 " not in md and "p = ≤" not in md
 
 
+@pytest.mark.slow
 def test_rerendering_the_stored_page_is_stable(tmp_path):
     """The committed pages are what the rules make of the committed JSON."""
     import shutil

@@ -122,6 +122,7 @@ def test_summary_headline_and_markdown():
     assert f"{100 * np.mean(values):.1f}%" in md
 
 
+@pytest.mark.slow
 def test_mr_violations_appear_per_method_after_holm_and_the_control_is_judged_alike():
     """A steady 17% appears; a rate of about 5% does not (its p-value of "rate <= 5%" is
     large); the control at 0.5% does not, and its verdict is on the record."""

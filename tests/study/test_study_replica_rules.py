@@ -94,6 +94,7 @@ def test_attack_excess_is_a_t_test_of_log_ratios_over_teachers():
     assert same["p"] > 0.2
 
 
+@pytest.mark.slow
 def test_holm_verdicts_match_statsmodels_and_say_not_established_on_nan():
     res = {"compressor": {"p": 0.01}, "morph": {"p": 0.04}, "fidelity": {"p": 0.03}, "avatar": {"p": math.nan}}
     out = r.holm_verdicts(res, "appears", "does not appear")

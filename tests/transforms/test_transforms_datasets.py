@@ -43,6 +43,7 @@ def _check_outputs_parse(codes: list[str], language: str) -> dict[str, int]:
     return changed
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.skipif(not (DATA / "devign" / "test.jsonl").exists(), reason="../shared/data absent")
 def test_devign_outputs_parse() -> None:
@@ -50,6 +51,7 @@ def test_devign_outputs_parse() -> None:
     assert all(count > 0 for count in changed.values()), changed
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.skipif(not (DATA / "bigclonebench" / "data.jsonl").exists(), reason="../shared/data absent")
 def test_bigclonebench_outputs_parse() -> None:
@@ -79,6 +81,7 @@ def python_corpus(
     return out
 
 
+@pytest.mark.slow
 def test_python_stdlib_outputs_parse() -> None:
     changed = _check_outputs_parse(python_corpus(), "python")
     assert all(count > 0 for count in changed.values()), changed

@@ -39,6 +39,7 @@ def _check_coverage(variants: list[tuple[str, int, str]], language: str, minimum
     assert len(names) >= minimum, f"only {sorted(names)} changed the {language} program"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
 @pytest.mark.parametrize("program", sorted((PROGRAMS / "c").glob("*.c")), ids=lambda p: p.name)
 def test_c_programs_behave_identically(program: Path, tmp_path: Path) -> None:
@@ -76,6 +77,7 @@ def test_c_oracle_detects_a_behaviour_change(tmp_path: Path) -> None:
     assert outs[0] != outs[1]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("javac") is None or shutil.which("java") is None, reason="JDK not installed")
 def test_java_programs_behave_identically(tmp_path: Path) -> None:
     """All variants compile in one javac call (one package each) and run in one JVM."""
@@ -118,6 +120,7 @@ def test_java_programs_behave_identically(tmp_path: Path) -> None:
         assert outputs[cls] == outputs[original_cls], f"{prog}: {name} seed {seed} changed behaviour:\n{code}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", sorted((PROGRAMS / "python").glob("*.py")), ids=lambda p: p.name)
 def test_python_programs_behave_identically(program: Path, tmp_path: Path) -> None:
     def execute(code: str, tag: str) -> str:

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mlflow_metacompress.transforms import (
     LANGUAGES,
     TransformError,
@@ -211,6 +213,7 @@ def run_fuzz(n: int) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_generator_covers_every_kind_of_input() -> None:
     """The generator is not vacuous: it yields clean, unparsable, non-UTF-8, NUL, too-large
     and too-deep inputs in every language."""
@@ -230,6 +233,7 @@ def test_generator_covers_every_kind_of_input() -> None:
         assert {"clean", "unparsable", "not_text", "too_large", "too_deep"} <= seen[lang], (lang, seen[lang])
 
 
+@pytest.mark.slow
 def test_fuzzed_inputs_never_break_a_transformation() -> None:
     summary = run_fuzz(N)
     reasons = summary["first_transformation_reasons"]

@@ -36,6 +36,7 @@ def _many_locals_c(n: int) -> str:
     return f"int f(int a) {{\n{body}    return {total};\n}}\n"
 
 
+@pytest.mark.slow
 def test_fresh_names_never_run_out_on_3100_locals() -> None:
     code = _many_locals_c(3100)
     out = transform_many([code], ["rename_variables", "insert_dead_code", "literal_to_constant"], "c")
@@ -143,6 +144,7 @@ def test_depth_counts_brackets_and_python_blocks() -> None:
     assert Source("int f(int a) { if (a) x(); else if (a) y(); else if (a) z(); }", "c").depth == 2
 
 
+@pytest.mark.slow
 def test_too_deep_and_too_large_samples_are_reported_with_reasons() -> None:
     names = list_transforms("c")
     deep, shallow = _nested(501), _nested(400)

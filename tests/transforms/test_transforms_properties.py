@@ -3,6 +3,7 @@ determinism for a fixed seed, outputs that parse, and renaming that never merges
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -128,6 +129,7 @@ def _check_no_crash_and_parse(code: str, language: str, seed: int) -> None:
         assert res.code == apply_transform(code, name, language, seed=seed)  # deterministic per seed
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(code=PROGRAMS["c"], seed=st.integers(0, 2**16))
 def test_c_no_crash_deterministic_parsable(code: str, seed: int) -> None:
@@ -140,6 +142,7 @@ def test_java_no_crash_deterministic_parsable(code: str, seed: int) -> None:
     _check_no_crash_and_parse(code, "java", seed)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(code=PROGRAMS["python"], seed=st.integers(0, 2**16))
 def test_python_no_crash_deterministic_parsable(code: str, seed: int) -> None:

@@ -70,6 +70,7 @@ def test_incremental_tree_equals_a_fresh_parse_on_every_output(language, every_o
     assert _check_outputs(_functions(language), language) >= 10
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DEVIGN.exists(), reason="../shared/data is absent")
 def test_incremental_tree_equals_a_fresh_parse_on_devign(every_output_incremental):
     rows = [json.loads(line)["func"] for line in DEVIGN.read_text().splitlines()[:150]]

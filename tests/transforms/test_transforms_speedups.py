@@ -98,6 +98,7 @@ def _live_nodes() -> int:
     return sum(isinstance(o, Node) for o in gc.get_objects())
 
 
+@pytest.mark.slow
 def test_released_source_frees_its_nodes() -> None:
     gc.collect()
     gc.disable()

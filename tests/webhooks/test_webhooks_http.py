@@ -166,6 +166,7 @@ def _response(sock: socket.socket, timeout: float) -> bytes:
 
 
 # ------------------------------------------------------------------------------- body size
+@pytest.mark.slow
 def test_declared_oversized_body_is_refused_before_it_is_sent(service):
     with socket.create_connection(("127.0.0.1", service.port)) as sock:
         sock.sendall(
@@ -215,6 +216,7 @@ def test_signed_but_unparseable_json_is_400(service, body, message):
 
 
 # ------------------------------------------------------------------------ a locked queue file
+@pytest.mark.slow
 def test_queue_locked_by_another_process_stalls_nothing_and_deliveries_get_503(service):
     holder = sqlite3.connect(service.queue, isolation_level=None, timeout=0)
     holder.execute("BEGIN EXCLUSIVE")  # another process holding the queue's write lock
@@ -248,6 +250,7 @@ def test_queue_locked_by_another_process_stalls_nothing_and_deliveries_get_503(s
 
 
 # -------------------------------------------------------------------- slow and idle clients
+@pytest.mark.slow
 def test_trickled_headers_are_cut_off_at_the_request_deadline(service):
     request = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
     start, sent = time.monotonic(), 0
@@ -265,6 +268,7 @@ def test_trickled_headers_are_cut_off_at_the_request_deadline(service):
     assert answer == b"" or answer.startswith(b"HTTP/1.1 408 "), answer[:200]
 
 
+@pytest.mark.slow
 def test_silent_connection_is_closed_at_the_idle_timeout(service):
     with socket.create_connection(("127.0.0.1", service.port)) as sock:
         answer, elapsed = _timed(lambda: _response(sock, 6))

@@ -191,6 +191,7 @@ def test_secret_comes_from_the_named_environment_variable(tmp_path, data_file, m
     assert cfg.secret() == "abc"
 
 
+@pytest.mark.slow
 def test_cli_install_without_secret_is_one_line_exit_2(tracking, tmp_path, data_file, monkeypatch, capsys):
     monkeypatch.delenv("WH_UNIT_SECRET", raising=False)
     path = _write(tmp_path, {"secret_env": "WH_UNIT_SECRET", "models": {"m": {"data": "data.jsonl"}}})
@@ -250,6 +251,7 @@ def _holder(client, name="g"):
     return None if version is None else str(version)
 
 
+@pytest.mark.slow
 def test_guard_restores_the_newest_passing_version(registry):
     registry.set_registered_model_alias("g", "champion", "3")
     outcome = guard_alias(registry, "g", "champion", "3")

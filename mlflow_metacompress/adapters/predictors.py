@@ -8,7 +8,7 @@ logged with ``mlflow.transformers`` is called directly (:mod:`.hf_pipeline`): co
 become ``text``/``text_pair`` and every class is scored, in the model's label-id order.
 Inference runs in length-sorted batches with a progress bar, and results are kept in the
 one cache (:mod:`mlflow_metacompress.cache`) keyed by the model's identity
-(:func:`~mlflow_metacompress.cache.model_identity`) and a digest of the input rows, so a
+(:func:`~mlflow_metacompress.cache_keys.model_identity`) and a digest of the input rows, so a
 second student evaluated against the same teacher never runs the teacher again. A cached
 entry is validated like fresh predictions before use.
 """
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import cache
-from ..cache import model_identity, rows_digest
+from .. import cache, cache_keys
+from ..cache_keys import model_identity, rows_digest
 from .checks import MetaCompressInputError, check_probabilities
 from .hf_pipeline import is_label_score, is_text_classification, label_score_cells, label_scores_to_array, load_scorer
 
@@ -188,7 +188,7 @@ class Predictor:
         key = rows = None
         if self.identity is not None:
             rows = rows_digest(df, code_columns)
-            key = cache.entry_key(KIND, self.identity, rows)
+            key = cache_keys.entry_key(KIND, self.identity, rows)
             if key in self._memory:
                 return self._memory[key]
             cached = self._load(key, rows, len(df))

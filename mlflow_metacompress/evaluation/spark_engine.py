@@ -47,10 +47,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .. import cache
+from .. import cache_keys
 from ..adapters.checks import MetaCompressInputError, check_probabilities
 from ..adapters.predictors import KIND
-from ..cache import rows_digest
+from ..cache_keys import rows_digest
 
 if TYPE_CHECKING:
     from ..adapters.predictors import Predictor
@@ -102,7 +102,7 @@ def _missing(predictor: Predictor, frame: pd.DataFrame, columns: list[str]) -> t
     if predictor.identity is None:
         return "", rows_digest(frame, columns)
     rows = rows_digest(frame, columns)
-    key = cache.entry_key(KIND, predictor.identity, rows)
+    key = cache_keys.entry_key(KIND, predictor.identity, rows)
     if key in predictor._memory:
         return None
     cached = predictor._load(key, rows, len(frame))

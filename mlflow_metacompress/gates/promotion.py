@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..artifact_names import SUMMARY_PATH
+from .checks import CheckResult
 from .lock import DEFAULT_TIMEOUT_S, promotion_lock  # noqa: F401 - DEFAULT_TIMEOUT_S re-exported for callers
-from .policy import CheckResult, GatePolicy, load_policy
+from .policy import GatePolicy, load_policy
 from .registry import (
     TAG_EVALUATED_AT,
     TAG_FAILED,

@@ -281,8 +281,8 @@ def gate_stage(
     """
     from mlflow import MlflowClient
 
+    from ..gates.decision import PromotionRefusedError
     from ..gates.gate import gate_version
-    from ..gates.promotion import PromotionRefusedError
 
     cfg = evaluator_config(data, profile, seed, cache_dir, progress, threads, precision)
     if reference:

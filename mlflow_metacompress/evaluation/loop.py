@@ -27,14 +27,8 @@ from .engines import Engine, LocalEngine
 from .judge import add_slices_and_statistics, judge_table
 from .pair import ModelPair
 from .predict import original_table, predict_variants, static_table
-from .variants import (
-    SOURCES,
-    SourceInputs,
-    Variant,
-    VariantSet,
-    VariantSource,
-    original_variant,
-)
+from .variant_types import SourceInputs, Variant, VariantSet, VariantSource
+from .variants import SOURCES, original_variant
 
 if TYPE_CHECKING:
     from ..adapters.predictors import Predictor

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from ..attacks.results import AttackReport
     from .config_model import EvaluatorConfig
     from .predictions import PredictionTable
-    from .variants import VariantSet, VariantSource
+    from .variant_types import VariantSet, VariantSource
 
 logger = logging.getLogger(__name__)
 
@@ -224,7 +224,8 @@ class SparkEngine:
                 "bound (SparkEngine.bind) before the loop"
             )
         from .spark_transforms import spark_column_transforms
-        from .variants import SourceInputs, adversarial, transformed
+        from .variant_types import SourceInputs
+        from .variants import adversarial, transformed
 
         produced, self.table = prepare(
             df,

@@ -118,7 +118,7 @@ class PipelineScorer:
 
     The frame's first column is the pipeline's ``text``, its second (if any) ``text_pair``.
     ``model_config`` (from the logged model) is passed on, with ``top_k=None``,
-    ``truncation=True`` and ``max_length`` (:func:`input_limit`) forced so every class is
+    ``truncation=True`` and ``max_length`` (:func:`~.input_limits.input_limit`) forced so every class is
     scored and long code is cut to the model's maximum length instead of failing.
     """
 

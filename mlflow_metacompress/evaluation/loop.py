@@ -1,7 +1,7 @@
 """The evaluation loop, free of MLflow logging: three named steps, one module each.
 
 1. **produce variants** (:mod:`.variants`): the original, then each producer's
-   :class:`~.variants.VariantSet` (transformations, attacks), from the engine;
+   :class:`~.variant_types.VariantSet` (transformations, attacks), from the engine;
 2. **predict into the table** (:mod:`.predict`): both models' probabilities on every
    variant, into one :class:`~.predictions.PredictionTable` (rows × variant × model), read
    from columns in static mode and handed over by the engine when it predicted ahead;

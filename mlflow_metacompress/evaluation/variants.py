@@ -13,7 +13,7 @@ relations on original, transformed and adversarial code). Three producers:
   while they search, so this producer receives the :class:`~.pair.ModelPair`.
 
 A producer never predicts for the evaluator and never touches an outcome: it returns a
-:class:`VariantSet` (its variants plus its own metrics and tables); :mod:`.predict` puts
+:class:`~.variant_types.VariantSet` (its variants plus its own metrics and tables); :mod:`.predict` puts
 both models' probabilities on them into the :class:`~.predictions.PredictionTable` and
 :mod:`.judge` judges the table (:func:`~.loop.run_evaluation` runs the three steps). What a
 variant is: :mod:`.variant_types`.

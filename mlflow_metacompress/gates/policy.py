@@ -67,7 +67,7 @@ class PolicyError(ValueError):
 
 @dataclass(frozen=True)
 class GatePolicy:
-    """A named set of :class:`Threshold` s (see the module docstring for YAML)."""
+    """A named set of :class:`~.checks.Threshold` s (see the module docstring for YAML)."""
 
     name: str
     thresholds: tuple[Threshold, ...]

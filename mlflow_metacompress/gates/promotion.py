@@ -112,7 +112,7 @@ def promote(
     ``evaluation`` is an ``EvaluationResult`` or the id of a FINISHED run holding
     metacompress metrics and ``metacompress/summary.json``. Tags written on every judged
     call: verdict (last), failed checks, evaluation run id, policy name, evaluation time
-    and verdict time. Raises :class:`PromotionRefusedError` (nothing written) for an
+    and verdict time. Raises :class:`~.decision.PromotionRefusedError` (nothing written) for an
     unfinished or half-written run, and (tags written, alias untouched) if the alias's
     holder passed on a more recent evaluation and ``force`` is false. A failing verdict
     of the alias's holder hands the alias back (``decision.alias_handed_to``). ``stage``

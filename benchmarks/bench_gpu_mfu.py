@@ -58,10 +58,8 @@ from mlflow_metacompress.models.batching import (
     plan_batches,
     tokenise_all,
 )
-from mlflow_metacompress.models.classifier import (
-    CodeClassifier,
-    attention_implementation,
-)
+from mlflow_metacompress.models.classifier import CodeClassifier
+from mlflow_metacompress.models.encoder import attention_implementation
 from mlflow_metacompress.models.tokenizer import train_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,10 +15,8 @@ about ±0.05. This module adds, as pure NumPy:
   the whole bootstrap is a few matrix products. The interval is the 2.5th and 97.5th
   percentile of the replicates (``numpy.percentile``, linear interpolation; replicates where
   a ratio is undefined, e.g. MR3 with an empty high-confidence set, are left out).
-- **McNemar's exact test** (McNemar, Psychometrika 1947) on paired correctness: with
-  ``b`` = rows the teacher gets right and the student wrong and ``c`` the reverse,
-  ``accuracy_drop_pvalue`` is the two-sided exact binomial test of ``b`` successes in
-  ``b + c`` trials at ``p = 1/2``, i.e. ``min(1, 2·P(X ≤ min(b, c)))`` (1 when ``b + c = 0``).
+- **McNemar's exact test** on paired correctness for ``accuracy_drop_pvalue``
+  (:mod:`.mcnemar`).
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .families import split_family
+from .mcnemar import mcnemar_exact
 from .relations import RelationConfig, registered_relations
 from .relations.pairing import relation_metrics, row_statistics, sample_totals
 from .resampling import one_blas_thread, resample_counts, weight_chunks  # noqa: F401 - resample_counts is public here too
@@ -254,32 +253,6 @@ def point_estimates(groups: Sequence[Group], n: int, config: RelationConfig | No
         totals = {k: v.sum(axis=0)[None, ...] for k, v in _sums(group, n, cfg).items()}
         out.update({f"{k}{group.suffix}": float(v[0]) for k, v in _metrics(totals, cfg).items()})
     return out
-
-
-def binom_two_sided_half(k: int, trials: int) -> float:
-    """Two-sided exact binomial p-value of ``k`` successes in ``trials`` at ``p = 1/2``:
-    ``min(1, 2·Σ_{j ≤ min(k, trials−k)} C(trials, j) / 2^trials)`` (the distribution is
-    symmetric, so this is the sum over outcomes no more likely than ``k``, as in
-    ``scipy.stats.binomtest``). Log-space sum: exact to ~1e-12 relative, no overflow."""
-    if trials < 0 or not 0 <= k <= trials:
-        raise ValueError(f"need 0 <= k <= trials, got k={k}, trials={trials}")
-    if trials == 0 or 2 * k == trials:
-        return 1.0
-    m = min(k, trials - k)
-    j = np.arange(m, dtype=np.float64)
-    log_c = np.concatenate([[0.0], np.cumsum(np.log((trials - j) / (j + 1)))])  # log C(trials, 0..m)
-    top = log_c.max()
-    log_tail = top + np.log(np.exp(log_c - top).sum()) - trials * np.log(2.0)
-    return float(min(1.0, 2.0 * np.exp(log_tail)))
-
-
-def mcnemar_exact(teacher_correct: np.ndarray, student_correct: np.ndarray) -> tuple[float, int, int]:
-    """McNemar's exact test on paired correctness: ``(p-value, b, c)`` with ``b`` = teacher
-    right and student wrong, ``c`` = teacher wrong and student right."""
-    t = np.asarray(teacher_correct, dtype=bool)
-    s = np.asarray(student_correct, dtype=bool)
-    b, c = int((t & ~s).sum()), int((~t & s).sum())
-    return binom_two_sided_half(b, b + c), b, c
 
 
 def evaluation_statistics(

@@ -32,7 +32,7 @@ from mlflow_metacompress.data.generators import make_splits
 from mlflow_metacompress.distill import methods as methods_pkg
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.datasets import CodeExamples
-from mlflow_metacompress.distill.latency import LatencyModel
+from mlflow_metacompress.distill.latency_fit import LatencyModel
 from mlflow_metacompress.distill.search.space import AvatarSpace, size_mb
 from mlflow_metacompress.evaluation.config import parse_config
 from mlflow_metacompress.evaluation.loop import EvaluationOutcome, run_evaluation

@@ -4,7 +4,7 @@ text-classification pipeline logged with ``mlflow.transformers``, a callable) be
 :class:`~.predictors.Predictor` returning validated N×K class probabilities.
 
 Modules: :mod:`.predictors` (the adapter, batching, the prediction cache keyed by the
-model's identity, :func:`mlflow_metacompress.cache.model_identity`), :mod:`.hf_pipeline`
+model's identity, :func:`mlflow_metacompress.cache_keys.model_identity`), :mod:`.hf_pipeline`
 (Hugging Face pipelines), :mod:`.model_refs` (URIs checked before anything loads),
 :mod:`.checks` (probabilities, classes, labels; :class:`~.checks.MetaCompressInputError`),
 :mod:`.timing` (two models timed side by side on known threads).

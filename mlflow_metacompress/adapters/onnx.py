@@ -72,7 +72,7 @@ def onnx_backend(model: Any, uri: str | None, name: str, inference: str, cache_d
     """``(predict, identity, labels)`` for running ``model`` on ONNX Runtime, from which
     :func:`~.predictors.resolve_model` builds its :class:`~.predictors.Predictor`; None
     when ``model`` runs in torch (``inference="torch"`` and not an ``mlflow.onnx`` model)."""
-    from ..cache import model_identity
+    from ..cache_keys import model_identity
 
     if is_onnx_flavor(model):
         classifier = _mlflow_onnx(model, uri, name)

@@ -8,7 +8,7 @@ logged with ``mlflow.transformers`` is called directly (:mod:`.hf_pipeline`): co
 become ``text``/``text_pair`` and every class is scored, in the model's label-id order.
 Inference runs in length-sorted batches with a progress bar, and results are kept in the
 one cache (:mod:`mlflow_metacompress.cache`) keyed by the model's identity
-(:func:`~mlflow_metacompress.cache.model_identity`) and a digest of the input rows, so a
+(:func:`~mlflow_metacompress.cache_keys.model_identity`) and a digest of the input rows, so a
 second student evaluated against the same teacher never runs the teacher again. A cached
 entry is validated like fresh predictions before use.
 """
@@ -24,10 +24,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import cache
-from ..cache import model_identity, rows_digest
+from .. import cache, cache_keys
+from ..cache_keys import model_identity, rows_digest
 from .checks import MetaCompressInputError, check_probabilities
-from .hf_pipeline import is_label_score, is_text_classification, label_score_cells, label_scores_to_array, load_scorer
+from .hf_pipeline import is_text_classification, load_scorer
+from .label_scores import is_label_score, label_scores_to_array
+from .output_frames import EXPECTED, from_frame, plain, sample_text
 
 logger = logging.getLogger(__name__)
 
@@ -46,17 +48,11 @@ __all__ = [
 ]
 
 
-EXPECTED = (
-    "class probabilities: a DataFrame with one numeric column per class, an N×K array, or a "
-    "text-classification pipeline's {label, score} entries for every class"
-)
-
-
 def to_probabilities(output: Any, n_rows: int, who: str = "model") -> tuple[np.ndarray, list[str] | None]:
     """Normalise one model output to ``(N×K array, class names or None)``; anything else
     raises :class:`MetaCompressInputError` naming ``who``, the output's type and a sample."""
     if isinstance(output, pd.DataFrame):
-        return _from_frame(output, who)
+        return from_frame(output, who)
     if isinstance(output, pd.Series):
         output = output.tolist()
     if isinstance(output, dict):
@@ -67,65 +63,23 @@ def to_probabilities(output: Any, n_rows: int, who: str = "model") -> tuple[np.n
         arr = np.asarray(output)
     except ValueError:  # ragged rows
         raise MetaCompressInputError(
-            f"{who} returned {type(output).__name__} rows of different lengths (first row {_sample(output)}); expected "
-            f"{EXPECTED}"
+            f"{who} returned {type(output).__name__} rows of different lengths (first row {sample_text(output)}); "
+            f"expected {EXPECTED}"
         ) from None
     if arr.dtype.kind not in "biuf":
         flat = arr.ravel()
         sample = flat[0] if flat.size else output
-        sample = _plain(sample)
+        sample = plain(sample)
         raise MetaCompressInputError(
             f"{who} returned {type(output).__name__} holding {type(sample).__name__} values such as {sample!r:.80}; "
             f"expected {EXPECTED}"
         )
     if arr.ndim != 2:
         raise MetaCompressInputError(
-            f"{who} output has shape {arr.shape} (e.g. {_sample(output)}); metacompress needs class probabilities "
+            f"{who} output has shape {arr.shape} (e.g. {sample_text(output)}); metacompress needs class probabilities "
             "(N×K). Log sklearn models with pyfunc_predict_fn='predict_proba' and pipelines with top_k=None."
         )
     return arr.astype(np.float64), None
-
-
-def _sample(output: Any) -> str:
-    try:
-        return f"{output[0]!r:.80}"
-    except Exception:
-        return f"{output!r:.80}"
-
-
-def _plain(value: Any) -> Any:
-    """A NumPy scalar as the Python value, so messages read ``0.9``, not ``np.float64(0.9)``."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _from_frame(frame: pd.DataFrame, who: str) -> tuple[np.ndarray, list[str] | None]:
-    """A DataFrame output: numeric class columns, or a pipeline's {label, score} cells."""
-    if {"label", "score"} <= {str(c) for c in frame.columns} and len(frame):
-        first = frame.iloc[0]
-        raise MetaCompressInputError(
-            f"{who} returned only its top label and score per row (columns {list(frame.columns)}; first row "
-            f"label={_plain(first['label'])!r}, score={_plain(first['score'])!r}); expected {EXPECTED}. A pipeline "
-            "logged with mlflow.transformers is called directly with top_k=None; other models must return every "
-            "class's score"
-        )
-    rows = label_score_cells(frame)
-    if rows is not None:
-        return label_scores_to_array(rows, who=who)
-    for col in frame.columns:
-        values = frame[col]
-        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-            continue
-        bad = ~values.map(
-            lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-        )
-        if bad.any():
-            pos = int(np.argmax(bad.to_numpy(dtype=bool)))
-            value = _plain(values.iloc[pos])
-            raise MetaCompressInputError(
-                f"{who} returned a DataFrame whose column {col!r} holds {type(value).__name__} {value!r:.80} (row "
-                f"{pos}); expected {EXPECTED}"
-            )
-    return frame.to_numpy(dtype=np.float64), [str(c) for c in frame.columns]
 
 
 def declared_classes(model: Any) -> list[str] | None:
@@ -176,7 +130,7 @@ class Predictor:
     batch_size: int = 64
     progress: bool = True
     index_labels: bool = False  # class j is the model's label id j (integer targets may name it)
-    input_limit: dict[str, Any] | None = None  # a pipeline's max input tokens and their source (hf_pipeline.InputLimit)
+    input_limit: dict[str, Any] | None = None  # a pipeline's max input tokens and their source (InputLimit)
     # the resolved inference precision of a metacompress CodeClassifier pyfunc (fp32, bf16; precision.py), else None
     precision: str | None = None
     calls: int = field(default=0, init=False)
@@ -188,7 +142,7 @@ class Predictor:
         key = rows = None
         if self.identity is not None:
             rows = rows_digest(df, code_columns)
-            key = cache.entry_key(KIND, self.identity, rows)
+            key = cache_keys.entry_key(KIND, self.identity, rows)
             if key in self._memory:
                 return self._memory[key]
             cached = self._load(key, rows, len(df))

@@ -48,7 +48,7 @@ def teacher_report_key(
     identity = getattr(predictor, "identity", None)
     if role != "teacher" or identity is None:
         return None
-    from ..cache import rows_digest
+    from ..cache_keys import rows_digest
 
     return (identity, attack, rows_digest(frame, list(frame.columns)), np.asarray(y).tobytes(), *settings)
 

@@ -1,7 +1,7 @@
 """The architecture type of teachers and students (:class:`ArchSpec`), with size and FLOPs.
 
 Size follows Compressor (Shi et al., ASE 2022): parameters × 4 bytes, in MB of 10^6
-bytes (``models.classifier.size_mb``). FLOPs are counted by
+bytes (``models.size.size_mb``). FLOPs are counted by
 ``torch.utils.flop_counter.FlopCounterMode`` on one full-length input of ``max_length``
 tokens. Both are computed on the ``meta`` device, so no weights are allocated and the
 search can evaluate hundreds of candidates per second.
@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from ..models.classifier import CodeClassifier, PairMode
+    from ..models.classifier import CodeClassifier
+    from ..models.meta import PairMode
 
 
 POSITION_TYPES = ("absolute", "rotary")
@@ -103,7 +104,8 @@ class ArchSpec:
     ) -> CodeClassifier:
         """A randomly initialised :class:`CodeClassifier` with this architecture
         (``dropout`` overrides the spec's)."""
-        from ..models.classifier import ClassifierMeta, CodeClassifier
+        from ..models.classifier import CodeClassifier
+        from ..models.meta import ClassifierMeta
 
         labels = list(labels or [str(i) for i in range(self.num_labels)])
         if len(labels) != self.num_labels:
@@ -230,7 +232,7 @@ def _measure_shape(spec: ArchSpec) -> tuple[int, int]:
     from transformers.utils import logging as hf_logging
 
     from ..models.batching import TWO_INPUTS
-    from ..models.classifier import parameter_count
+    from ..models.size import parameter_count
 
     previous = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
@@ -283,7 +285,7 @@ def measure_model(model: Any) -> dict[str, float]:
     """
     if hasattr(model, "measurements"):  # an ONNX classifier (models/onnx_runtime.py): its stored weights and file
         return {"gflops": float("nan"), **model.measurements()}
-    from ..models.classifier import parameter_count, size_mb
+    from ..models.size import parameter_count, size_mb
 
     if getattr(getattr(model, "meta", None), "extra", {}).get("quantization"):
         from ..models.quantization import stored_bytes, weight_count

@@ -136,13 +136,13 @@ def loaders(
     from torch.utils.data import DataLoader
 
     from ..models.batching import plan_batches
-    from ..models.classifier import _pad_id
+    from ..models.encoder import pad_id
 
     pair_mode, max_length = model.meta.pair_mode, model.meta.max_length
-    pad_id = _pad_id(tokenizer, model.encoder)
+    pad = pad_id(tokenizer, model.encoder)
     left = getattr(tokenizer, "padding_side", "right") == "left"
     rows = TokenisedRows(train, tokenizer, pair_mode, max_length)
-    collate_train = TokenisedCollator(rows, pad_id, left)
+    collate_train = TokenisedCollator(rows, pad, left)
     if distributed:
         import torch
 
@@ -154,7 +154,7 @@ def loaders(
     if not val:
         return train_dl, None
     vrows = TokenisedRows(val, tokenizer, pair_mode, max_length)
-    collate_val = TokenisedCollator(vrows, pad_id, left)
+    collate_val = TokenisedCollator(vrows, pad, left)
     if distributed:
         return train_dl, DataLoader(vrows, batch_size=eval_batch_size, shuffle=False, collate_fn=collate_val)
     planned = [[int(i) for i in b] for b in plan_batches(vrows.tokens.widths, eval_batch_size)]

@@ -47,7 +47,7 @@ LAYER_OVERHEAD = 2.0e7  # FLOP-equivalents of dispatching one layer's operators,
 
 
 class SearchCost(Protocol):
-    """What a latency search bounds: :class:`FlopCost` or a measured :class:`.latency.LatencyModel`."""
+    """What a latency search bounds: :class:`FlopCost` or a measured :class:`.latency_fit.LatencyModel`."""
 
     name: ClassVar[str]  # "flops" or "measured"
     unit: ClassVar[str]  # "MFLOP" or "ms"

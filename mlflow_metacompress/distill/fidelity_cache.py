@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import cache
+from .. import cache, cache_keys
 from .datasets import CodeExamples
 from .soft_labels import model_identity
 
@@ -30,11 +30,11 @@ CHECKS: dict[str, cache.Check] = {"logits": "log_probabilities", "states": "fini
 
 
 def _rows(examples: CodeExamples) -> str:
-    return cache.texts_digest([("texts", examples.texts), ("texts_b", examples.texts_b or [])])
+    return cache_keys.texts_digest([("texts", examples.texts), ("texts_b", examples.texts_b or [])])
 
 
 def _key(uri: str, examples: CodeExamples) -> str:
-    return cache.entry_key(KIND, model_identity(uri), _rows(examples), VERSION)
+    return cache_keys.entry_key(KIND, model_identity(uri), _rows(examples), VERSION)
 
 
 def load_teacher_classifier(
@@ -44,7 +44,8 @@ def load_teacher_classifier(
     ends the error when ``uri`` is not one (what the caller needs it for)."""
     import mlflow
 
-    from ..models.classifier import META_FILE, CodeClassifier
+    from ..models.classifier import CodeClassifier
+    from ..models.meta import META_FILE
 
     root = Path(mlflow.artifacts.download_artifacts(uri))
     folder = root / "artifacts" / "hf"
@@ -86,7 +87,7 @@ def teacher_outputs(
     key = rows = identity = None
     if use_cache:
         identity, rows = model_identity(uri), _rows(examples)
-        key = cache.entry_key(KIND, identity, rows, VERSION)
+        key = cache_keys.entry_key(KIND, identity, rows, VERSION)
         hit = cache.load(KIND, key, rows=rows, n_rows=len(examples), checks=CHECKS, cache_dir=cache_dir)
         if hit is not None:
             logger.info("teacher states: cache hit %s", hit.path)

@@ -11,10 +11,10 @@ predictor. This module does that at the task's sequence length and batch size:
    speed), times each forward pass under ``torch.inference_mode`` (best of ``repeats``
    after a warm-up) and divides by the batch size;
 2. per-sample milliseconds are fitted by non-negative least squares on the cost terms
-   of one encoder layer (:func:`features`): ``L·s·h²`` (projections), ``L·s·h·f`` (FFN),
-   ``L·s²·h`` (attention products), ``L·A·s²`` (softmax per head, the term that makes
-   small head dimensions slow), ``L·s·(h + f)`` (element-wise and LayerNorm traffic),
-   ``L`` and a constant;
+   of one encoder layer (:func:`~.latency_fit.features`): ``L·s·h²`` (projections),
+   ``L·s·h·f`` (FFN), ``L·s²·h`` (attention products), ``L·A·s²`` (softmax per head, the
+   term that makes small head dimensions slow), ``L·s·(h + f)`` (element-wise and
+   LayerNorm traffic), ``L`` and a constant;
 3. :func:`latency_model` caches the fit as JSON in the project cache
    (:func:`mlflow_metacompress.cache.location`), keyed by device, torch version, thread
    count, sequence length and batch size, so each machine calibrates once.
@@ -44,19 +44,17 @@ import os
 import platform
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from ..adapters.timing import side_by_side, timing_threads
 from .arch import ArchSpec
+from .latency_fit import FORMAT, LatencyModel, features
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
-TERMS = ("constant", "layers", "projections", "ffn", "attention", "softmax", "elementwise")
 # (layers, hidden, heads, ffn, fraction of the sequence length): students' range, including
 # memory-bound shapes (head dimension 2, FFN 64× hidden) so that their cost is learnt
 CALIBRATION: tuple[tuple[int, int, int, int, float], ...] = (
@@ -76,78 +74,6 @@ CALIBRATION: tuple[tuple[int, int, int, int, float], ...] = (
 )
 TIMING_THREADS: int | None = None  # None: the inference threads (mlflow_metacompress.threads.resolve)
 Timer = Callable[[ArchSpec, int, int], float]  # (shape, sequence length, batch) -> ms per sample
-
-
-def features(spec: ArchSpec, seq_len: int | None = None) -> np.ndarray:
-    """The cost terms of :data:`TERMS` for one sample of ``seq_len`` (default: the
-    spec's ``max_length``) tokens, scaled to be of order one for typical students."""
-    s = float(seq_len or spec.max_length)
-    L, h, A, f = (
-        float(spec.num_hidden_layers),
-        float(spec.hidden_size),
-        float(spec.num_attention_heads),
-        float(spec.intermediate_size),
-    )
-    return np.array(
-        [
-            1.0,
-            L,
-            L * s * h * h / 1e7,
-            L * s * h * f / 1e7,
-            L * s * s * h / 1e7,
-            L * A * s * s / 1e6,
-            L * s * (h + f) / 1e5,
-        ]
-    )
-
-
-@dataclass(frozen=True)
-class LatencyModel:
-    """Per-sample latency in ms = ``coef · features(spec)`` on ``device``."""
-
-    coef: tuple[float, ...]
-    device: str
-    torch_version: str
-    threads: int
-    seq_len: int
-    batch_size: int
-    samples: tuple[tuple[dict[str, int], float], ...] = ()  # (shape, measured ms/sample)
-    residual: float = 0.0  # relative RMS error of the fit on the calibration shapes
-    name: ClassVar[str] = "measured"  # as a search cost (:mod:`.cost`): ``cost="measured"``
-    unit: ClassVar[str] = "ms"
-
-    def cost(self, spec: ArchSpec) -> float:
-        """:meth:`predict_ms`, as a search cost (:class:`.cost.SearchCost`)."""
-        return self.predict_ms(spec)
-
-    def predict_ms(self, spec: ArchSpec) -> float:
-        """Predicted per-sample latency (ms) of ``spec`` at its own ``max_length``."""
-        return float(np.dot(self.coef, features(spec)))
-
-    def predict_many(self, specs: Sequence[ArchSpec]) -> np.ndarray:
-        return np.array([self.predict_ms(s) for s in specs], dtype=np.float64)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "format": FORMAT, "terms": list(TERMS)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LatencyModel:
-        if data.get("format") != FORMAT or list(data.get("terms", [])) != list(TERMS):
-            raise ValueError("latency model of another format")
-        coef = tuple(float(c) for c in data["coef"])
-        if len(coef) != len(TERMS) or not all(np.isfinite(coef)) or min(coef) < 0:
-            raise ValueError(f"bad latency coefficients {coef}")
-        samples = tuple((dict(shape), float(ms)) for shape, ms in data.get("samples", ()))
-        return cls(
-            coef,
-            str(data["device"]),
-            str(data["torch_version"]),
-            int(data["threads"]),
-            int(data["seq_len"]),
-            int(data["batch_size"]),
-            samples,
-            float(data.get("residual", 0.0)),
-        )
 
 
 def device_name(device: str = "cpu") -> str:
@@ -200,7 +126,7 @@ def calibrate(
     progress: bool = False,
 ) -> LatencyModel:
     """Time ``shapes`` at ``seq_len`` × ``batch_size`` (``timer`` replaces the clock, for
-    tests) and fit the non-negative coefficients of :func:`features`."""
+    tests) and fit the non-negative coefficients of :func:`~.latency_fit.features`."""
     import torch
     from scipy.optimize import nnls
     from tqdm.auto import tqdm
@@ -284,7 +210,7 @@ def latency_model(
     timer: Timer | None = None,
     progress: bool = False,
 ) -> LatencyModel:
-    """The cached :class:`LatencyModel` of this machine for ``seq_len`` × ``batch_size``
+    """The cached :class:`~.latency_fit.LatencyModel` of this machine for ``seq_len`` × ``batch_size``
     (calibrated on first use; ``refresh`` recalibrates). ``device`` defaults to ``cuda``
     when available, as the student will run there."""
     import torch

@@ -222,13 +222,13 @@ class FidelityModule(ClassifierModule):
     def _encode_variants(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """The model inputs of variant ``rows``: all variants tokenised once, then padded per step."""
         from ..models.batching import collate, tokenise_all
-        from ..models.classifier import _pad_id
+        from ..models.encoder import pad_id
 
         if self._var_tokens is None:
             meta = self.model.meta
             tokens = tokenise_all(self._tokenizer, self._var_texts, self._var_texts_b, meta.pair_mode, meta.max_length)
             left = getattr(self._tokenizer, "padding_side", "right") == "left"
-            self._var_tokens = (tokens, _pad_id(self._tokenizer, self.model.encoder), left)
+            self._var_tokens = (tokens, pad_id(self._tokenizer, self.model.encoder), left)
         tokens, pad, left = self._var_tokens
         return collate(tokens, rows, pad, left)
 

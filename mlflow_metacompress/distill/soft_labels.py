@@ -9,7 +9,7 @@ Log-probabilities serve as logits: ``log p = t − logsumexp(t)`` differs from t
 teacher's logits ``t`` by a per-row constant, and ``softmax((t + c)/T) = softmax(t/T)``
 for every temperature ``T``, so the KD loss is unchanged.
 
-Entries are keyed on the teacher's :func:`~mlflow_metacompress.cache.model_identity` and
+Entries are keyed on the teacher's :func:`~mlflow_metacompress.cache_keys.model_identity` and
 the code of every row, and validated on load (shape, finite, ``exp`` rows summing to 1,
 checksum); a bad entry is recomputed.
 
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import cache
-from ..cache import resolve_model_uri
+from .. import cache, cache_keys
+from ..cache_keys import resolve_model_uri
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +52,10 @@ def distributed_rank() -> int:
 
 
 def model_identity(teacher_uri: str) -> str:
-    """The teacher's cache identity (:func:`mlflow_metacompress.cache.model_identity`):
+    """The teacher's cache identity (:func:`mlflow_metacompress.cache_keys.model_identity`):
     the same for every spelling of one logged model, new for another model that reuses
     ``name/1`` in a fresh registry."""
-    identity = cache.model_identity(teacher_uri)
+    identity = cache_keys.model_identity(teacher_uri)
     if identity is None:
         raise ValueError(
             f"teacher {teacher_uri!r} has no identity to cache its outputs under (its MLmodel names no model)"
@@ -74,7 +74,7 @@ def logits_identity(teacher_uri: str) -> str:
 
 def cache_key(teacher_uri: str, df: pd.DataFrame, code_columns: Sequence[str]) -> str:
     """Entry key over the teacher's identity, its inference precision and the code of every row."""
-    return cache.entry_key(KIND, logits_identity(teacher_uri), cache.rows_digest(df, list(code_columns)))
+    return cache_keys.entry_key(KIND, logits_identity(teacher_uri), cache_keys.rows_digest(df, list(code_columns)))
 
 
 def teacher_logits(
@@ -97,11 +97,11 @@ def teacher_logits(
     if missing:
         raise KeyError(f"DataFrame is missing code column(s) {missing}; it has {list(df.columns)}")
     pinned = resolve_model_uri(teacher_uri)
-    rows = cache.rows_digest(df, columns)
+    rows = cache_keys.rows_digest(df, columns)
     key = identity = None
     if use_cache:
         identity = logits_identity(pinned)
-        key = cache.entry_key(KIND, identity, rows)
+        key = cache_keys.entry_key(KIND, identity, rows)
         hit = cache.load(
             KIND, key, rows=rows, n_rows=len(df), checks={"logits": "log_probabilities"}, cache_dir=cache_dir
         )

@@ -27,7 +27,8 @@ ranks set it when they start (Lightning would otherwise give each rank all cores
 The data loaders run in the training process (``num_workers=0``): on the small batches of these models a worker process
 costs more than it saves, and it would add threads of its own. Rows are tokenised once
 per fit, not per epoch, and training batches group rows of similar length in a seeded
-order (``FitConfig.length_window``, :mod:`.batches`).
+order (``FitConfig.length_window``, :mod:`.batches`). Lightning's callbacks and quieting:
+:mod:`.fit_callbacks`.
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ import json
 import logging
 import tempfile
 import time
-import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +56,7 @@ from ..heartbeat import format_seconds, note, on_terminal  # noqa: E402 - after 
 from .batches import loaders  # noqa: E402 - after require()
 from .datasets import CodeExamples  # noqa: E402 - after require()
 from .devices import Placement, file_system_sharing, resolve, ship_by_value  # noqa: E402 - after require()
+from .fit_callbacks import HistoryCallback, RankThreads, keeping_sigint, quiet_lightning  # noqa: E402 - after require()
 from .jobs import FitConfig  # noqa: E402 - after require()
 from .modules import ClassifierModule  # noqa: E402 - after require()
 
@@ -107,32 +107,6 @@ def monitored_metrics(result: FitResult | None) -> dict[str, float]:
     return {f"best_{result.monitor}": result.best_score}
 
 
-class _History(L.Callback):
-    """Per-epoch metrics; rank zero also writes them, the epochs run and the best score to
-    ``path`` at the end, which is how they reach the launching process from spawned ranks."""
-
-    def __init__(self, path: Path | None = None) -> None:
-        self.rows: list[dict[str, float]] = []
-        self.path = path
-
-    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        row = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
-        row["epoch"] = float(trainer.current_epoch)
-        self.rows.append(row)
-
-    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-        if self.path is None or not trainer.is_global_zero:
-            return
-        ckpt = trainer.checkpoint_callback
-        score = getattr(ckpt, "best_model_score", None)
-        summary = {
-            "rows": self.rows,
-            "epochs_run": trainer.current_epoch,
-            "best_score": float(score) if score is not None else None,
-        }
-        self.path.write_text(json.dumps(summary))
-
-
 class _EpochLines(L.Callback):
     """One log line per finished epoch (epoch i/N, time in this fit, its ETA, the
     validation metrics), and the same text as the heartbeat's note."""
@@ -162,68 +136,6 @@ class _EpochLines(L.Callback):
         text = f"fit epoch {done}/{self.epochs} · {format_seconds(spent)} · ETA {format_seconds(eta)}"
         logger.log(self.level, "%s%s", text, f" · {scores}" if scores else "")
         note(text if done >= self.epochs else f"fit epoch {done + 1}/{self.epochs}, ETA {format_seconds(eta)}")
-
-
-class _RankThreads(L.Callback):
-    """Set torch's threads in each spawned rank when it starts (after Lightning's own
-    setting, cores ÷ ranks) and restore them at the end."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads = threads
-        self.previous: int | None = None
-
-    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
-        self.previous = torch.get_num_threads()
-        torch.set_num_threads(self.threads)
-
-    def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
-        if self.previous is not None:
-            torch.set_num_threads(self.previous)
-
-
-@contextlib.contextmanager
-def _quiet_lightning(quiet: bool) -> Iterator[None]:
-    """Lightning's INFO notices (accelerators, "💡 Tip" lines, "Loading train_dataloader",
-    "fit stopped") raised to WARNING while ``quiet``: in a log file the epoch lines say it.
-    torch's deprecation of ``LeafSpec``, used inside Lightning, is hidden either way."""
-    with warnings.catch_warnings():
-        # torch deprecates LeafSpec, which Lightning itself still uses: nothing a user can act on
-        warnings.filterwarnings(
-            "ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning
-        )
-        if not quiet:
-            yield
-            return
-        # a fit without validation rows (the search's probes) is meant to have none
-        warnings.filterwarnings("ignore", message=r"You defined a `validation_step` but have no `val_dataloader`")
-        # the standalone pytorch_lightning/lightning_fabric packages log under their own names
-        # when installed beside lightning (the probes' notices came from them)
-        names = ("lightning.pytorch", "lightning.fabric", "pytorch_lightning", "lightning_fabric")
-        levels = {name: logging.getLogger(name).level for name in names}
-        for name in names:
-            logging.getLogger(name).setLevel(logging.WARNING)
-        try:
-            yield
-        finally:
-            for name, level in levels.items():
-                logging.getLogger(name).setLevel(level)
-
-
-@contextlib.contextmanager
-def _keeping_sigint() -> Iterator[None]:
-    """Put back the SIGINT handler that Lightning sets to "ignore" on an interrupt."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    handler = signal.getsignal(signal.SIGINT)
-    try:
-        yield
-    finally:
-        if handler is not None:
-            signal.signal(signal.SIGINT, handler)
 
 
 def _monitor(name: str, val: CodeExamples | None) -> str | None:
@@ -350,14 +262,14 @@ def fit(
             save_weights_only=True,
             filename="best",
         )
-        history = _History(Path(checkpoint_dir) / "fit_summary.json" if placement.world_size > 1 else None)
+        history = HistoryCallback(Path(checkpoint_dir) / "fit_summary.json" if placement.world_size > 1 else None)
         bar = config.progress and on_terminal()
         lines = _EpochLines(config.epochs, logging.INFO if config.epochs > 1 else logging.DEBUG)
         callbacks: list[Any] = [ckpt, history, lines, *_early_stopping(config, monitor)]
         if placement.world_size > 1:
-            callbacks.append(_RankThreads(threads))
+            callbacks.append(RankThreads(threads))
         sharing = file_system_sharing() if placement.world_size > 1 else contextlib.nullcontext()
-        with _quiet_lightning(not bar), _keeping_sigint(), sharing, using(threads):
+        with quiet_lightning(not bar), keeping_sigint(), sharing, using(threads):
             trainer = _trainer(config, placement, checkpoint_dir, mlflow_logger or False, callbacks, bar)
             try:
                 trainer.fit(module, train_dl, val_dl)

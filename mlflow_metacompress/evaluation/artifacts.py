@@ -19,7 +19,7 @@
 The plots are drawn by :mod:`.plots`; with ``slice_columns`` set, ``summary.json`` also has
 ``slices`` (:mod:`.slices`: the values sliced, their sample counts and the values skipped).
 When a model is a Hugging Face pipeline, ``input_limits`` names, per role, the most tokens
-its inputs were cut to and where that number comes from (:func:`mlflow_metacompress.adapters.hf_pipeline.input_limit`).
+its inputs were cut to and where that number comes from (:func:`mlflow_metacompress.adapters.input_limits.input_limit`).
 """
 
 from __future__ import annotations

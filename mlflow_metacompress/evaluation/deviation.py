@@ -39,7 +39,7 @@ from ..artifact_names import DEVIATIONS_TABLE
 from ..attacks.goal import QueryModel
 from .deviation_search import DeviationFigures, DeviationRunner, DeviationSettings, search_deviations, teacher_queries
 from .deviation_settings import parse_deviation
-from .variants import SourceInputs, VariantSet
+from .variant_types import SourceInputs, VariantSet
 
 if TYPE_CHECKING:
     from .pair import ModelPair

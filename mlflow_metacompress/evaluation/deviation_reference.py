@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .deviation_search import DeviationFigures
     from .deviation_settings import DeviationSettings
     from .pair import ModelPair
-    from .variants import SourceInputs
+    from .variant_types import SourceInputs
 
 logger = logging.getLogger(__name__)
 

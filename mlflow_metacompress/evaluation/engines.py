@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..adapters.predictors import Predictor
     from .config_model import EvaluatorConfig
     from .predictions import PredictionTable
-    from .variants import VariantSource
+    from .variant_types import VariantSource
 
 # name → "module:class"; imported when chosen, never before
 ENGINES: dict[str, str] = {

@@ -21,7 +21,7 @@ from .predictions import ORIGINAL, PredictionTable
 
 if TYPE_CHECKING:
     from .config_model import EvaluatorConfig
-    from .variants import Variant, VariantSet
+    from .variant_types import Variant, VariantSet
 
 
 @dataclass

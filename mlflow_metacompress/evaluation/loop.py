@@ -1,7 +1,7 @@
 """The evaluation loop, free of MLflow logging: three named steps, one module each.
 
 1. **produce variants** (:mod:`.variants`): the original, then each producer's
-   :class:`~.variants.VariantSet` (transformations, attacks), from the engine;
+   :class:`~.variant_types.VariantSet` (transformations, attacks), from the engine;
 2. **predict into the table** (:mod:`.predict`): both models' probabilities on every
    variant, into one :class:`~.predictions.PredictionTable` (rows × variant × model), read
    from columns in static mode and handed over by the engine when it predicted ahead;
@@ -27,14 +27,8 @@ from .engines import Engine, LocalEngine
 from .judge import add_slices_and_statistics, judge_table
 from .pair import ModelPair
 from .predict import original_table, predict_variants, static_table
-from .variants import (
-    SOURCES,
-    SourceInputs,
-    Variant,
-    VariantSet,
-    VariantSource,
-    original_variant,
-)
+from .variant_types import SourceInputs, Variant, VariantSet, VariantSource
+from .variants import SOURCES, original_variant
 
 if TYPE_CHECKING:
     from ..adapters.predictors import Predictor

@@ -21,7 +21,7 @@ from .predictions import ORIGINAL, PairPredictions, PredictionTable
 if TYPE_CHECKING:
     from .config_model import EvaluatorConfig
     from .pair import ModelPair
-    from .variants import Variant
+    from .variant_types import Variant
 
 
 def static_table(df: pd.DataFrame, cfg: EvaluatorConfig, y: np.ndarray | None) -> PredictionTable:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .config_model import EvaluatorConfig
     from .judge import Judged
     from .predictions import PredictionTable
-    from .variants import VariantSet
+    from .variant_types import VariantSet
 
 ReferenceProbabilities = dict[str, np.ndarray]
 """Variant name → the reference's probabilities on its rows (the teacher's class order)."""

@@ -47,17 +47,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .. import cache
+from .. import cache_keys
 from ..adapters.checks import MetaCompressInputError, check_probabilities
 from ..adapters.predictors import KIND
-from ..cache import rows_digest
+from ..cache_keys import rows_digest
 
 if TYPE_CHECKING:
     from ..adapters.predictors import Predictor
     from ..attacks.results import AttackReport
     from .config_model import EvaluatorConfig
     from .predictions import PredictionTable
-    from .variants import VariantSet, VariantSource
+    from .variant_types import VariantSet, VariantSource
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def _missing(predictor: Predictor, frame: pd.DataFrame, columns: list[str]) -> t
     if predictor.identity is None:
         return "", rows_digest(frame, columns)
     rows = rows_digest(frame, columns)
-    key = cache.entry_key(KIND, predictor.identity, rows)
+    key = cache_keys.entry_key(KIND, predictor.identity, rows)
     if key in predictor._memory:
         return None
     cached = predictor._load(key, rows, len(frame))
@@ -224,7 +224,8 @@ class SparkEngine:
                 "bound (SparkEngine.bind) before the loop"
             )
         from .spark_transforms import spark_column_transforms
-        from .variants import SourceInputs, adversarial, transformed
+        from .variant_types import SourceInputs
+        from .variants import adversarial, transformed
 
         produced, self.table = prepare(
             df,

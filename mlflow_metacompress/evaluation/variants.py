@@ -13,92 +13,31 @@ relations on original, transformed and adversarial code). Three producers:
   while they search, so this producer receives the :class:`~.pair.ModelPair`.
 
 A producer never predicts for the evaluator and never touches an outcome: it returns a
-:class:`VariantSet` (its variants plus its own metrics and tables); :mod:`.predict` puts
+:class:`~.variant_types.VariantSet` (its variants plus its own metrics and tables); :mod:`.predict` puts
 both models' probabilities on them into the :class:`~.predictions.PredictionTable` and
-:mod:`.judge` judges the table (:func:`~.loop.run_evaluation` runs the three steps).
+:mod:`.judge` judges the table (:func:`~.loop.run_evaluation` runs the three steps). What a
+variant is: :mod:`.variant_types`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from ..adapters.checks import MetaCompressInputError
 from .column_transforms import ColumnTransforms, column_transforms
+from .variant_types import AttackReports, ComputeColumns, SourceInputs, Variant, VariantSet, VariantSource
 
 if TYPE_CHECKING:
     from ..attacks.results import AttackReport
-    from .config_model import EvaluatorConfig
     from .pair import ModelPair
-    from .predictions import PairPredictions
 
 logger = logging.getLogger(__name__)
-
-VariantKind = Literal["original", "transform", "metamorphic", "attack"]
-
-
-@dataclass(frozen=True, eq=False)
-class Variant:
-    """Rows ``positions`` of the data, with code columns possibly rewritten (``frame``)."""
-
-    name: str
-    kind: VariantKind
-    positions: np.ndarray
-    frame: pd.DataFrame
-    code_column: str
-
-    @property
-    def suffix(self) -> str:
-        """Metric-key suffix: ``""`` for the original, else ``/<name>``."""
-        return "" if self.kind == "original" else f"/{self.name}"
-
-
-@dataclass(frozen=True, eq=False)
-class VariantSet:
-    """What one producer returns: variants to judge, an optional pooled view of them all
-    (judged for metrics only; its predictions are the variants' predictions concatenated),
-    and the producer's own metrics, artifact tables and summary notes."""
-
-    variants: tuple[Variant, ...] = ()
-    pooled: Variant | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    notes: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, eq=False)
-class SourceInputs:
-    """What every producer may read: the data (index reset), the resolved config, the labels
-    as class indices (or None), both models' predictions on the original inputs (None for a
-    producer run before any model, as the Spark engine runs the transformations) and the
-    class names in the teacher's order (None when the models do not name them)."""
-
-    df: pd.DataFrame
-    cfg: EvaluatorConfig
-    labels: np.ndarray | None
-    base: PairPredictions | None
-    classes: list[str] | None = None
-
-
-ComputeColumns = Callable[[pd.DataFrame, list[str], list[str], str, int], dict[str, ColumnTransforms]]
-"""``(df, transform columns, transformation names, language, seed) -> {column: results}``:
-the transformations computed somewhere other than this process (the Spark engine)."""
-
-AttackReports = Callable[[pd.DataFrame, np.ndarray, "EvaluatorConfig", list[str] | None], Mapping[tuple[str, str], Any]]
-"""``(attacked rows, labels, config, class names) -> {(attack, role): AttackReport}``: the
-attacks run somewhere other than this process (the Spark engine's executors)."""
-
-
-class VariantSource(Protocol):
-    """A producer of variants. ``models`` is the teacher/student pair for producers that query
-    the models while producing (attacks); it is None in static mode, where no model exists."""
-
-    def __call__(self, inputs: SourceInputs, models: ModelPair | None) -> VariantSet: ...
 
 
 def original_variant(df: pd.DataFrame, code_columns: tuple[str, ...] | list[str] | None) -> Variant:

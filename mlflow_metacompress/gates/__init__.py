@@ -6,9 +6,11 @@ arXiv 2511.05476)."""
 
 from __future__ import annotations
 
+from .checks import CheckResult
+from .decision import GateDecision, PromotionRefusedError, decision_json
 from .gate import gate_version, load_eval_data
 from .lock import PromotionLockError
-from .policy import PRESETS, CheckResult, GatePolicy, PolicyError, load_policy
+from .policy import PRESETS, GatePolicy, PolicyError, load_policy
 from .promotion import (
     TAG_EVALUATED_AT,
     TAG_FAILED,
@@ -17,9 +19,6 @@ from .promotion import (
     TAG_TEACHER,
     TAG_VERDICT,
     TAG_VERDICT_TIME,
-    GateDecision,
-    PromotionRefusedError,
-    decision_json,
     promote,
 )
 

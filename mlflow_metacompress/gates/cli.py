@@ -81,9 +81,10 @@ def run_gate(args: argparse.Namespace) -> int:
 def _gate(args: argparse.Namespace) -> int:
     from ..cli_common import json_object
     from ..stores import existing_store
+    from .decision import PromotionRefusedError, decision_json
     from .gate import gate_version
     from .policy import load_policy
-    from .promotion import PromotionRefusedError, decision_json, promote, version_text
+    from .promotion import promote, version_text
 
     config = json_object(args.evaluator_config)  # may set "teacher": it overrides the version's tag
     version_text(args.version)  # "1 " or "x": exit 2 before anything runs

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from mlflow import MlflowClient
 
-    from .promotion import GateDecision
+    from .decision import GateDecision
 
 
 GATE_PASSED = "gate_passed"
@@ -70,7 +70,8 @@ def gate_version(
 
     from ..adapters.model_refs import check_model_uri
     from ..evaluation.config import check_config
-    from .promotion import PromotionRefusedError, _client, promote, version_text
+    from .decision import PromotionRefusedError
+    from .promotion import _client, promote, version_text
 
     check_config(evaluator_config)  # a config typo fails before any model loads or any run starts
     client = _client(client)

@@ -33,6 +33,8 @@ misses the threshold by one rounding step passes (:mod:`.bounds`).
 (``<metric>_ci_high`` / ``<metric>_ci_low``, variant suffix last; the evaluator logs them
 when ``bootstrap_samples > 0``); a missing interval fails like a missing metric. Every
 check's message shows the point estimate and, when logged, its interval.
+
+A threshold and its judgment: :mod:`.checks`; the strict YAML reader: :mod:`.yaml_files`.
 """
 
 from __future__ import annotations
@@ -45,16 +47,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from ..metrics import base_name, greater_is_better
-from .bounds import bound_key, check_bound, compared_value, fmt, fmt_pair, interval_text
+from .bounds import check_bound, fmt
+from .checks import DIRECTIONS, CheckResult, Threshold, judge
 from .producers import missing_hint
+from .yaml_files import read_yaml_file
 
 logger = logging.getLogger(__name__)
 
 PRESETS = ("safety_critical", "standard", "lenient", "quick")
-_DIRECTIONS = {"<=": False, ">=": True}
 _STRING_RULE = re.compile(r"^\s*([<>=!]*)\s*(.*?)\s*(?:@\s*(\w*))?\s*$")
 
 
@@ -62,109 +65,9 @@ class PolicyError(ValueError):
     """A gate policy file or mapping is malformed."""
 
 
-def unique_key_loader() -> type:
-    """A ``yaml.SafeLoader`` that rejects a key repeated in one mapping (plain PyYAML keeps
-    the last one silently, so a typo'd duplicate would quietly loosen a gate)."""
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping",
-                        node.start_mark,
-                        f"found duplicate key {key!r}",
-                        key_node.start_mark,
-                    )
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
-
-
-def read_yaml_file(path: Path, what: str, error: type[Exception]) -> Any:
-    """The YAML document in ``path``, read with :func:`unique_key_loader`; every problem
-    (missing, a directory, unreadable, not UTF-8, invalid YAML, a duplicated key) raises
-    ``error`` naming ``what`` ("policy", "config") and the file."""
-    import yaml
-
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise error(f"{what} file {path} does not exist") from None
-    except IsADirectoryError:
-        raise error(f"{what} path {path} is a directory, not a YAML file") from None
-    except UnicodeDecodeError as exc:
-        raise error(
-            f"{what} file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})"
-        ) from None
-    except OSError as exc:
-        raise error(f"{what} file {path} cannot be read: {exc.strerror or exc}") from None
-    try:
-        return yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise error(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """``metric <direction> value [@upper|@lower]``; ``metric`` may contain ``*`` globs.
-    With ``bound``, the check judges the interval end :attr:`checked` instead of ``metric``."""
-
-    metric: str
-    direction: str
-    value: float
-    bound: str | None = None
-
-    @property
-    def greater_is_better(self) -> bool:
-        return _DIRECTIONS[self.direction]
-
-    @property
-    def checked(self) -> str:
-        """The key (pattern) judged: ``metric``, or its interval end with a bound."""
-        return bound_key(self.metric, self.bound)
-
-    def __str__(self) -> str:
-        return f"{self.metric} {self.direction} {self.value:g}" + (f" @{self.bound}" if self.bound else "")
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """Outcome of one concrete metric key against one threshold."""
-
-    metric: str
-    direction: str
-    threshold: float
-    actual: float | None
-    passed: bool
-    message: str
-    bound: str | None = None
-    estimate: float | None = None  # the point estimate (equals actual without a bound)
-    ci_low: float | None = None
-    ci_high: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "direction": self.direction,
-            "threshold": self.threshold,
-            "actual": self.actual,
-            "passed": self.passed,
-            "message": self.message,
-            "bound": self.bound,
-            "estimate": self.estimate,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-        }
-
-
 @dataclass(frozen=True)
 class GatePolicy:
-    """A named set of :class:`Threshold` s (see the module docstring for YAML)."""
+    """A named set of :class:`~.checks.Threshold` s (see the module docstring for YAML)."""
 
     name: str
     thresholds: tuple[Threshold, ...]
@@ -233,7 +136,7 @@ class GatePolicy:
                     )
                 )
                 continue
-            results.extend(_judge(key, rule, metrics) for key in keys)
+            results.extend(judge(key, rule, metrics) for key in keys)
         return results
 
     def describe(self) -> str:
@@ -266,9 +169,9 @@ def _parse_rule(metric: str, rule: Any, source: str) -> Threshold:
         direction, value = None, rule
     if direction is None:
         direction = ">=" if catalogue_gib else "<="
-    if direction not in _DIRECTIONS:
+    if direction not in DIRECTIONS:
         raise PolicyError(f"{where}: unknown direction {direction!r}; use '<=' or '>='")
-    if _DIRECTIONS[direction] != catalogue_gib:
+    if DIRECTIONS[direction] != catalogue_gib:
         better = "greater" if catalogue_gib else "lower"
         raise PolicyError(
             f"{where}: direction {direction!r} contradicts the metric catalogue "
@@ -295,63 +198,6 @@ def _matching_keys(pattern: str, metrics: Mapping[str, float]) -> list[str]:
     if any(ch in pattern for ch in "*?["):
         return sorted(k for k in metrics if fnmatch.fnmatchcase(k, pattern))
     return [pattern] if pattern in metrics else []
-
-
-def _passes(value: float, threshold: float, greater_is_better: bool) -> bool:
-    """MLflow's ``MetricThreshold`` comparison (``mlflow.models.evaluation.validation``):
-    ``value >= threshold`` (greater is better) or ``value <= threshold``, inclusive; NaN fails.
-    Judged here rather than through ``mlflow.validate_evaluation_results``, which needs an
-    ``EvaluationResult`` and logs two INFO lines per check: no global logger is touched, so
-    a gate is safe beside the webhook worker's thread."""
-    return value >= threshold if greater_is_better else value <= threshold
-
-
-def _judge(key: str, rule: Threshold, metrics: Mapping[str, Any]) -> CheckResult:
-    """One key against one rule, by MLflow's comparison after the boundary tolerance."""
-    from ..statistics import point_key
-
-    value = metrics[key]
-    point = point_key(key) if rule.bound else key
-    extra = _interval_fields(point, metrics)
-    try:
-        actual = float(value)
-    except (TypeError, ValueError):
-        return CheckResult(
-            key, rule.direction, rule.value, None, False, f"{key} = {value!r} is not a number", rule.bound, **extra
-        )
-    shown, limit = fmt_pair(actual, float(rule.value))
-    if rule.bound:
-        head = f"{point} = {fmt(extra['estimate'])}{interval_text(point, metrics)}: {rule.bound} end {shown}"
-    else:
-        head = f"{key} = {shown}{interval_text(key, metrics)}"
-    if not _passes(compared_value(actual, float(rule.value)), float(rule.value), rule.greater_is_better):
-        why = "is NaN" if math.isnan(actual) else f"violates {rule.direction} {limit}"
-        return CheckResult(key, rule.direction, rule.value, actual, False, f"{head} {why}", rule.bound, **extra)
-    return CheckResult(
-        key, rule.direction, rule.value, actual, True, f"{head} satisfies {rule.direction} {limit}", rule.bound, **extra
-    )
-
-
-class _Interval(TypedDict):
-    estimate: float | None
-    ci_low: float | None
-    ci_high: float | None
-
-
-def _interval_fields(point: str, metrics: Mapping[str, Any]) -> _Interval:
-    from ..statistics import interval_key
-
-    def get(key: str) -> float | None:
-        try:
-            return float(metrics[key])
-        except (KeyError, TypeError, ValueError):
-            return None
-
-    return {
-        "estimate": get(point),
-        "ci_low": get(interval_key(point, "low")),
-        "ci_high": get(interval_key(point, "high")),
-    }
 
 
 def load_policy(spec: str | Path | GatePolicy | Mapping[str, Any]) -> GatePolicy:

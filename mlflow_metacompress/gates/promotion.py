@@ -9,7 +9,7 @@ one step for every process writing the same store, and the alias only ever moves
 fresher passing evaluation:
 
 - a version whose evaluation is older than that of the alias's passing holder is refused
-  (:class:`PromotionRefusedError`) unless ``force=True``;
+  (:class:`~.decision.PromotionRefusedError`) unless ``force=True``;
 - a holder whose new verdict is ``failed`` loses the alias: it goes back to the other
   version that passed on the freshest evaluation, or is deleted;
 - after the move the holder is read back; ``alias_moved`` is true only if this version
@@ -18,23 +18,23 @@ fresher passing evaluation:
   end on this version; a failing transition puts the alias back.
 
 ``promote(run_id)`` refuses a run that is not FINISHED or lacks ``metacompress/summary.json``
-(a half-written evaluation) before writing anything.
+(a half-written evaluation) before writing anything (:mod:`.evaluation_run`). The decision
+it returns: :mod:`.decision`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..artifact_names import SUMMARY_PATH
+from .checks import CheckResult
+from .decision import GateDecision, PromotionRefusedError
+from .evaluation_run import RefusedRun, evaluation_metrics
 from .lock import DEFAULT_TIMEOUT_S, promotion_lock  # noqa: F401 - DEFAULT_TIMEOUT_S re-exported for callers
-from .policy import CheckResult, GatePolicy, load_policy
+from .policy import GatePolicy, load_policy
 from .registry import (
     TAG_EVALUATED_AT,
     TAG_FAILED,
@@ -68,75 +68,12 @@ __all__ = [
     "TAG_TEACHER",
     "TAG_VERDICT",
     "TAG_VERDICT_TIME",
-    "GateDecision",
-    "PromotionRefusedError",
-    "decision_json",
     "promote",
 ]
 
 _MAX_TAG = 5000
 _VERSION = re.compile(r"[1-9][0-9]*")
 _RECHECKS = 3
-
-
-class PromotionRefusedError(RuntimeError):
-    """The promotion was refused (``decision`` attached): the alias holder carries a more
-    recent passing verdict, or the evaluation run is unfinished or half-written."""
-
-    def __init__(self, message: str, decision: GateDecision) -> None:
-        super().__init__(message)
-        self.decision = decision
-
-
-@dataclass
-class GateDecision:
-    """What ``promote`` decided for one model version."""
-
-    model_name: str
-    version: str
-    policy: str
-    passed: bool
-    checks: list[CheckResult]
-    alias: str | None
-    alias_moved: bool
-    evaluation_run_id: str | None
-    previous_holder: str | None = None
-    stage: str | None = None
-    notes: list[str] = field(default_factory=list)
-    alias_handed_to: str | None = None  # set when this (failing) version lost the alias
-
-    @property
-    def failed_checks(self) -> list[CheckResult]:
-        return [c for c in self.checks if not c.passed]
-
-    def summary(self) -> str:
-        head = (
-            f"{self.model_name} v{self.version}: {'PASSED' if self.passed else 'FAILED'} "
-            f"policy {self.policy!r}; alias {self.alias!r} "
-            f"{'moved' if self.alias_moved else 'not moved'}"
-        )
-        rows = [f"  [{'ok' if c.passed else 'FAIL'}] {c.message}" for c in self.checks]
-        return "\n".join([head, *rows, *(f"  note: {n}" for n in self.notes)])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model_name": self.model_name,
-            "version": self.version,
-            "policy": self.policy,
-            "passed": self.passed,
-            "alias": self.alias,
-            "alias_moved": self.alias_moved,
-            "evaluation_run_id": self.evaluation_run_id,
-            "previous_holder": self.previous_holder,
-            "alias_handed_to": self.alias_handed_to,
-            "stage": self.stage,
-            "checks": [c.to_dict() for c in self.checks],
-            "notes": self.notes,
-        }
-
-
-class _Refused(Exception):
-    """An evaluation run that must not be judged; promote turns it into PromotionRefusedError."""
 
 
 def _client(client: MlflowClient | None) -> MlflowClient:
@@ -152,48 +89,6 @@ def version_text(version: str | int) -> str:
     if isinstance(version, str) and _VERSION.fullmatch(version):
         return version
     raise ValueError(f"model version must be a positive integer such as 1 or '3', got {version!r}")
-
-
-def _check_run_complete(client: MlflowClient, run: Any) -> None:
-    run_id, status = run.info.run_id, run.info.status
-    if status != "FINISHED":
-        raise _Refused(
-            f"evaluation run {run_id} is {status}, not FINISHED: its metrics may be incomplete; "
-            "wait for it to finish or re-run the evaluation"
-        )
-    folder, _, _ = SUMMARY_PATH.rpartition("/")
-    entries = {a.path: a for a in client.list_artifacts(run_id, folder)}
-    entry = entries.get(SUMMARY_PATH)
-    if entry is None or entry.is_dir or entry.file_size == 0:
-        raise _Refused(
-            f"evaluation run {run_id} has no {SUMMARY_PATH} artifact: the evaluation is "
-            "half-written (e.g. its artifact upload failed); re-run the evaluation"
-        )
-
-
-def _evaluation_metrics(
-    evaluation: EvaluationResult | str, client: MlflowClient
-) -> tuple[dict[str, float], str | None, int]:
-    """(metrics, run id, evaluation time in ms) from a result or a run id."""
-    if isinstance(evaluation, str):
-        from ..stores import get_run
-
-        run = get_run(client, evaluation, "evaluation run")  # a missing run names the tracking store
-        _check_run_complete(client, run)
-        when = run.info.end_time or run.info.start_time or int(time.time() * 1000)
-        return dict(run.data.metrics), evaluation, int(when)
-    metrics = getattr(evaluation, "metrics", None)
-    if not isinstance(metrics, Mapping):
-        raise TypeError(f"evaluation must be an mlflow EvaluationResult or a run id, got {type(evaluation).__name__}")
-    run_id = getattr(evaluation, "run_id", None) or None
-    when = int(time.time() * 1000)
-    if run_id:
-        try:
-            info = client.get_run(run_id).info
-            when = int(info.end_time or info.start_time or when)
-        except Exception:  # the result may name a run in another store; keep "now"
-            logger.warning("could not read evaluation run %s; using the current time", run_id)
-    return dict(metrics), run_id, when
 
 
 def _failed_tag(checks: list[CheckResult]) -> str:
@@ -217,7 +112,7 @@ def promote(
     ``evaluation`` is an ``EvaluationResult`` or the id of a FINISHED run holding
     metacompress metrics and ``metacompress/summary.json``. Tags written on every judged
     call: verdict (last), failed checks, evaluation run id, policy name, evaluation time
-    and verdict time. Raises :class:`PromotionRefusedError` (nothing written) for an
+    and verdict time. Raises :class:`~.decision.PromotionRefusedError` (nothing written) for an
     unfinished or half-written run, and (tags written, alias untouched) if the alias's
     holder passed on a more recent evaluation and ``force`` is false. A failing verdict
     of the alias's holder hands the alias back (``decision.alias_handed_to``). ``stage``
@@ -231,8 +126,8 @@ def promote(
     version = version_text(version)
     client.get_model_version(model_name, version)  # fail early on an unknown version
     try:
-        metrics, run_id, when = _evaluation_metrics(evaluation, client)
-    except _Refused as exc:
+        metrics, run_id, when = evaluation_metrics(evaluation, client)
+    except RefusedRun as exc:
         decision = GateDecision(
             model_name,
             version,
@@ -340,7 +235,3 @@ def _move_alias(client: MlflowClient, decision: GateDecision, when: int, force: 
         client.transition_model_version_stage(name, version, old_stage)
         decision.notes.append(f"stage transition to {decision.stage!r} undone (back to {old_stage!r})")
         decision.stage = None
-
-
-def decision_json(decision: GateDecision) -> str:
-    return json.dumps(decision.to_dict(), indent=2, default=str)

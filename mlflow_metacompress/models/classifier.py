@@ -11,19 +11,16 @@ Sentence-BERT (Reimers and Gurevych, EMNLP 2019) that clone detectors such as CD
 and Li, IJCAI 2017) compare: a small encoder trained from scratch learns "same
 behaviour" from them where a concatenation alone leaves it at chance (issue 22).
 
-Saved layout (``save``): ``encoder/`` (``save_pretrained``), ``tokenizer/``,
-``head.pt`` and ``metacompress.json`` with the labels, pair mode and max length. A
-quantized classifier (:mod:`.quantization`) keeps only the encoder's config in
-``encoder/`` and its quantized state dict in ``quantized.pt``.
+Head: :mod:`.head`; saved layout: :mod:`.meta`; encoder loading: :mod:`.encoder`; model size: :mod:`.size`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,37 +34,14 @@ require("transformers", "model mode (code classifiers)")
 import torch  # noqa: E402 - after require()
 from torch import nn  # noqa: E402 - after require()
 
+from .encoder import load_encoder, pad_id, prefer_sdpa  # noqa: E402 - after require()
+from .head import ClassificationHead  # noqa: E402 - after require()
+from .meta import META_FILE, ClassifierMeta, PairMode  # noqa: E402 - after require()
+
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 logger = logging.getLogger(__name__)
-
-PairMode = Literal["concat_cls", "single_sequence", "siamese"]  # batching.PAIR_MODES, as a type
-META_FILE = "metacompress.json"
-
-
-@dataclass
-class ClassifierMeta:
-    """What a saved classifier needs besides its weights."""
-
-    labels: list[str] = field(default_factory=lambda: ["0", "1"])
-    pair_mode: PairMode | None = None
-    max_length: int = 256
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-class ClassificationHead(nn.Module):
-    """RoBERTa's head: dropout → dense → tanh → dropout → projection."""
-
-    def __init__(self, in_dim: int, hidden: int, num_labels: int, dropout: float = 0.1) -> None:
-        super().__init__()
-        self.dense = nn.Linear(in_dim, hidden)
-        self.dropout = nn.Dropout(dropout)
-        self.out_proj = nn.Linear(hidden, num_labels)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = torch.tanh(self.dense(self.dropout(x)))
-        return self.out_proj(self.dropout(x))
 
 
 class CodeClassifier(nn.Module):
@@ -174,7 +148,7 @@ class CodeClassifier(nn.Module):
             pad_token_id=pad_token_id,
             type_vocab_size=1,
         )
-        _prefer_sdpa(config, RobertaModel)
+        prefer_sdpa(config, RobertaModel)
         meta = ClassifierMeta(labels=list(labels or ["0", "1"]), pair_mode=pair_mode, max_length=max_length)
         return cls(RobertaModel(config, add_pooling_layer=False), meta, dropout)
 
@@ -190,7 +164,7 @@ class CodeClassifier(nn.Module):
         online, or any local directory) with a fresh head."""
         from transformers import AutoModel
 
-        encoder = _load_encoder(AutoModel, name_or_path)
+        encoder = load_encoder(AutoModel, name_or_path)
         limit = getattr(encoder.config, "max_position_embeddings", max_length + 2) - 2
         meta = ClassifierMeta(labels=list(labels or ["0", "1"]), pair_mode=pair_mode, max_length=min(max_length, limit))
         return cls(encoder, meta)
@@ -223,7 +197,7 @@ class CodeClassifier(nn.Module):
 
             model: CodeClassifier = load_weights(directory, meta, cls)
         else:
-            model = cls(_load_encoder(AutoModel, directory / "encoder"), meta)
+            model = cls(load_encoder(AutoModel, directory / "encoder"), meta)
             model.head.load_state_dict(torch.load(directory / "head.pt", map_location="cpu", weights_only=True))
         tokenizer = AutoTokenizer.from_pretrained(directory / "tokenizer")
         return model.eval(), tokenizer
@@ -286,7 +260,7 @@ class CodeClassifier(nn.Module):
         cuda = device.type == "cuda"
         if chunk_rows is None:
             chunk_rows = max(256, -(-len(texts) // 8)) if cuda else 0
-        pad_id = _pad_id(tokenizer, self.encoder)
+        pad = pad_id(tokenizer, self.encoder)
         left = getattr(tokenizer, "padding_side", "right") == "left"
         outs, index = [], []
         chunks = bucketed(
@@ -295,7 +269,7 @@ class CodeClassifier(nn.Module):
         with tqdm(total=len(texts), desc="inference", disable=not progress, leave=False) as bar:
             for tok, rows, batches in chunks:
                 for b in batches:
-                    batch = {k: v.to(device, non_blocking=cuda) for k, v in collate(tok, b, pad_id, left, cuda).items()}
+                    batch = {k: v.to(device, non_blocking=cuda) for k, v in collate(tok, b, pad, left, cuda).items()}
                     with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
                         logits, _ = self(**batch)
                     outs.append(logits.float())
@@ -316,72 +290,3 @@ class CodeClassifier(nn.Module):
         logits = logits - logits.max(axis=1, keepdims=True)
         e = np.exp(logits)
         return e / e.sum(axis=1, keepdims=True)
-
-
-def _prefer_sdpa(config: Any, model_class: Any) -> None:
-    """Ask for PyTorch's fused attention (``scaled_dot_product_attention``) where the
-    model class supports it, through :mod:`.attention`'s kernel (SDPA, except for bf16 on a
-    CPU); transformers ≥ 4.4x already defaults to SDPA, older ones to the eager kernel.
-    Hidden states are unaffected; ``output_attentions`` falls back."""
-    from .attention import register
-
-    if getattr(model_class, "_supports_sdpa", False):
-        try:
-            config._attn_implementation = register()
-        except (AttributeError, ValueError) as exc:  # read-only or refused on an old transformers
-            logger.debug("cannot select SDPA attention: %s", exc)
-
-
-def _pad_id(tokenizer: Any, encoder: nn.Module) -> int:
-    """The tokenizer's padding id, else the encoder config's."""
-    pad = getattr(tokenizer, "pad_token_id", None)
-    if pad is None:
-        pad = getattr(encoder.config, "pad_token_id", None)
-    if pad is None:
-        raise ValueError(
-            "the tokenizer has no pad token and the encoder config no pad_token_id; set tokenizer.pad_token"
-        )
-    return int(pad)
-
-
-def _load_encoder(auto: Any, path: Any) -> PreTrainedModel:
-    """Load an encoder with SDPA attention (:mod:`.attention`'s kernel) and without the
-    (unused) pooler, each where the architecture (and the installed transformers) allows it."""
-    from transformers.utils import logging as hf_logging
-
-    from .attention import register
-
-    previous = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    kernel = register()
-    attempts: list[dict[str, Any]] = [
-        {"add_pooling_layer": False, "attn_implementation": kernel},
-        {"attn_implementation": kernel},
-        {"add_pooling_layer": False},
-        {},
-    ]
-    try:
-        for kwargs in attempts[:-1]:
-            try:
-                return auto.from_pretrained(path, **kwargs)
-            except (TypeError, ValueError, ImportError) as exc:
-                logger.debug("loading %s with %s failed (%s); trying without", path, kwargs, exc)
-        return auto.from_pretrained(path)
-    finally:
-        hf_logging.set_verbosity(previous)
-
-
-def attention_implementation(model: nn.Module) -> str | None:
-    """The attention kernel family an encoder runs (``sdpa``, ``eager``, ...), if known."""
-    encoder = getattr(model, "encoder", model)
-    return getattr(getattr(encoder, "config", None), "_attn_implementation", None)
-
-
-def parameter_count(model: nn.Module) -> int:
-    """Number of parameters (each counted once)."""
-    return sum(p.numel() for p in model.parameters())
-
-
-def size_mb(model: nn.Module) -> float:
-    """Model size as Compressor defines it: parameters × 4 bytes, in MB of 10^6 bytes."""
-    return parameter_count(model) * 4 / 1e6

@@ -86,9 +86,9 @@ def _without_call_state(name: str, text: str) -> str:
 
 
 def _pad_id(model: Any, tokenizer: Any) -> int:
-    from .classifier import _pad_id
+    from .encoder import pad_id
 
-    return _pad_id(tokenizer, model.encoder)
+    return pad_id(tokenizer, model.encoder)
 
 
 def content_key(model: Any, tokenizer: Any, files: dict[str, Any] | None = None) -> str:

@@ -52,7 +52,8 @@ class CodeClassifierPyfunc(PythonModel):
 
         require("torch", "model mode (loading a metacompress code classifier)")
         require("transformers", "model mode (loading a metacompress code classifier)")
-        from .classifier import META_FILE, CodeClassifier
+        from .classifier import CodeClassifier
+        from .meta import META_FILE
 
         directory = Path(context.artifacts[HF_ARTIFACT])
         self._config = dict(getattr(context, "model_config", None) or {})

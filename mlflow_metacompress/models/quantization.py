@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 class Classifier(Protocol):
     """What this module reads of a :class:`~.classifier.CodeClassifier` (its
-    :class:`~.classifier.ClassifierMeta`, encoder and head, and its constructor), typed
+    :class:`~.meta.ClassifierMeta`, encoder and head, and its constructor), typed
     here: the classifier imports this module to save and load quantized weights, so this
     module does not import the classifier (no import loop)."""
 
@@ -81,7 +81,7 @@ class QuantSpec:
 
     @classmethod
     def from_meta(cls, meta: Any) -> QuantSpec | None:
-        """The spec recorded in ``meta.extra`` (a :class:`~.classifier.ClassifierMeta`), or None for a float model."""
+        """The spec recorded in ``meta.extra`` (a :class:`~.meta.ClassifierMeta`), or None for a float model."""
         raw = (meta.extra or {}).get(META_KEY)
         return cls(**raw) if raw else None
 

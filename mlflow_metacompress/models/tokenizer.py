@@ -124,7 +124,8 @@ def _cache_path(texts: list[str], kind: str, vocab_size: int, min_frequency: int
     """Where the tokenizer trained with these settings on ``texts`` is kept."""
     import tokenizers
 
-    from ..cache import location, texts_digest
+    from ..cache import location
+    from ..cache_keys import texts_digest
 
     corpus = texts_digest([("texts", texts)])
     text = "|".join(map(str, ("tokenizer-v1", tokenizers.__version__, kind, vocab_size, min_frequency, corpus)))

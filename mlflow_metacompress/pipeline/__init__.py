@@ -11,12 +11,12 @@ from __future__ import annotations
 from .._lazy import lazy_getattr
 
 _EXPORTS = {
-    "PipelineConfig": "run",
-    "PipelineResult": "run",
+    "PipelineConfig": "config",
+    "PipelineResult": "config",
     "run_pipeline": "run",
-    "setup_tracking": "run",
-    "default_tracking_uri": "run",
-    "is_file_store": "run",
+    "setup_tracking": "tracking",
+    "default_tracking_uri": "tracking",
+    "is_file_store": "tracking",
     "judged_rows": "data",
 }
 

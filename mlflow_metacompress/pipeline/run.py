@@ -8,7 +8,7 @@ one attack; Awal, Rochan, Roy, arXiv 2511.05476) → registry gate → compariso
 
 Under ``mlflow run`` the pipeline attaches to the project's run (``MLFLOW_RUN_ID``);
 every stage is a nested child run. Tracking and registry default to
-``sqlite:///mlflow.db`` in the working directory (:func:`setup_tracking`).
+``sqlite:///mlflow.db`` in the working directory (:func:`.tracking.setup_tracking`).
 
 Each stage logs a start, heartbeat and end line with the elapsed time and an
 estimate of the remaining time (:mod:`.progress`). Progress bars are shown only when
@@ -21,91 +21,20 @@ started ends KILLED or FAILED and the temporary folders are removed (:mod:`.inte
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 import pandas as pd
 
-from .stages import ALL, GateOutcome
+from .config import PipelineConfig, PipelineResult
+from .stages import GateOutcome
 
 if TYPE_CHECKING:
     from ..distill.devices import TrainerSettings
 
 logger = logging.getLogger(__name__)
-
-
-def is_file_store(uri: str) -> bool:
-    """True for a plain path or ``file:`` URI (MLflow 3 refuses file stores by default)."""
-    scheme = urlparse(uri).scheme
-    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
-
-
-def default_tracking_uri(environ: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> str:
-    """``MLFLOW_TRACKING_URI`` unless unset or a file store; then ``sqlite:///<cwd>/mlflow.db``."""
-    env = os.environ if environ is None else environ
-    uri = env.get("MLFLOW_TRACKING_URI", "").strip()
-    if uri and not is_file_store(uri):
-        return uri
-    return f"sqlite:///{Path(cwd or Path.cwd()).resolve() / 'mlflow.db'}"
-
-
-def setup_tracking() -> str:
-    """Point tracking and the registry at :func:`default_tracking_uri`; return it.
-
-    The registry always follows the tracking store: ``mlflow.set_registry_uri`` exports
-    ``MLFLOW_REGISTRY_URI``, so an inherited value may name an unrelated store."""
-    import mlflow
-
-    given = os.environ.get("MLFLOW_TRACKING_URI", "")
-    uri = default_tracking_uri()
-    if given and given != uri:
-        logger.warning("MLFLOW_TRACKING_URI=%s is a file store (refused by MLflow 3); using %s", given, uri)
-        if os.environ.pop("MLFLOW_RUN_ID", None):
-            logger.warning("the run id passed with the file store does not exist in %s; starting a new run", uri)
-    os.environ["MLFLOW_TRACKING_URI"] = uri
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_registry_uri(uri)
-    return uri
-
-
-@dataclass
-class PipelineConfig:
-    """Parameters of the MLproject's ``main`` entry point."""
-
-    task: str = "vulnerability"
-    data_dir: str | None = None  # None / "": the embedded generated data
-    size_mb: float | None = None  # None / 0: the profile's target
-    policy: str | None = None  # None / "auto": the profile's policy
-    seed: int = 0
-    profile: str = "quick"
-    methods: str | Sequence[str] = ALL  # every discovered method, or a comma-separated list
-    alias: str = "champion"
-    progress: bool = True  # progress bars, shown only when output is a terminal
-    # the run settings of every fit, inference and gate (distill/devices.py TrainerSettings, parsed once:
-    # TrainerSettings.parse): devices=2, strategy="ddp" trains in two spawned processes; precision None/"auto":
-    # bf16-mixed where the CPU (AVX512-BF16/AMX) or GPU runs bf16 natively, else 32-true; threads None/"auto":
-    # $METACOMPRESS_THREADS, else the free cores. None: the defaults
-    settings: TrainerSettings | None = None
-    # a second teacher (another seed) judged beside each student; the gate bounds the excess (pipeline/reference.py)
-    reference: bool = False
-
-
-@dataclass
-class PipelineResult:
-    """What :func:`run_pipeline` produced."""
-
-    run_id: str
-    teacher_uri: str
-    outcomes: list[GateOutcome]
-    table: pd.DataFrame
-    markdown: str
-    policy: str
-    errors: dict[str, str] = field(default_factory=dict)
 
 
 def run_pipeline(config: PipelineConfig) -> PipelineResult:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .data import ReportData
 from .diff import code_block, side_by_side
-from .sections import _plist, ci, num
+from .sections import ci, num, plist
 
 SHOWN = 5  # worst deviations shown (at most max_examples)
 
@@ -49,8 +49,8 @@ def section(data: ReportData) -> str:
             f'<article class="example deviation" data-row="{int(r["row"])}"><h3>row {int(r["row"])} · gap '
             f"{float(r['gap']):.3f} · teacher {escape(str(r['teacher_prediction']))}, student "
             f"{escape(str(r['student_prediction']))} · {int(r['queries_to_first'])} queries</h3>"
-            f'<div class="facts"><span>P teacher {_plist(r.get("teacher_probs"))}, P student '
-            f"{_plist(r.get('student_probs'))}</span><span>operators {ops}</span></div>"
+            f'<div class="facts"><span>P teacher {plist(r.get("teacher_probs"))}, P student '
+            f"{plist(r.get('student_probs'))}</span><span>operators {ops}</span></div>"
             f"{side_by_side(r.get('original_code', ''), r.get('variant_code', ''), 'original', 'variant')}"
             f"<details><summary>unified diff</summary>{code_block(r.get('diff', ''))}</details></article>"
         )

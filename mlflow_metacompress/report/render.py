@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..artifact_names import PROVENANCE, REPORT
-from . import deviations, facts, sections
+from . import attack_section, deviations, facts, sections, worst
 from .data import ReportData, from_outcome, from_run
 from .page import page
 from .reference import reference as reference_section
@@ -43,8 +43,8 @@ def render_report(data: ReportData) -> str:
         "transformations": sections.transformations(data),
         "slices": sections.slices(data),
         "plots": sections.plots(data),
-        "worst": sections.worst(data),
-        "attacks": sections.attacks(data),
+        "worst": worst.worst(data),
+        "attacks": attack_section.attacks(data),
         "deviations": deviations.section(data),
         "provenance": facts.provenance(data),
     }

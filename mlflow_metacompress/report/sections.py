@@ -1,5 +1,7 @@
 """The sections of ``report.html``, in the order a reviewer reads them (issue 14):
-headline, per-transformation table, slices, plots, worst discrepancies, attacks (provenance: :mod:`.facts`).
+headline, per-transformation table, slices, plots (provenance: :mod:`.facts`); then worst
+discrepancies (:mod:`.worst`) and attacks (:mod:`.attack_section`). Holds the number cells
+(:func:`num`, :func:`ci`) that every section writes.
 
 Each function takes a :class:`~.data.ReportData` and returns an HTML fragment, or ``""``
 when the section does not apply (static mode has no transformations or attacks). Every
@@ -9,7 +11,6 @@ the rendered page can be checked against the run.
 
 from __future__ import annotations
 
-import json
 from html import escape
 from typing import Any
 
@@ -17,8 +18,7 @@ import pandas as pd
 
 from ..relations import registered_relations
 from . import fmt
-from .data import ReportData, worst_discrepancies
-from .diff import code_block, side_by_side
+from .data import ReportData
 
 
 def relation_rows() -> list[tuple[str, str]]:
@@ -30,10 +30,6 @@ def relation_rows() -> list[tuple[str, str]]:
 def relation_columns() -> list[tuple[str, str]]:
     """``(rate metric, MR1)`` of each registered relation, then ``any_violation_rate``: table columns."""
     return [(r.rate_metric, r.short) for r in registered_relations()] + [("any_violation_rate", "any")]
-
-
-EXAMPLES_PER_ATTACK = 5
-OPEN_EXAMPLES = 5  # worst discrepancies shown open; the rest (up to max_examples) folded
 
 
 def num(data: ReportData, name: str, variant: str = "original", style: str = "rate", css: str = "num") -> str:
@@ -69,7 +65,7 @@ def _heat(value: float | None) -> str:
     return f' style="background:rgba(229,62,62,{0.05 + 0.45 * min(value, 1.0):.2f})"'
 
 
-def _variant_label(variant: str) -> str:
+def variant_label(variant: str) -> str:
     if variant == "original":
         return "original"
     if variant == "metamorphic":
@@ -152,7 +148,7 @@ def headline(data: ReportData) -> str:
     )
     variants = [v for v in data.variants() if v in ("original", "metamorphic") or v.startswith("attack_")]
     verdict = f'<p class="verdict">{_verdict(data)}</p>'
-    head = "".join(f"<th>{escape(_variant_label(v))}</th>" for v in variants)
+    head = "".join(f"<th>{escape(variant_label(v))}</th>" for v in variants)
     rows = []
     for name, label in relation_rows():
         cells = "".join(
@@ -195,7 +191,7 @@ def transformations(data: ReportData) -> str:
         )
         cls = ' class="total"' if v == "metamorphic" else ""
         rows.append(
-            f'<tr{cls}><th scope="row">{escape(_variant_label(v))}</th><td class="n" '
+            f'<tr{cls}><th scope="row">{escape(variant_label(v))}</th><td class="n" '
             f'data-sort="{n}">{fmt.count(n)}</td>{cells}</tr>'
         )
     head = "".join(f"<th>{escape(label)}</th>" for _, label in cols)
@@ -257,144 +253,9 @@ def plots(data: ReportData) -> str:
     return f'<section id="plots"><h2>Plots</h2><div class="plots">{"".join(figures)}</div></section>'
 
 
-def _violated(row: Any) -> str:
-    names = [r.short for r in registered_relations() if bool(row.get(r.flag, False))]
-    return ", ".join(names) or "none"
-
-
-def _probabilities(row: Any, classes: list[str]) -> str:
-    head = "".join(f"<th>{escape(c)}</th>" for c in classes)
-    t = "".join(f"<td>{fmt.prob(row.get(f'teacher_prob_{c}'))}</td>" for c in classes)
-    s = "".join(f"<td>{fmt.prob(row.get(f'student_prob_{c}'))}</td>" for c in classes)
-    return (
-        f'<div class="scroll"><table class="probs"><thead><tr><th>P(class)</th>{head}</tr></thead>'
-        f"<tbody><tr><th>teacher</th>{t}</tr><tr><th>student</th>{s}</tr></tbody></table></div>"
-    )
-
-
-def worst(data: ReportData) -> str:
-    per = data.per_sample
-    if per.empty or "any_violation" not in per or data.max_examples == 0:
-        return ""
-    failing = worst_discrepancies(per, data.max_examples)
-    if failing.empty:
-        return '<section id="worst"><h2>Worst discrepancies</h2><p>No sample violates a relation.</p></section>'
-    originals: dict[int, str] = {}
-    if "code" in per:
-        orig = per[per["variant"] == "original"]
-        originals = dict(zip(orig["row"].astype(int), orig["code"], strict=True))
-    items = []
-    for rank, (_, row) in enumerate(failing.iterrows(), start=1):
-        r = row.to_dict()
-        variant = str(r["variant"])
-        label = f" · label {escape(data.classes[int(r['label'])])}" if pd.notna(r.get("label")) and data.classes else ""
-        code = ""
-        if isinstance(r.get("code"), str):
-            base = originals.get(int(r["row"]))
-            if variant != "original" and isinstance(base, str):
-                code = side_by_side(base, r["code"], "original", _variant_label(variant))
-            else:
-                code = code_block(r["code"])
-        items.append(
-            f'<article class="example"><h3>#{rank} · {escape(_variant_label(variant))} · row '
-            f'{int(r["row"])}{label}</h3><div class="facts"><span>KL <b>{fmt.prob(r.get("kl"))}</b></span>'
-            f"<span>violated: <b>{_violated(r)}</b></span>"
-            f"<span>teacher → {escape(data.classes[int(r['teacher_pred'])])}, student → "
-            f"{escape(data.classes[int(r['student_pred'])])}</span></div>"
-            f"{_probabilities(r, data.classes)}{code}</article>"
-        )
-    if len(items) > OPEN_EXAMPLES:
-        items = [
-            *items[:OPEN_EXAMPLES],
-            f"<details><summary>{len(items) - OPEN_EXAMPLES} more</summary>{''.join(items[OPEN_EXAMPLES:])}</details>",
-        ]
-    total = int(per["any_violation"].astype(bool).sum())
-    return (
-        f'<section id="worst"><h2>Worst discrepancies</h2><p class="note">{len(failing)} of the {total:,} violating '
-        "rows (all "
-        f"variants; <code>max_examples</code> = {data.max_examples}), by KL(P_T‖P_S): each sample's worst variant "
-        "first, then further variants of the same samples. Rewritten code is shown beside its original, changed tokens "
-        f"highlighted.</p>{''.join(items)}</section>"
-    )
-
-
-def _renaming(text: Any) -> str:
-    try:
-        mapping = json.loads(text) if isinstance(text, str) else dict(text or {})
-    except (TypeError, ValueError):
-        return ""
-    if not mapping:
-        return ""
-    pairs = "".join(
-        f"<li><code>{escape(str(a))}</code> → <code>{escape(str(b))}</code></li>" for a, b in mapping.items()
-    )
-    return f'<ul class="renaming">{pairs}</ul>'
-
-
-def _cls(data: ReportData, index: Any) -> str:
-    try:
-        return escape(data.classes[int(float(index))])
-    except (TypeError, ValueError, IndexError):
-        return escape(str(index))
-
-
-def _plist(values: Any) -> str:
+def plist(values: Any) -> str:
+    """A list of probabilities, ``[0.12, 0.88]`` (a dash when it is not one)."""
     try:
         return "[" + ", ".join(fmt.prob(float(v)) for v in values) + "]"
     except (TypeError, ValueError):
         return fmt.DASH
-
-
-def attacks(data: ReportData) -> str:
-    names = data.attack_names()
-    if not names:
-        return ""
-    blocks = []
-    for a in names:
-        k = f"attack_{a}"
-        rows = "".join(
-            f'<tr><th scope="row">{role}</th><td>{num(data, f"{k}/{role}_asr")}</td>'
-            f"<td>{num(data, f'{k}/{role}_mean_queries', style='count')}</td>"
-            f"<td>{num(data, f'{k}/{role}_accuracy_under_attack')}</td>"
-            f"<td>{num(data, f'{k}/{role}_accuracy_drop')}</td></tr>"
-            for role in ("teacher", "student")
-        )
-        summary = (
-            f"<p>Excess drop (student − teacher): {num(data, f'{k}/excess_drop', style='signed')} "
-            f"({num(data, f'{k}/excess_drop_pct', style='percent')} of the teacher's drop).</p>"
-        )
-        table = data.attacks.get(a)
-        examples = ""
-        if table is not None and "status" in table:
-            won = table[table["status"] == "succeeded"].head(min(EXAMPLES_PER_ATTACK, data.max_examples))
-            parts = []
-            for _, row in won.iterrows():
-                r = row.to_dict()
-                probs = (
-                    (
-                        f"<span>P(classes) before {_plist(r.get('original_probs'))}, "
-                        f"after {_plist(r.get('adversarial_probs'))}</span>"
-                    )
-                    if "original_probs" in r
-                    else ""
-                )
-                pair = side_by_side(
-                    r.get("original_code", ""), r.get("adversarial_code", ""), "original", "adversarial"
-                )
-                parts.append(
-                    f'<article class="example"><h3>row {int(r["index"])} · {fmt.count(r.get("queries"))} queries · '
-                    f"prediction {_cls(data, r.get('original_prediction'))} → "
-                    f"{_cls(data, r.get('adversarial_prediction'))}</h3>"
-                    f'<div class="facts">{probs}</div>{_renaming(r.get("renaming"))}{pair}</article>'
-                )
-            if parts:
-                examples = (
-                    f"<h4>Successful adversarial examples against the student ({len(parts)} shown)</h4>{''.join(parts)}"
-                )
-        blocks.append(
-            f'<div class="attack"><h3>{escape(a)}</h3><div class="scroll"><table><thead><tr><th></th><th>success '
-            "rate</th>"
-            "<th>mean queries</th><th>accuracy under attack</th><th>accuracy drop</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table></div>{summary}{examples}</div>"
-        )
-    return f'<section id="attacks"><h2>Attacks</h2>{"".join(blocks)}</section>'

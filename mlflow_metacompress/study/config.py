@@ -47,7 +47,7 @@ class TeacherBudget:
     def arch(self) -> Any:
         """The teacher's shape as a :class:`~mlflow_metacompress.distill.arch.ArchSpec`. The field
         names here stay ``layers/hidden/heads/intermediate``: they are hashed into the teacher
-        stage's key (:func:`.stages.teacher_args`), so renaming them would orphan finished studies."""
+        stage's key (:func:`.teacher.teacher_args`), so renaming them would orphan finished studies."""
         from ..distill.arch import ArchSpec
 
         return ArchSpec(

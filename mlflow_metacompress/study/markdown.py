@@ -38,56 +38,14 @@ applied in :mod:`.judge`; α = 0.05, B = 2,000 bootstrap resamples):
 from __future__ import annotations
 
 import math
-from typing import Any, TypeGuard
+from typing import Any
+
+from .md_format import cell, num, pct, pv, signed, yes_no
 
 __all__ = ["MR_METRICS", "render_markdown"]
 
 # the metamorphic relations' columns, MR1–MR3 on the transformed inputs (shared with the table)
 MR_METRICS = ("mr1_violation_rate/metamorphic", "mr2_violation_rate/metamorphic", "mr3_violation_rate/metamorphic")
-
-
-def _num(x: Any) -> TypeGuard[float]:
-    return isinstance(x, (int, float)) and not math.isnan(x)
-
-
-def _pct(x: float | None) -> str:
-    return f"{100 * x:.1f}%" if _num(x) else "–"
-
-
-def _signed(x: float | None, scale: float = 1.0, digits: int = 3) -> str:
-    """``x × scale`` with its sign, or ``–`` (a t-interval over fewer than 2 seeds)."""
-    return f"{scale * x:+.{digits}f}" if _num(x) else "–"
-
-
-def _p(p: float | None, resamples: int | None = None) -> str:
-    """``= p`` or, for a bootstrap p-value at its floor k/(B+1) (k = 1 one-sided, 2 two-sided), ``≤ k/(B+1)``."""
-    if not _num(p):
-        return "= –"
-    if resamples and p <= 2 / (resamples + 1) + 1e-12:
-        return f"≤ {round(p * (resamples + 1))}/{resamples + 1} (B = {resamples})"
-    return f"= {p:.3g}" + (f" (B = {resamples})" if resamples else "")
-
-
-def _ci(r: dict[str, Any]) -> str:
-    if not _num(r.get("mean")):
-        return "–"
-    if not _num(r.get("low")):
-        return f"{_pct(r['mean'])} ({r.get('seeds', 1)} seed{'s' if r.get('seeds', 1) != 1 else ''}, no interval)"
-    return f"{_pct(r['mean'])} [{_pct(r['low'])}, {_pct(r['high'])}]"
-
-
-def _cell(metric: str, r: dict[str, Any]) -> str:
-    """A per-method cell: size in MB, the accuracy gap in points, a rate in percent."""
-    if metric == "size_mb" and _num(r["mean"]):
-        return f"{r['mean']:.2f}"
-    if metric == "accuracy_drop" and _num(r["mean"]):
-        ends = f" [{100 * r['low']:+.1f}, {100 * r['high']:+.1f}]" if _num(r.get("low")) and _num(r.get("high")) else ""
-        return f"{100 * r['mean']:+.1f}{ends}"
-    return _ci(r)
-
-
-def _yes(x: bool | None) -> str:
-    return {True: "yes", False: "no", None: "–"}[x]
 
 
 def _training(c: dict[str, Any], unit: str) -> str:
@@ -128,9 +86,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{(t.get('teacher_train_seconds') or math.nan) / 60:.1f} min ({t.get('train_threads', c['threads'])} thread(s)"
         f"{', ' + str(t['train_precision']) if t.get('train_precision') else ''}): test accuracy "
         f"{t.get('teacher_test_acc') or math.nan:.3f}, F1 {t.get('teacher_test_f1') or math.nan:.3f}, "
-        f"{_pct(t.get('teacher_conf80_share'))} of {int(t.get('teacher_test_rows') or 0)} test rows at "
+        f"{pct(t.get('teacher_conf80_share'))} of {int(t.get('teacher_test_rows') or 0)} test rows at "
         f"confidence ≥ 0.8. Its own disagreement with CodeBERT's labels: "
-        f"{_pct(cb) if _num(cb) else 'not recorded (this run did not store it)'}.",
+        f"{pct(cb) if num(cb) else 'not recorded (this run did not store it)'}.",
         "",
         f"Students: {', '.join(c['methods'])} at {c['size_mb']} MB{_training(c, unit)}; "
         f"seeds {', '.join(map(str, s['seeds']))}; "
@@ -163,7 +121,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "|---" * (len(cols) + 1) + "|",
     ]
     for method, rows in s["methods"].items():
-        cells = [_cell(k, rows[k]) for k in cols]
+        cells = [cell(k, rows[k]) for k in cols]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -190,7 +148,7 @@ def _headline_rows(headline: list[dict[str, Any]]) -> list[str]:
         said = ("within 3 points", "not established") if gap else ("appears", "does not appear")
         ctl = ", ".join(f"{m}: {said[0] if v else said[1]}" for m, v in row.get("control", {}).items())
         if row["ours"] is None:
-            lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | not measured | – | {ctl or '–'} |")
+            lines.append(f"| {row['phenomenon']} | {kind} {pct(row['paper'])} | not measured | – | {ctl or '–'} |")
             continue
         if gap:
             est = (
@@ -199,9 +157,9 @@ def _headline_rows(headline: list[dict[str, Any]]) -> list[str]:
             )
             shown = ", ".join(row["methods"]) if row["methods"] else "none (not established)"
         else:
-            est = f"{row['method']}: {_pct(row['ours'])} [{_pct(row['low'])}, {_pct(row['high'])}]"
+            est = f"{row['method']}: {pct(row['ours'])} [{pct(row['low'])}, {pct(row['high'])}]"
             shown = ", ".join(row["methods"]) if row["methods"] else "none"
-        lines.append(f"| {row['phenomenon']} | {kind} {_pct(row['paper'])} | {est} | {shown} | {ctl or '–'} |")
+        lines.append(f"| {row['phenomenon']} | {kind} {pct(row['paper'])} | {est} | {shown} | {ctl or '–'} |")
     return lines
 
 
@@ -214,13 +172,13 @@ def _per_seed_rows(s: dict[str, Any]) -> list[str]:
             cells = []
             for metric in per_seed:
                 v, (lo, hi) = rows[metric]["values"][i], rows[metric]["within_run"][i]
-                if not _num(v):
+                if not num(v):
                     cells.append("–")
                 elif metric == "accuracy_drop":  # a difference, in points
-                    ends = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if _num(lo) and _num(hi) else ""
+                    ends = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if num(lo) and num(hi) else ""
                     cells.append(f"{100 * v:+.1f} points{ends}")
                 else:
-                    cells.append(f"{_pct(v)} [{_pct(lo)}, {_pct(hi)}]")
+                    cells.append(f"{pct(v)} [{pct(lo)}, {pct(hi)}]")
             if any(x != "–" for x in cells):
                 lines.append(f"| {method} | {seed} | " + " | ".join(cells) + " |")
     return lines
@@ -245,23 +203,23 @@ def _verdict_table(s: dict[str, Any], b: int | None) -> list[str]:
             cells.append(
                 "–"
                 if not r
-                else f"{_yes(r['appears'])}: {_pct(r['mean'])} [{_pct(r['boot_low'])}, {_pct(r['boot_high'])}], "
-                f"p {_p(r['pvalue_holm'], b)}"
+                else f"{yes_no(r['appears'])}: {pct(r['mean'])} [{pct(r['boot_low'])}, {pct(r['boot_high'])}], "
+                f"p {pv(r['pvalue_holm'], b)}"
             )
         g = m.get("accuracy_within_3pt")
         cells.append(
             "–"
             if not g
             else f"{'yes' if g['appears'] else 'not established'}: {g['gap_points']:+.1f} "
-            f"[{g['boot90_points'][0]:+.1f}, {g['boot90_points'][1]:+.1f}], TOST p {_p(g['tost_p'])}"
+            f"[{g['boot90_points'][0]:+.1f}, {g['boot90_points'][1]:+.1f}], TOST p {pv(g['tost_p'])}"
         )
         e = m.get("excess_attack_drop")
         if e:
             seeds = ", ".join(f"{100 * x:+.0f}%" for x in e["per_seed"])
-            t = f"[{_pct(e['t_low'])}, {_pct(e['t_high'])}]" if _num(e.get("t_low")) else "[1 seed]"
+            t = f"[{pct(e['t_low'])}, {pct(e['t_high'])}]" if num(e.get("t_low")) else "[1 seed]"
             cells.append(
                 f"{e['verdict']}: {100 * e['excess']:+.0f}% (seeds {seeds}) t {t}, two-level "
-                f"[{_pct(e['boot_low'])}, {_pct(e['boot_high'])}], p {_p(e['pvalue_holm'], b)}; teacher's "
+                f"[{pct(e['boot_low'])}, {pct(e['boot_high'])}], p {pv(e['pvalue_holm'], b)}; teacher's "
                 f"flips {'/'.join(f'{x:.0f}' for x in e['teacher_flips'])} of {e['rows'][0]:.0f} attacked "
                 f"(rows × attacks) per seed ({e['source']})"
             )
@@ -286,10 +244,10 @@ def _fidelity(f: dict[str, Any]) -> list[str]:
         + "".join(f"; {m} at {mb:.2f} MB left out" for m, mb in f.get("other_size", {}).items())
         + "), "
         f"`{f['metric']}` over the {f['paired_seeds']} seed(s) both finished: {f['fidelity_mean']:.3f} vs "
-        f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; paired difference {_signed(v['mean_difference'])}, 95% t "
-        f"[{_signed(v['t_low'])}, {_signed(v['t_high'])}], p {_p(v['pvalue'])}, {v['n']} seeds: {lower}). Accuracy "
-        f"difference {_signed(a['mean_difference'], 100, 1)} points, 95% t [{_signed(a['t_low'], 100, 1)}, "
-        f"{_signed(a['t_high'], 100, 1)}], TOST p at ±1 point {_p(a.get('tost_p'))}: {within}. Goal (halve it, "
+        f"{f['baseline_mean']:.3f} (ratio {f['ratio']:.2f}; paired difference {signed(v['mean_difference'])}, 95% t "
+        f"[{signed(v['t_low'])}, {signed(v['t_high'])}], p {pv(v['pvalue'])}, {v['n']} seeds: {lower}). Accuracy "
+        f"difference {signed(a['mean_difference'], 100, 1)} points, 95% t [{signed(a['t_low'], 100, 1)}, "
+        f"{signed(a['t_high'], 100, 1)}], TOST p at ±1 point {pv(a.get('tost_p'))}: {within}. Goal (halve it, "
         f"accuracy within 1 point): {'met' if f['halved'] and f['accuracy_within_1pt'] else 'not met'}"
         + ("." if f.get("enough_seeds") else f" ({f['paired_seeds']} seeds; the comparison asks for at least 5)."),
     ]
@@ -299,7 +257,7 @@ def _fidelity(f: dict[str, Any]) -> list[str]:
                 f"- seed {seed}, paired bootstrap over {bs['n_rows']} test rows ({bs['n_pairs']} "
                 f"transformed inputs both judged): fidelity {bs['a']:.3f} vs {bs['b']:.3f}, difference "
                 f"{bs['mean_difference']:+.3f} [{bs['low']:+.3f}, {bs['high']:+.3f}], p "
-                f"{_p(bs['pvalue'], bs.get('resamples'))} (pooled over the transformed inputs both evaluations kept, "
+                f"{pv(bs['pvalue'], bs.get('resamples'))} (pooled over the transformed inputs both evaluations kept, "
                 "so it differs slightly from the logged rates)"
             )
     return lines

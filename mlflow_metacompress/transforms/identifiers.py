@@ -16,7 +16,9 @@ import keyword
 import re
 
 from mlflow_metacompress.transforms._edits import Edits
-from mlflow_metacompress.transforms._scopes import Analysis, analyse, macro_names
+from mlflow_metacompress.transforms._scope_resolution import Analysis
+from mlflow_metacompress.transforms._scopes import analyse
+from mlflow_metacompress.transforms._scopes_c import macro_names
 from mlflow_metacompress.transforms._tree import Node, Source, TransformError
 
 _C_KEYWORDS = frozenset(

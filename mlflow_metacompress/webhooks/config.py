@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..gates.policy import GatePolicy, PolicyError, load_policy, read_yaml_file
+from ..gates.policy import GatePolicy, PolicyError, load_policy
+from ..gates.yaml_files import read_yaml_file
 
 DEFAULT_SECRET_ENV = "METACOMPRESS_WEBHOOK_SECRET"
 DEFAULT_ALIAS = "champion"

@@ -207,7 +207,7 @@ def test_cli_evaluates_long_code_with_exit_0(tracking, bare, tmp_path, capsys):
 def test_input_limit_reads_the_sentinel_as_unset_and_bert_positions_have_no_offset():
     from types import SimpleNamespace as NS
 
-    from mlflow_metacompress.adapters.hf_pipeline import input_limit
+    from mlflow_metacompress.adapters.input_limits import input_limit
 
     bert = NS(config=NS(max_position_embeddings=512), base_model=NS(embeddings=NS(position_embeddings=object())))
     assert input_limit(NS(tokenizer=NS(model_max_length=int(1e30)), model=bert)).as_dict() == {

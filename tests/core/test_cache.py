@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_metacompress import cache
+from mlflow_metacompress import cache, cache_keys
 
 CODES = [f"int f{i}(int a) {{ return a + {i}; }}" * (1 + i % 3) for i in range(12)]
 
@@ -82,8 +82,8 @@ def test_location_is_read_when_used_not_at_import(no_cache_env, monkeypatch):
 def stored(tmp_path):
     """A valid predictions entry for CODES, and how to reload it."""
     df = pd.DataFrame({"func": CODES})
-    rows = cache.rows_digest(df, ["func"])
-    key = cache.entry_key("predictions", "model-a", rows)
+    rows = cache_keys.rows_digest(df, ["func"])
+    key = cache_keys.entry_key("predictions", "model-a", rows)
     probs = softmax_rows(len(df), 3, 0)
     path = cache.store("predictions", key, {"probs": probs}, rows=rows, classes=["a", "b", "c"], cache_dir=tmp_path)
 
@@ -173,9 +173,9 @@ def test_predictor_recomputes_a_tampered_entry(tmp_path, caplog):
     teacher = Predictor("teacher", teacher_fn, identity="teacher-id", cache_dir=tmp_path, progress=False)
     Predictor("student", student_fn, identity="student-id", cache_dir=tmp_path, progress=False).predict(df, ["func"])
     teacher.predict(df, ["func"])
-    rows = cache.rows_digest(df, ["func"])
-    student_path = cache.entry_path("predictions", cache.entry_key("predictions", "student-id", rows), tmp_path)
-    teacher_path = cache.entry_path("predictions", cache.entry_key("predictions", "teacher-id", rows), tmp_path)
+    rows = cache_keys.rows_digest(df, ["func"])
+    student_path = cache.entry_path("predictions", cache_keys.entry_key("predictions", "student-id", rows), tmp_path)
+    teacher_path = cache.entry_path("predictions", cache_keys.entry_key("predictions", "teacher-id", rows), tmp_path)
     shutil.copy(teacher_path, student_path)  # the teacher's probabilities in the student's entry
     fresh = Predictor("student", student_fn, identity="student-id", cache_dir=tmp_path, progress=False)
     with caplog.at_level(logging.WARNING):
@@ -212,10 +212,10 @@ def test_tampered_cache_cannot_pass_an_evaluation(tracking, tmp_path, caplog):
     ).metrics
     assert expected["mr1_violation_rate"] > 0  # otherwise the tampering could not show
     _, first = evaluate(s.model_uri, df, cfg)
-    rows = cache.rows_digest(df, ["func"])
+    rows = cache_keys.rows_digest(df, ["func"])
     path = {
         role: cache.entry_path(
-            "predictions", cache.entry_key("predictions", cache.model_identity(uri), rows), cfg["cache_dir"]
+            "predictions", cache_keys.entry_key("predictions", cache_keys.model_identity(uri), rows), cfg["cache_dir"]
         )
         for role, uri in (("t", t.model_uri), ("s", s.model_uri))
     }

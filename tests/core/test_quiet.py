@@ -100,11 +100,11 @@ def test_quiet_fits_hide_lightnings_notices_under_every_package_name(caplog):
     import logging
     import warnings
 
-    from mlflow_metacompress.distill.training import _quiet_lightning
+    from mlflow_metacompress.distill.fit_callbacks import quiet_lightning
 
     with caplog.at_level(logging.INFO), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with _quiet_lightning(True):
+        with quiet_lightning(True):
             for name in ("lightning.pytorch.utilities.rank_zero", "pytorch_lightning.utilities.rank_zero"):
                 logging.getLogger(name).info("💡 Tip: try installing litlogger")
             warnings.warn("You defined a `validation_step` but have no `val_dataloader`.", UserWarning, stacklevel=1)

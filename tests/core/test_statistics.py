@@ -15,6 +15,7 @@ from scipy import stats as sps
 
 from mlflow_metacompress import statistics as st
 from mlflow_metacompress.adapters.checks import MetaCompressInputError
+from mlflow_metacompress.mcnemar import mcnemar_exact
 from mlflow_metacompress.relations import RelationConfig, evaluate_relations
 from tests.conftest import random_probs
 
@@ -141,7 +142,7 @@ def test_metamorphic_intervals_resample_whole_samples():
 def test_pvalue_is_the_exact_binomial_test_on_discordant_pairs(b, c):
     teacher = np.array([True] * b + [False] * c + [True] * 11 + [False] * 4)
     student = np.array([False] * b + [True] * c + [True] * 11 + [False] * 4)
-    p, bb, cc = st.mcnemar_exact(teacher, student)
+    p, bb, cc = mcnemar_exact(teacher, student)
     assert (bb, cc) == (b, c)
     expected = sps.binomtest(b, b + c, 0.5).pvalue if b + c else 1.0
     assert p == pytest.approx(expected, rel=1e-9, abs=1e-300)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_metacompress import cache
+from mlflow_metacompress import cache, cache_keys
 from tests.support import LENGTH_CODES as CODES
 from tests.support import LengthModel
 from tests.support import length_expected_probs as expected_probs
@@ -21,15 +21,15 @@ def test_one_identity_for_every_spelling_of_a_model(registered_teacher):
     info, _, _ = registered_teacher
     run_uri = f"runs:/{info.run_id}/m"
     ids = {
-        cache.model_identity(u)
+        cache_keys.model_identity(u)
         for u in ("models:/teacher/1", "models:/teacher@champion", "models:/teacher/latest", run_uri, info.model_uri)
     }
-    ids.add(cache.model_identity(mlflow.pyfunc.load_model("models:/teacher@champion")))
+    ids.add(cache_keys.model_identity(mlflow.pyfunc.load_model("models:/teacher@champion")))
     assert len(ids) == 1 and ids.pop() == f"model_uuid:{info.model_uuid}"
     with mlflow.start_run():
         other = mlflow.pyfunc.log_model(name="m", python_model=LengthModel(), pip_requirements=[])
-    assert cache.model_identity(other.model_uri) != cache.model_identity("models:/teacher/1")
-    assert cache.model_identity(lambda df: df) is None  # a plain callable has no identity: never cached
+    assert cache_keys.model_identity(other.model_uri) != cache_keys.model_identity("models:/teacher/1")
+    assert cache_keys.model_identity(lambda df: df) is None  # a plain callable has no identity: never cached
 
 
 def test_soft_labels_live_in_the_one_cache_and_never_in_the_cwd(registered_teacher, monkeypatch):
@@ -68,7 +68,7 @@ def test_a_bad_soft_label_entry_is_recomputed(registered_teacher, damage, caplog
         key = soft_labels.cache_key("models:/teacher/1", df, ["func"])
         bad = first.copy()
         bad[3, 1] = np.nan
-        cache.store("soft_labels", key, {"logits": bad}, rows=cache.rows_digest(df, ["func"]), cache_dir=home)
+        cache.store("soft_labels", key, {"logits": bad}, rows=cache_keys.rows_digest(df, ["func"]), cache_dir=home)
     else:  # an entry computed on other rows, copied over this one
         soft_labels.teacher_logits("models:/teacher/1", df.iloc[::-1], ["func"])
         other = next(p for p in home.glob("soft_labels-*.npz") if p != entry)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlflow_metacompress.distill.arch import ArchSpec, measure_model, spec_of
-from mlflow_metacompress.models.classifier import parameter_count, size_mb
+from mlflow_metacompress.models.size import parameter_count, size_mb
 
 
 def roberta_params(v: int, h: int, n_layers: int, i: int, max_len: int, k: int, pair: bool, widths: int = 2) -> int:

@@ -1,13 +1,13 @@
 """Soft-label cache keys follow the model, not the version number: a fresh registry that
 reuses ``name/1`` for another model must not hit the old entry. The evaluator's prediction
-cache uses the same identity (:func:`mlflow_metacompress.cache.model_identity`)."""
+cache uses the same identity (:func:`mlflow_metacompress.cache_keys.model_identity`)."""
 
 import mlflow
 import pandas as pd
 import pytest
 
 from mlflow_metacompress.adapters.predictors import resolve_model
-from mlflow_metacompress.cache import model_identity
+from mlflow_metacompress.cache_keys import model_identity
 from mlflow_metacompress.distill.soft_labels import cache_key
 
 

@@ -13,7 +13,8 @@ import pytest
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.cli import main
 from mlflow_metacompress.distill.teacher import train_teacher
-from mlflow_metacompress.models.classifier import CodeClassifier, parameter_count, size_mb
+from mlflow_metacompress.models.classifier import CodeClassifier
+from mlflow_metacompress.models.size import parameter_count, size_mb
 from tests.conftest import toy_frame
 from tests.support import write_devign
 

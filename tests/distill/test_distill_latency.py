@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from mlflow_metacompress.distill import latency
+from mlflow_metacompress.distill import latency, latency_fit
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.threads import resolve as resolve_threads
 
@@ -21,7 +21,7 @@ def law_timer(calls: list | None = None):
         assert spec.max_length == seq
         if calls is not None:
             calls.append((spec, seq, batch))
-        return float(LAW @ latency.features(spec))
+        return float(LAW @ latency_fit.features(spec))
 
     return timer
 
@@ -45,8 +45,8 @@ def test_features_are_the_documented_cost_terms():
         L * a * s * s / 1e6,
         L * s * (h + f) / 1e5,
     ]
-    assert latency.features(spec) == pytest.approx(expected)
-    assert len(expected) == len(latency.TERMS)
+    assert latency_fit.features(spec) == pytest.approx(expected)
+    assert len(expected) == len(latency_fit.TERMS)
 
 
 def test_calibration_recovers_a_known_law_and_predicts_unseen_shapes():
@@ -61,9 +61,9 @@ def test_calibration_recovers_a_known_law_and_predicts_unseen_shapes():
         intermediate_size=384,
         max_length=64,
     )
-    assert model.predict_ms(unseen) == pytest.approx(float(LAW @ latency.features(unseen)))
+    assert model.predict_ms(unseen) == pytest.approx(float(LAW @ latency_fit.features(unseen)))
     assert model.predict_many([unseen, unseen]).tolist() == pytest.approx([model.predict_ms(unseen)] * 2)
-    assert latency.LatencyModel.from_dict(json.loads(json.dumps(model.to_dict()))) == model
+    assert latency_fit.LatencyModel.from_dict(json.loads(json.dumps(model.to_dict()))) == model
 
 
 def test_latency_model_is_cached_per_setting_and_recalibrated_when_corrupt(tmp_path):
@@ -114,4 +114,4 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="seq_len"):
         latency.calibrate(1, 8, timer=law_timer())
     with pytest.raises(ValueError, match="another format"):
-        latency.LatencyModel.from_dict({"format": 99})
+        latency_fit.LatencyModel.from_dict({"format": 99})

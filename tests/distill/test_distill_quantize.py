@@ -19,7 +19,8 @@ import torch
 from torch import nn
 
 from mlflow_metacompress.data.generators import make_splits
-from mlflow_metacompress.models.classifier import CodeClassifier, parameter_count
+from mlflow_metacompress.models.classifier import CodeClassifier
+from mlflow_metacompress.models.size import parameter_count
 from tests.support import LAYERS, MAX_LENGTH
 from tests.support import held_out_rows as _held_out
 from tests.support import malloc_teacher as _teacher
@@ -41,7 +42,7 @@ def _as_pair(teacher: CodeClassifier, pair_mode: str) -> CodeClassifier:
     teacher's head does: as confident, with no training."""
     import copy
 
-    from mlflow_metacompress.models.classifier import ClassifierMeta
+    from mlflow_metacompress.models.meta import ClassifierMeta
 
     meta = ClassifierMeta(labels=list(teacher.meta.labels), pair_mode=pair_mode, max_length=teacher.meta.max_length)
     pair = CodeClassifier(copy.deepcopy(teacher.encoder), meta).eval()

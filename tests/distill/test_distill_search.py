@@ -12,7 +12,7 @@ import pytest
 from mlflow_metacompress.distill.arch import ArchSpec, param_count
 from mlflow_metacompress.distill.search.moo import decode, fit_surrogate, moo_search, nearest_to_target, non_dominated
 from mlflow_metacompress.distill.search.space import AvatarSpace, enumerate_feasible, prune, size_mb
-from mlflow_metacompress.models.classifier import parameter_count
+from mlflow_metacompress.models.size import parameter_count
 from tests.support import LOWER, TARGET, TINY, brute_force
 
 

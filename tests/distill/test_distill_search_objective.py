@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mlflow_metacompress.distill.arch import ArchSpec
-from mlflow_metacompress.distill.latency import features
+from mlflow_metacompress.distill.latency_fit import features
 from mlflow_metacompress.distill.search.compressor_search import SearchSpace, fitness, search_architecture
 from mlflow_metacompress.distill.search.moo import decode, moo_search
 from mlflow_metacompress.distill.search.objective import fallback, latency_budget, reference, repair

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from mlflow_metacompress.distill.arch import ArchSpec
-from mlflow_metacompress.distill.latency import features
+from mlflow_metacompress.distill.latency_fit import features
 from mlflow_metacompress.distill.search.moo import decode, encode, moo_search
 from mlflow_metacompress.distill.search.space import enumerate_feasible, prune, size_mb
-from mlflow_metacompress.models.classifier import parameter_count
+from mlflow_metacompress.models.size import parameter_count
 from tests.support import FAKE, LOWER, TARGET, TINY, toy_context
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from mlflow_metacompress.evaluation.judge import judge, judge_table
 from mlflow_metacompress.evaluation.predictions import PairPredictions, PredictionTable
-from mlflow_metacompress.evaluation.variants import Variant, VariantSet
+from mlflow_metacompress.evaluation.variant_types import Variant, VariantSet
 from mlflow_metacompress.relations import RelationConfig, evaluate_relations
 from tests.conftest import random_probs
 

@@ -15,11 +15,9 @@ from mlflow_metacompress.adapters.predictors import Predictor
 from mlflow_metacompress.evaluation.config import parse_config
 from mlflow_metacompress.evaluation.pair import ModelPair
 from mlflow_metacompress.evaluation.predictions import PairPredictions
+from mlflow_metacompress.evaluation.variant_types import SourceInputs, Variant, VariantSet
 from mlflow_metacompress.evaluation.variants import (
     SOURCES,
-    SourceInputs,
-    Variant,
-    VariantSet,
     adversarial,
     original_variant,
     pooled_variant,

@@ -14,7 +14,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from mlflow_metacompress.models import attention  # noqa: E402
-from mlflow_metacompress.models.classifier import CodeClassifier, attention_implementation  # noqa: E402
+from mlflow_metacompress.models.classifier import CodeClassifier  # noqa: E402
+from mlflow_metacompress.models.encoder import attention_implementation  # noqa: E402
 
 
 def _model() -> CodeClassifier:

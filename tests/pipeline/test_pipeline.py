@@ -16,10 +16,10 @@ from mlflow_metacompress.gates.policy import load_policy
 from mlflow_metacompress.metrics import greater_is_better
 from mlflow_metacompress.pipeline import default_tracking_uri, is_file_store, setup_tracking
 from mlflow_metacompress.pipeline.data import load_task_data, normalise_task
+from mlflow_metacompress.pipeline.evaluation_setup import evaluator_config
 from mlflow_metacompress.pipeline.report import comparison_table, to_markdown
 from mlflow_metacompress.pipeline.stages import (
     GateOutcome,
-    evaluator_config,
     parse_methods,
     resolve_methods,
 )

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from mlflow_metacompress.gates.decision import GateDecision
 from mlflow_metacompress.gates.gate import GATE_PASSED, log_verdict
 from mlflow_metacompress.gates.policy import load_policy
-from mlflow_metacompress.gates.promotion import GateDecision
 
 
 def _decision(checks):

@@ -215,7 +215,7 @@ def test_worst_discrepancies_show_distinct_samples_first():
     """One sample whose six variants all have the largest KL fills at most one of the first
     five places; the order is otherwise by KL."""
     from mlflow_metacompress.report.data import ReportData
-    from mlflow_metacompress.report.sections import worst
+    from mlflow_metacompress.report.worst import worst
 
     variants = [
         "original",

@@ -109,7 +109,7 @@ def test_teacher_seed_reaches_the_fit_and_keys_only_non_zero_seeds(monkeypatch):
     """Issue 42's three teachers: ``--teacher-seed`` reaches the teacher's fit; seed 0 hashes
     exactly what stored studies hashed (their teacher stays found), other seeds get keys of their own."""
     from mlflow_metacompress.distill import teacher as teacher_mod
-    from mlflow_metacompress.study import stages as reproduce
+    from mlflow_metacompress.study import teacher as reproduce
     from mlflow_metacompress.study.cli import config_from, parser
     from mlflow_metacompress.study.config import StudyConfig
     from mlflow_metacompress.study.resume import stage_key

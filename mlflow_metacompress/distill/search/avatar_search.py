@@ -15,7 +15,7 @@ Models of Code", ICSE-SEIS 2024), shared by the ``avatar`` method and ``fidelity
 ``objective="paper"`` is the published search above. ``objective="latency"``
 (:mod:`.objective`) prunes to structurally sound shapes, replaces GFLOPs by a per-sample
 inference cost (``cost``, :mod:`..cost`: the deterministic ``"flops"`` by default, or
-the latency the machine's fitted :class:`~..latency.LatencyModel` predicts with
+the latency the machine's fitted :class:`~..latency_fit.LatencyModel` predicts with
 ``"measured"``), bounds it by
 ``latency_slack`` × that of the teacher-shaped student of the same size (a constraint),
 and warm-starts NSGA-II: the teacher-shaped student (at its nearest grid point, when that

@@ -13,7 +13,7 @@ polynomial mutation rounded to gene indices, elitist survival of the fittest of 
 and offspring). ``objective="latency"`` (see :mod:`.objective`) repairs every genome
 to a structurally sound shape and adds the constraint ``cost ≤ budget``, the cost being
 the deterministic :class:`~..cost.FlopCost` (default) or the machine's measured
-:class:`~..latency.LatencyModel` (:mod:`..cost`); ``objective="paper"`` is the
+:class:`~..latency_fit.LatencyModel` (:mod:`..cost`); ``objective="paper"`` is the
 published search.
 """
 

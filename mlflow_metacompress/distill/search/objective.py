@@ -14,7 +14,7 @@ Two objectives (option ``objective`` of Compressor and AVATAR):
   (:mod:`.teacher_shaped`). The cost (option ``cost``, :mod:`..cost`) is
   ``"flops"`` by default, a deterministic FLOP count with memory-bound work weighted
   (the same architecture for one seed on every run and machine), or ``"measured"``,
-  the latency predicted by the machine's fitted :class:`~..latency.LatencyModel`.
+  the latency predicted by the machine's fitted :class:`~..latency_fit.LatencyModel`.
   Compressor keeps its fitness inside the budget (the most computation that runs as fast
   as a standard small transformer); AVATAR replaces GFLOPs by the cost.
 

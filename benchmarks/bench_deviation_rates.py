@@ -156,7 +156,10 @@ def main() -> None:
             d, o = results[(name, "dflare")], results[(name, other)]
             for b in budgets:
                 n = len(d["agree"])
-                ratio = d[b].sum() / max(o[b].sum(), 1e-9)
+                if not o[b].sum():
+                    print(f"- {name} @{b}: dflare {int(d[b].sum())} rows, {other} none (no ratio)")
+                    continue
+                ratio = d[b].sum() / o[b].sum()
                 lo, hi = boot(lambda i, d=d, o=o, b=b: d[b][i].sum() / o[b][i].sum() if o[b][i].sum() else math.nan, n)
                 print(f"- {name} @{b}: dflare/{other} {ratio:.2f} [{lo:.2f}, {hi:.2f}]")
     if args.reference:

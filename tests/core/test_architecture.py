@@ -572,28 +572,50 @@ def test_a_local_evaluation_never_imports_a_spark_module(tracking):
 
 
 @pytest.fixture
-def copy_module():
-    """Copy a module of the package to a new module name, replacing a quoted string; the
-    copy is removed (and unimported) afterwards."""
-    made: list[tuple[Path, str]] = []
+def copy_module(tmp_path):
+    """Copy a module of the package to a new module name, replacing a quoted string, in a
+    private copy of the whole package (``tmp_path/site``): other xdist workers, and the Spark
+    executors they start, keep discovering the real package's recipes and transformations
+    while this runs. The test then runs its checks in a subprocess on that copy
+    (:func:`_run_in_copy`)."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / ROOT, ignore=shutil.ignore_patterns("__pycache__"))
 
     def copy(package: str, module: str, old: str, new: str) -> str:
-        folder = Path(importlib.import_module(package).__file__).parent
+        folder = site.joinpath(*package.split("."))
         text = (folder / f"{module}.py").read_text(encoding="utf-8")
         assert f'"{old}"' in text, f"{module}.py no longer holds the string {old!r}"
-        target = folder / f"{new}.py"
-        made.append((target, f"{package}.{new}"))
-        target.write_text(text.replace(f'"{old}"', f'"{new}"'), encoding="utf-8")
-        importlib.invalidate_caches()
+        (folder / f"{new}.py").write_text(text.replace(f'"{old}"', f'"{new}"'), encoding="utf-8")
         return new
 
-    yield copy
-    for path, dotted in made:
-        path.unlink(missing_ok=True)
-        for cached in (path.parent / "__pycache__").glob(f"{path.stem}.*"):
-            cached.unlink(missing_ok=True)
-        sys.modules.pop(dotted, None)
-    importlib.invalidate_caches()
+    copy.site = site  # type: ignore[attr-defined]
+    return copy
+
+
+def _run_in_copy(site: Path, script: str) -> None:
+    """Run ``script`` in a fresh interpreter that imports the package from ``site`` first;
+    its assertion errors fail the test with the subprocess's output."""
+    import subprocess
+    import textwrap
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(repo)])}
+    # an editable install's finder would import the checkout before PYTHONPATH: drop it
+    prelude = (
+        "import sys\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in getattr(f, '__module__', '')]\n"
+        f"import {ROOT}\n"
+        f"assert {ROOT}.__file__.startswith({str(site)!r}), {ROOT}.__file__\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(script)],
+        env=env,
+        cwd=site,  # not the checkout, which "-c" would put first on sys.path
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
 def _name_sensitive(df: pd.DataFrame) -> np.ndarray:
@@ -603,41 +625,40 @@ def _name_sensitive(df: pd.DataFrame) -> np.ndarray:
 
 @pytest.mark.slow
 def test_a_copied_attack_recipe_is_listed_and_runs(copy_module, tracking):
-    import mlflow
-
-    from mlflow_metacompress.attacks import ATTACKS, list_attacks, run_attack
-
     new = copy_module(
         "mlflow_metacompress.attacks.recipes",
         "wir_random_zeng_2022",
         "wir_random_zeng_2022",
         f"wir_copy_{uuid.uuid4().hex[:8]}",
     )
-    assert new in list_attacks() and "wir_random_zeng_2022" in list_attacks()
-    assert new in ATTACKS
-    from tests.support import CODES, LABELS
+    _run_in_copy(
+        copy_module.site,
+        f"""
+        import mlflow, numpy as np, pandas as pd, pytest
+        from mlflow_metacompress.attacks import ATTACKS, list_attacks, run_attack
+        from tests.support import CODES, LABELS
 
-    frame = pd.DataFrame({"func": CODES, "target": LABELS})
-    direct = run_attack(new, _name_sensitive, frame, ["func"], LABELS, "c", budget=60, progress=False)
-    assert direct.attack == new and direct.metrics()["asr"] > 0
-    with mlflow.start_run():
-        result = mlflow.models.evaluate(
-            model=_name_sensitive,
-            data=frame,
-            targets="target",
-            model_type="metacompress",
-            evaluators="metacompress",
-            evaluator_config={
-                "teacher": _name_sensitive,
-                "language": "c",
-                "transforms": [],
-                "attacks": [new],
-                "attack_budget": 60,
-                "progress": False,
-            },
-        )
-    assert f"attack_{new}/student_asr" in result.metrics
-    assert result.metrics[f"attack_{new}/student_asr"] == pytest.approx(direct.metrics()["asr"])
+        def name_sensitive(df):
+            p = np.array([0.85 if "count" in c else 0.15 for c in df[df.columns[0]]])
+            return np.stack([1 - p, p], axis=1)
+
+        new = {new!r}
+        assert new in list_attacks() and "wir_random_zeng_2022" in list_attacks()
+        assert new in ATTACKS
+        frame = pd.DataFrame({{"func": CODES, "target": LABELS}})
+        direct = run_attack(new, name_sensitive, frame, ["func"], LABELS, "c", budget=60, progress=False)
+        assert direct.attack == new and direct.metrics()["asr"] > 0
+        with mlflow.start_run():
+            result = mlflow.models.evaluate(
+                model=name_sensitive, data=frame, targets="target",
+                model_type="metacompress", evaluators="metacompress",
+                evaluator_config={{"teacher": name_sensitive, "language": "c", "transforms": [],
+                                   "attacks": [new], "attack_budget": 60, "progress": False}},
+            )
+        assert f"attack_{{new}}/student_asr" in result.metrics
+        assert result.metrics[f"attack_{{new}}/student_asr"] == pytest.approx(direct.metrics()["asr"])
+        """,
+    )
 
 
 def test_unknown_attack_names_list_the_known_ones():
@@ -652,31 +673,39 @@ def test_unknown_attack_names_list_the_known_ones():
 
 
 def test_a_broken_recipe_module_is_not_swallowed(copy_module):
-    from mlflow_metacompress.attacks import list_attacks
-
-    folder = Path(importlib.import_module("mlflow_metacompress.attacks.recipes").__file__).parent
     new = copy_module(
         "mlflow_metacompress.attacks.recipes", "mhm_zhang_2020", "mhm_zhang_2020", f"broken_{uuid.uuid4().hex[:8]}"
     )
-    path = folder / f"{new}.py"
+    path = copy_module.site / ROOT / "attacks" / "recipes" / f"{new}.py"
     path.write_text(path.read_text() + "\nfrom ..search import no_such_search_strategy\n")
-    importlib.invalidate_caches()
-    with pytest.raises(ImportError, match="no_such_search_strategy"):
-        list_attacks()
+    _run_in_copy(
+        copy_module.site,
+        """
+        import pytest
+        from mlflow_metacompress.attacks import list_attacks
+        with pytest.raises(ImportError, match="no_such_search_strategy"):
+            list_attacks()
+        """,
+    )
 
 
 def test_a_copied_transformation_is_listed_and_applies(copy_module):
     """Owned by the transforms package's discovery: a copy of swap_operands under a new name."""
-    from mlflow_metacompress.transforms import apply_transform, list_transforms
-
     new = copy_module(
         "mlflow_metacompress.transforms", "swap_operands", "swap_operands", f"swap_copy_{uuid.uuid4().hex[:8]}"
     )
-    assert new in list_transforms("c")
-    code = "int f(int a, int b) {\n  if (a < b) return 1;\n  return 0;\n}\n"
-    original = apply_transform(code, "swap_operands", "c")
-    assert "b > a" in original
-    assert apply_transform(code, new, "c") == original
+    _run_in_copy(
+        copy_module.site,
+        f"""
+        from mlflow_metacompress.transforms import apply_transform, list_transforms
+        new = {new!r}
+        assert new in list_transforms("c")
+        code = "int f(int a, int b) {{\\n  if (a < b) return 1;\\n  return 0;\\n}}\\n"
+        original = apply_transform(code, "swap_operands", "c")
+        assert "b > a" in original
+        assert apply_transform(code, new, "c") == original
+        """,
+    )
 
 
 # --------------------------------------------------------------------------- an empty working directory

@@ -198,7 +198,7 @@ def test_mlproject_and_recipes_pass_device_settings(tmp_path, monkeypatch):
 
 
 def test_a_nonzero_rank_reads_soft_labels_from_the_cache_and_never_runs_the_teacher(
-    teacher,  # noqa: F811 - the fixture imported above, injected by pytest under its name
+    registered_teacher,  # the registered "teacher" model (tests/conftest.py)
     monkeypatch,
 ):
     import mlflow

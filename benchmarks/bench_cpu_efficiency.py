@@ -44,9 +44,9 @@ bf16 is timed only where it is native (:func:`timed_precisions`: AVX512-BF16 or 
 ``/proc/cpuinfo``); elsewhere the bf16 GEMM peak and workloads are skipped, with the line
 ``skipping the bf16 GEMM peak and workloads: this CPU has none of ['amx_bf16',
 'avx512_bf16'] (bf16 would be emulated, and precision='auto' trains in 32-true here)``.
-Measured on an AVX2-only AMD EPYC (2 cores, ``OMP_NUM_THREADS=1``, ``--quick``, shared with a
-training job and other tests, load average 6-10): 9 min 21 s wall, 2 min 23 s CPU time (over
-7 minutes before, bf16 included, on a quieter machine); see docs/benchmarks.md.
+Measured on an AVX2-only AMD EPYC (2 cores otherwise idle, ``OMP_NUM_THREADS=2``, 2026-12-07):
+38.7 s wall, 54 s CPU time (over 7 minutes before, when it timed emulated bf16); beside a
+training job and other tests (load average 6-10) 9 min 21 s wall; see docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -791,3 +791,29 @@ def external_refs(html: str) -> list[str]:
 
 def script_hashes(page: _Page) -> list[str]:
     return ["'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'" for s in page.scripts]
+
+
+def run_java_classes(tmp_path: Path, sources: list[str], classes: list[str]) -> dict[str, str]:
+    """Compile ``sources`` with the ``Runner`` (:data:`JAVA_RUNNER`) and run every class in
+    ``classes``: ``{class: its printed output}`` (every class must print)."""
+    (tmp_path / "Runner.java").write_text(JAVA_RUNNER)
+    comp = subprocess.run(
+        ["javac", "-nowarn", "-d", str(tmp_path / "out"), str(tmp_path / "Runner.java"), *sources],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert comp.returncode == 0, comp.stderr[-4000:]
+    res = subprocess.run(
+        ["java", "-cp", str(tmp_path / "out"), "Runner", *classes],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    outputs = {}
+    for chunk in res.stdout.split("=====")[1:]:
+        cls, _, body = chunk.partition("\n")
+        outputs[cls] = body
+    assert set(outputs) == set(classes)
+    return outputs

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from mlflow_metacompress.attacks.deviation import find_deviations
-from tests.support import JAVA_RUNNER as _RUNNER
+from tests.support import run_java_classes
 
 C_PROGRAM = """#include <stdio.h>
 
@@ -126,25 +126,7 @@ def test_java_variants_compile_and_behave_like_the_original(tmp_path: Path) -> N
         path.write_text(f"package v{n};\n{code}")
         sources.append(str(path))
         classes.append(f"v{n}.Held")
-    (tmp_path / "Runner.java").write_text(_RUNNER)
-    comp = subprocess.run(
-        ["javac", "-nowarn", "-d", str(tmp_path / "out"), str(tmp_path / "Runner.java"), *sources],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert comp.returncode == 0, comp.stderr[-4000:]
-    res = subprocess.run(
-        ["java", "-cp", str(tmp_path / "out"), "Runner", *classes],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    outputs = {}
-    for chunk in res.stdout.split("=====")[1:]:
-        cls, _, body = chunk.partition("\n")
-        outputs[cls] = body
-    assert set(outputs) == set(classes) and outputs["v0.Held"].count("\n") == 6
+    outputs = run_java_classes(tmp_path, sources, classes)
+    assert outputs["v0.Held"].count("\n") == 6
     for n, cls in enumerate(classes):
         assert outputs[cls] == outputs["v0.Held"], f"variant {n} changed behaviour:\n{variants[n]}"

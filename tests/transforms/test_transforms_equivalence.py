@@ -14,7 +14,7 @@ import pytest
 from mlflow_metacompress.transforms import list_transforms
 from mlflow_metacompress.transforms._tree import Source
 from mlflow_metacompress.transforms.base import parses_cleanly, run
-from tests.support import JAVA_RUNNER as _RUNNER
+from tests.support import run_java_classes
 
 PROGRAMS = Path(__file__).parents[1] / "programs"
 SEEDS = (0, 1)
@@ -94,26 +94,7 @@ def test_java_programs_behave_identically(tmp_path: Path) -> None:
             sources.append(str(path))
             classes.append(f"{package}.{program.stem}")
             labels[classes[-1]] = (program.name, name, seed, code)
-    (tmp_path / "Runner.java").write_text(_RUNNER)
-    comp = subprocess.run(
-        ["javac", "-nowarn", "-d", str(tmp_path / "out"), str(tmp_path / "Runner.java"), *sources],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert comp.returncode == 0, comp.stderr[-4000:]
-    res = subprocess.run(
-        ["java", "-cp", str(tmp_path / "out"), "Runner", *classes],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    outputs = {}
-    for chunk in res.stdout.split("=====")[1:]:
-        cls, _, body = chunk.partition("\n")
-        outputs[cls] = body
-    assert set(outputs) == set(classes)
+    outputs = run_java_classes(tmp_path, sources, classes)
     for cls in classes:
         prog, name, seed, code = labels[cls]
         original_cls = next(c for c in classes if labels[c][0] == prog and labels[c][1] == "original")

@@ -130,6 +130,12 @@ def parser() -> argparse.ArgumentParser:
         choices=["all", "teacher", "students", "report"],
         help="stop after this part (report: only aggregate finished stages)",
     )
+    p.add_argument(
+        "--stages",
+        default="",
+        help="repository folder of finished teacher stages: adopted into an empty store, and a teacher trained here "
+        "is written there to be committed (e.g. reproduction/three-teachers/stages)",
+    )
     p.add_argument("--output", default="reproduction", help="folder the table is written to (and logged)")
     p.add_argument("--experiment", default="metacompress-reproduce")
     p.add_argument(
@@ -193,8 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         methods = PREMISE_METHODS if args.methods is None else cfg.methods
         out = args.output if args.output != "reproduction" else "reproduction/premise"
         sizes = [float(x) for x in _csv(args.premise_sizes)]
-        result = premise_ladder(cfg, steps, sizes, methods=methods, output=out)
+        from functools import partial
+
+        runner = partial(run_study, bundles=args.stages or None)
+        result = premise_ladder(cfg, steps, sizes, methods=methods, output=out, runner=runner)
         logger.info("premise ladder: %s", {k: v for k, v in result.items() if k != "rungs"})
         return 0
-    run_study(cfg, only=args.only, output=args.output)
+    run_study(cfg, only=args.only, output=args.output, bundles=args.stages or None)
     return 0

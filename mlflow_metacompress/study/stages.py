@@ -178,13 +178,16 @@ def evaluation_stage(
     )
 
 
-def run_study(cfg: StudyConfig, *, only: str = "all", output: str | Path = "reproduction") -> dict[str, Any]:
+def run_study(
+    cfg: StudyConfig, *, only: str = "all", output: str | Path = "reproduction", bundles: str | Path | None = None
+) -> dict[str, Any]:
     """Run (or resume) every stage of the study, seed by seed (seed 0 of every method is
     complete before seed 1 starts), then write the ``reproduction/`` table.
 
     ``only``: ``teacher`` stops after the teacher; ``students`` skips the evaluations;
     ``report`` runs nothing and aggregates the finished stages. A stage that raises is
     logged and skipped (its run ends ``FAILED``, so a rerun retries it); the others go on.
+    ``bundles``: the repository folder of finished teacher stages (:mod:`.bundle`).
     """
     if only not in ("all", "teacher", "students", "report"):
         raise ValueError(f"run_study: only must be all, teacher, students or report, got {only!r}")
@@ -194,20 +197,24 @@ def run_study(cfg: StudyConfig, *, only: str = "all", output: str | Path = "repr
     from ..threads import using
 
     with using(cfg.threads):  # every stage on the study's threads, restored afterwards
-        return _run_stages(cfg, only, output)
+        return _run_stages(cfg, only, output, bundles)
 
 
-def _run_stages(cfg: StudyConfig, only: str, output: str | Path) -> dict[str, Any]:
+def _run_stages(cfg: StudyConfig, only: str, output: str | Path, bundles: str | Path | None = None) -> dict[str, Any]:
     """:func:`run_study`'s stages, after its checks."""
     from .resume import lookup
 
     if only == "report":
+        if bundles is not None:
+            from .bundle import adopt
+
+            adopt("teacher", teacher_args(cfg), bundles)
         teacher = lookup("teacher", teacher_args(cfg))
         if teacher is None:
             raise RuntimeError("no finished teacher stage for these arguments: run the study first")
     else:
         data = study_data(cfg)
-        teacher = teacher_stage(cfg, data)
+        teacher = teacher_stage(cfg, data, bundles)
     done: dict[str, Any] = {"teacher": teacher, "failed": []}
     if only in ("students", "all"):
         for seed in cfg.seeds:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from .config import StudyConfig
@@ -41,9 +42,13 @@ def teacher_args(cfg: StudyConfig) -> dict[str, Any]:
     return args
 
 
-def teacher_stage(cfg: StudyConfig, data: Any | None = None) -> StageResult:
+def teacher_stage(cfg: StudyConfig, data: Any | None = None, bundles: str | Path | None = None) -> StageResult:
     """Train (or find) the study's teacher on every labelled training row and measure it
-    on the whole test file: accuracy, F1 and the share of rows at confidence ≥ 0.8."""
+    on the whole test file: accuracy, F1 and the share of rows at confidence ≥ 0.8.
+
+    ``bundles``: a folder of the repository holding finished stages (:mod:`.bundle`): a
+    bundled teacher is adopted into an empty store instead of trained, and a teacher
+    trained here is bundled there, so that a commit carries it to the next machine."""
 
     def body() -> dict[str, Any]:
         import mlflow
@@ -87,7 +92,17 @@ def teacher_stage(cfg: StudyConfig, data: Any | None = None) -> StageResult:
         logger.info("teacher %s: %s", result.model_uri, metrics)
         return {"model_uri": result.model_uri, "teacher_run_id": result.run_id}
 
-    return run_stage("teacher", teacher_args(cfg), body, study=cfg.task)
+    args = teacher_args(cfg)
+    if bundles is not None:
+        from .bundle import adopt
+
+        adopt("teacher", args, bundles)
+    result = run_stage("teacher", args, body, study=cfg.task)
+    if bundles is not None:
+        from .bundle import export
+
+        export(result, args, bundles)
+    return result
 
 
 def measure_teacher(uri: str, test: Any, columns: tuple[str, ...], label: str) -> dict[str, float]:

@@ -40,6 +40,12 @@ COMPARISON_MD = "comparison.md"
 REPRODUCTION_DIR = "reproduction"
 """The run folder (and default output folder) of the reproduction study's tables."""
 
+TRAINED_TRANSFORMS_TAG = "metacompress.trained_transforms"
+"""Run tag of a distillation that trained on rewritten code (``fidelity``, ``repair``): the
+rewrites it saw, comma-separated; ``evaluator_config["trained_transforms"] = "auto"`` reads it."""
+HELD_OUT_TRANSFORMS_TAG = "metacompress.held_out_transforms"
+"""Run tag: the rewrites such a distillation kept out of its training, comma-separated."""
+
 
 def run_path(name: str, folder: str = ARTIFACT_DIR) -> str:
     """``<folder>/<name>``: where artifact ``name`` lies in the run (default ``metacompress/``)."""

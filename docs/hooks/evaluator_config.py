@@ -92,8 +92,14 @@ DESCRIPTIONS: dict[str, str] = {
     "deviation": (
         'Search every row for an equivalent variant on which teacher and student disagree: `{"queries": 100, '
         '"search": "dflare", "seed": 0, "rows": null}` (`search`: `dflare`, `random`, `mhm` or `alert`; `rows`: '
-        "only the first N). Logs `deviation_rate` and `deviation_queries_median`; needs models. See the "
-        "[deviation guide](../guide/deviation.md)."
+        "only the first N; `operators`: the rewrites it may compose). Logs `deviation_rate` and "
+        "`deviation_queries_median`; needs models. See the [deviation guide](../guide/deviation.md)."
+    ),
+    "trained_transforms": (
+        "The rewrites the student trained on (a list), or `\"auto\"`: those its training run tagged "
+        "(`metacompress.trained_transforms`, set by `fidelity` and `repair`). The pooled `…/metamorphic` metrics then "
+        "pool only the unseen transformations, the seen ones are pooled apart as `…/metamorphic_seen`, and the "
+        "deviation search composes only unseen rewrites. Default: nothing held apart."
     ),
     "engine": '`"local"`, or `"spark"`: transformations and inference on a SparkSession\'s executors.',
     "attack_engine": (

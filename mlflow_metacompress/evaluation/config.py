@@ -62,8 +62,9 @@ def _normalised(raw: Mapping[str, Any] | None) -> dict[str, Any]:
             raw[key] = (raw[key],)
         elif isinstance(raw.get(key), list):
             raw[key] = tuple(raw[key])
-    if isinstance(raw.get("transforms"), list):
-        raw["transforms"] = tuple(raw["transforms"])
+    for key in ("transforms", "trained_transforms"):
+        if isinstance(raw.get(key), list):
+            raw[key] = tuple(raw[key])
     return raw
 
 
@@ -116,6 +117,9 @@ def parse_config(
         sources["language"] = "detected"
     cfg = replace(cfg, sources=tuple(sources.items()))
     cfg.transform_names()  # unknown transformation names fail here, before any model runs
+    from .trained import check_names
+
+    check_names(cfg)
     return cfg
 
 

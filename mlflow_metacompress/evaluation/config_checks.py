@@ -135,8 +135,15 @@ def check_values(cfg: EvaluatorConfig) -> None:
             f"evaluator_config['attack_engine'] 'spark' needs engine 'spark'; got engine {cfg.engine!r}"
         )
     from .deviation_settings import check_deviation
+    from .trained import check_value
 
     check_deviation(cfg)
+    check_value(cfg.trained_transforms)
+    if cfg.static and cfg.trained_transforms is not None:
+        raise MetaCompressInputError(
+            "evaluator_config['trained_transforms'] holds transformations apart, and static mode runs none; drop it or "
+            "pass a student model and a teacher"
+        )
     for key in COLUMN_KEYS:
         _names(key, getattr(cfg, key))
     _names("attacks", cfg.attacks)

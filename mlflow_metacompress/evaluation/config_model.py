@@ -65,6 +65,8 @@ class EvaluatorConfig:
     )
     # {"queries", "search", "seed", "rows"}: teacher–student deviation search (evaluation/deviation.py)
     deviation: Any = None
+    # rewrites the student trained on, or "auto" (its run tag): pooled apart, /metamorphic_seen (evaluation/trained.py)
+    trained_transforms: Any = None
     sources: tuple[tuple[str, Source], ...] = field(default=(), repr=False, compare=False, metadata={"internal": True})
 
     @property

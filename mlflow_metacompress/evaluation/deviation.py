@@ -30,6 +30,7 @@ original rows (the prediction cache's), never run again on them.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -74,6 +75,9 @@ def deviations(inputs: SourceInputs, models: ModelPair | None, search: Deviation
     settings = parse_deviation(cfg.deviation)
     if settings is None:
         return VariantSet()
+    from .trained import unseen_operators
+
+    settings = replace(settings, operators=unseen_operators(cfg, settings.operators))
     if models is None:
         raise MetaCompressInputError("evaluator_config['deviation'] needs a teacher and a student model")
     frame = inputs.df[list(cfg.code_columns or ())].reset_index(drop=True)

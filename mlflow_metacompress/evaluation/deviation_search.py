@@ -162,6 +162,7 @@ def search_deviations(
         search=settings.search,
         seed=seed,
         batch=settings.batch,
+        operators=settings.operators,
         progress=progress,
         positions=positions,
     )

@@ -24,20 +24,23 @@ if TYPE_CHECKING:
 
 KEY = "deviation"
 SEARCHES = ("dflare", "random", "mhm", "alert")  # attacks.deviation.api.SEARCHES (checked by a test)
-FIELDS = ("queries", "search", "seed", "rows", "batch")
+FIELDS = ("queries", "search", "seed", "rows", "batch", "operators")
 MAX_QUERIES = 100_000
 
 
 @dataclass(frozen=True)
 class DeviationSettings:
     """The resolved settings of one deviation search (see the module docstring); ``batch``
-    variants are queried together per model (DFLARE and random)."""
+    variants are queried together per model (DFLARE and random); ``operators`` restricts the
+    rewrites it composes (None: every one; the student's trained rewrites are left out with
+    ``evaluator_config["trained_transforms"]``, :mod:`.trained`)."""
 
     queries: int = 100
     search: str = "dflare"
     seed: int | None = None
     rows: int | None = None
     batch: int = 4
+    operators: tuple[str, ...] | None = None
 
     def seed_or(self, default: int) -> int:
         """The search's seed: its own, else the evaluator's ``seed``."""
@@ -62,10 +65,19 @@ def parse_deviation(value: Any) -> DeviationSettings | None:
     check_int("deviation.seed", value.get("seed"), 0, 2**63 - 1, optional=True)
     check_int("deviation.rows", value.get("rows"), 1, optional=True)
     check_int("deviation.batch", value.get("batch", 4), 1, 256)
+    operators = value.get("operators")
+    if operators is not None:
+        if isinstance(operators, str):
+            operators = [operators]
+        if not isinstance(operators, (list, tuple)) or not operators or not all(isinstance(o, str) for o in operators):
+            raise bad_value("deviation.operators", value.get("operators"), "a non-empty list of rewrite names")
     search = value.get("search", "dflare")
     if search not in SEARCHES:
         raise bad_value("deviation.search", search, f"one of {list(SEARCHES)}")
-    return DeviationSettings(**{k: value[k] for k in FIELDS if k in value})
+    given = {k: value[k] for k in FIELDS if k in value}
+    if operators is not None:
+        given["operators"] = tuple(operators)
+    return DeviationSettings(**given)
 
 
 def check_deviation(cfg: EvaluatorConfig) -> None:

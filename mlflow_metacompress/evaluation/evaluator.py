@@ -101,12 +101,14 @@ class MetaCompressEvaluator(ModelEvaluator):
         from .config import parse_config
         from .engines import get_engine
         from .loop import run_evaluation
+        from .trained import resolve as resolve_trained
         from .validation import check_nonempty
 
         df = dataset.features_data
         y = dataset.labels_data
         check_nonempty(df)
         cfg = parse_config(evaluator_config, df, model_given=model is not None, labels_given=y is not None)
+        cfg = resolve_trained(cfg, model)  # "auto": the rewrites the student's run says it trained on
         engine = get_engine(cfg)  # chosen once: local, or spark (only the chosen engine's module is imported)
         engine.bind(cfg, model, kwargs.get("model_id"))  # before any model loads
         teacher = student = reference = None

@@ -74,9 +74,9 @@ def judge_table(table: PredictionTable, sets: list[VariantSet], cfg: EvaluatorCo
             m, r = judge(variant, table, cfg.relation_config)
             out.metrics.update(m)
             rows.append(r)
-        if produced.pooled is not None:
-            out.metrics.update(judge(produced.pooled, table, cfg.relation_config)[0])
-            out.pooled[produced.pooled.name] = [v.name for v in produced.variants]
+        for pool, members in produced.pools():
+            out.metrics.update(judge(pool, table, cfg.relation_config)[0])
+            out.pooled[pool.name] = members
     out.per_sample = pd.concat(rows, ignore_index=True)
     return out
 

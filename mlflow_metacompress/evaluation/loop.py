@@ -126,8 +126,8 @@ def _run(
     sets = []
     for produced in _variant_sets(original, inputs, models, sources):
         predict_variants(table, produced.variants, models, ahead)
-        if produced.pooled is not None:
-            table.add_pooled(produced.pooled.name, [v.name for v in produced.variants])
+        for pool, members in produced.pools():
+            table.add_pooled(pool.name, members)
         sets.append(produced)
     if cfg.static and cfg.reference_prob_columns:
         from .reference import static_reference

@@ -79,6 +79,7 @@ def _deviation_partition(
         search=options["search"],
         seed=options["seed"],
         batch=options["batch"],
+        operators=options["operators"],
         positions=positions,
     )
     yield pd.DataFrame(
@@ -108,6 +109,7 @@ def spark_deviation_figures(
         "search": settings.search,
         "seed": settings.seed_or(cfg.seed),
         "batch": settings.batch,
+        "operators": settings.operators,
         "batch_size": cfg.batch_size,
     }
     sdf = spark.createDataFrame(pd.DataFrame({POS: np.arange(len(frame), dtype=np.int64)}))

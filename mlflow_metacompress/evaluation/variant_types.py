@@ -51,6 +51,16 @@ class VariantSet:
     metrics: dict[str, float] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict)
+    # further pooled views (the seen transformations, evaluation/trained.py), and each pooled
+    # view's member variants by name when not every variant (the default)
+    more_pools: tuple[Variant, ...] = ()
+    members: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def pools(self) -> list[tuple[Variant, list[str]]]:
+        """Every pooled view with the names of the variants it concatenates, in order."""
+        views = ((self.pooled,) if self.pooled is not None else ()) + self.more_pools
+        every = [v.name for v in self.variants]
+        return [(view, list(self.members.get(view.name, every))) for view in views]
 
 
 @dataclass(frozen=True, eq=False)

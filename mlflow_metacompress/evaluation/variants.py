@@ -168,7 +168,9 @@ def transformed(
     if not used:
         logger.warning("no transformation applied to any sample; no /<transform> metrics are logged")
         return VariantSet(metrics=metrics, tables=tables)
-    return VariantSet(used, pooled_variant(list(used)), metrics, tables, {"language": cfg.language})
+    from .trained import pooled_set
+
+    return pooled_set(used, cfg, metrics, tables)
 
 
 def adversarial(

@@ -159,6 +159,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     else:
         choice, record = choose_architecture(ctx, options, tokenizers)
     names = list(options.transforms or list_transforms(language))
+    tag_trained(names, [n for n in list_transforms(language) if n not in names])
     variants, variant_of = variant_table(ctx.unlabeled, language, names, ctx.seed)
     logger.info("fidelity: %d variants of %d samples (%s)", len(variants), len(ctx.unlabeled), names)
     t_o, z_o = teacher_outputs(ctx.teacher_uri, ctx.unlabeled, ctx.cache_dir, progress=ctx.fit_config.progress)
@@ -200,3 +201,15 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
         checkpoint_selection=options.select,
         validation_rows=len(valid),
     )
+
+
+def tag_trained(trained: list[str], held_out: list[str]) -> None:
+    """Tag the active run (before training, so a failed run still says it) with the rewrites
+    the student trains on and those it never sees, which the evaluator's
+    ``trained_transforms="auto"`` reads to judge the unseen ones apart (issue 44)."""
+    import mlflow
+
+    from ...artifact_names import HELD_OUT_TRANSFORMS_TAG, TRAINED_TRANSFORMS_TAG
+
+    if mlflow.active_run() is not None:
+        mlflow.set_tags({TRAINED_TRANSFORMS_TAG: ",".join(trained), HELD_OUT_TRANSFORMS_TAG: ",".join(held_out)})

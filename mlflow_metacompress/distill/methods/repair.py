@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from ..repair import TrainFn
 
 NAME = "repair"
-TRAINED_TAG, HELD_OUT_TAG = "metacompress.trained_transforms", "metacompress.held_out_transforms"
 logger = logging.getLogger(__name__)
 
 
@@ -158,8 +157,6 @@ def round_trainer(
 
 def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     """Repair student: the fidelity stage on the training rewrites, then the repair rounds."""
-    import mlflow
-
     from ...transforms import list_transforms
     from ..augment import language_of, variant_table
     from ..fidelity_cache import load_teacher_classifier, teacher_outputs
@@ -167,12 +164,11 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     from ..repair import RepairModule, eager_attention, predictor, repair_rounds
     from ..search.build import materialise
     from ..training import fit
-    from .fidelity import SELECT_MONITOR, choose_architecture, validation_set
+    from .fidelity import SELECT_MONITOR, choose_architecture, tag_trained, validation_set
 
     language = language_of(ctx.task, options.language)
     trained, held_out = split_transforms(options, language)
-    if mlflow.active_run() is not None:  # before training: a failed run still says what it trained on
-        mlflow.set_tags({TRAINED_TAG: ",".join(trained), HELD_OUT_TAG: ",".join(held_out)})
+    tag_trained(list(trained), list(held_out))  # before training: a failed run still says what it trained on
     tokenizers: dict = {}
     if options.student_config is not None:
         choice, record = options.student_config, {"given": True}

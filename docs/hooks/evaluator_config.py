@@ -96,7 +96,7 @@ DESCRIPTIONS: dict[str, str] = {
         "`deviation_queries_median`; needs models. See the [deviation guide](../guide/deviation.md)."
     ),
     "trained_transforms": (
-        "The rewrites the student trained on (a list), or `\"auto\"`: those its training run tagged "
+        'The rewrites the student trained on (a list), or `"auto"`: those its training run tagged '
         "(`metacompress.trained_transforms`, set by `fidelity` and `repair`). The pooled `…/metamorphic` metrics then "
         "pool only the unseen transformations, the seen ones are pooled apart as `…/metamorphic_seen`, and the "
         "deviation search composes only unseen rewrites. Default: nothing held apart."

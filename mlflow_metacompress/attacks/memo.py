@@ -44,9 +44,11 @@ def teacher_report_key(
     settings: tuple[Any, ...],
 ) -> tuple[Any, ...] | None:
     """The memo key of the teacher's attack on ``frame`` (``settings``: language, budget,
-    seed, substitute model), or None (the student, or a model without identity)."""
+    seed, substitute model), or None (a model without identity). A student has a key only
+    when it *is* a teacher (the three-teacher study judges teachers against each other and
+    attacks a teacher alone to choose its budget): its identity is then in the memo already."""
     identity = getattr(predictor, "identity", None)
-    if role != "teacher" or identity is None:
+    if identity is None or (role != "teacher" and not any(k[0] == identity for k in _TEACHER_REPORTS)):
         return None
     from ..cache_keys import rows_digest
 

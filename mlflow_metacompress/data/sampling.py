@@ -19,11 +19,16 @@ def cap_rows(df: pd.DataFrame, n: int | None, label: str, seed: int = 0) -> pd.D
         raise KeyError(f"cannot stratify by label column {label!r}; the table has {list(df.columns)}")
     if n is not None and n < 1:
         raise ValueError(f"a row cap must be ≥ 1, got {n}")
+    return df.reset_index(drop=True).loc[cap_positions(df, n, label, seed)].reset_index(drop=True)
+
+
+def cap_positions(df: pd.DataFrame, n: int | None, label: str, seed: int = 0) -> list[int]:
+    """The positions (0-based, in order) of the rows :func:`cap_rows` keeps."""
     if n is None or len(df) <= n:
-        return df.reset_index(drop=True)
+        return list(range(len(df)))
     df = df.reset_index(drop=True)
     keep: list[int] = []
     for _, group in df.groupby(label, sort=True):
         k = max(1, round(len(group) * n / len(df)))
         keep.extend(group.sample(n=min(k, len(group)), random_state=seed).index)
-    return df.loc[sorted(keep)[:n]].reset_index(drop=True)
+    return [int(i) for i in sorted(keep)[:n]]

@@ -28,6 +28,7 @@ def attack_args(cfg: StudyConfig, student: StageResult, method: str, seed: int) 
         "attack_rows": cfg.attack_rows,
         "attacks": list(cfg.attacks),
         "attack_budget": cfg.attack_budget,
+        **({"eval_seed": cfg.eval_seed} if cfg.eval_seed is not None else {}),
     }
 
 
@@ -69,7 +70,7 @@ def attack_stage(
                 "transforms": [],
                 "attacks": list(cfg.attacks),
                 "attack_budget": cfg.attack_budget,
-                "seed": seed,
+                "seed": seed if cfg.eval_seed is None else cfg.eval_seed,
                 "progress": False,
                 "bootstrap_samples": 0,
             },

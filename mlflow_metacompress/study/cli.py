@@ -127,9 +127,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--only",
         default="all",
-        choices=["all", "teacher", "students", "report"],
-        help="stop after this part (report: only aggregate finished stages)",
+        choices=["all", "teacher", "students", "report", "teachers", "replicas", "attacks", "confirmation"],
+        help="stop after this part (report: only aggregate finished stages); with --three-teachers: teachers, "
+        "replicas, students, attacks, confirmation, all or report",
     )
+    p.add_argument(
+        "--three-teachers",
+        action="store_true",
+        help="issue 42's study: three teachers (--teacher-seeds), each the others' reference, premise students, "
+        "attacks and confirmation (mlflow_metacompress/study/triad.py); the page goes to --output "
+        "(default reproduction/three-teachers)",
+    )
+    p.add_argument("--teacher-seeds", type=_seeds, default=(0, 1, 2), help="with --three-teachers: the teachers")
     p.add_argument(
         "--stages",
         default="",
@@ -193,6 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.artifact_root and mlflow.get_experiment_by_name(args.experiment) is None:
         mlflow.create_experiment(args.experiment, artifact_location=args.artifact_root)
     mlflow.set_experiment(args.experiment)
+    if args.three_teachers:
+        from .triad import TriadPlan, premise_config, run_triad
+
+        plan = TriadPlan(base=premise_config(replace(cfg, teacher_seed=0)), teacher_seeds=tuple(args.teacher_seeds))
+        only = "teachers" if args.only == "teacher" else args.only
+        out = args.output if args.output != "reproduction" else "reproduction/three-teachers"
+        done = run_triad(plan, only=only, output=out, bundles=args.stages or None)
+        logger.info("three-teacher study: %d failed stage(s) %s", len(done["failed"]), done["failed"])
+        return 0
     if steps:
         from .premise import PREMISE_METHODS, premise_ladder
 
@@ -201,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         sizes = [float(x) for x in _csv(args.premise_sizes)]
         from functools import partial
 
-        runner = partial(run_study, bundles=args.stages or None)
-        result = premise_ladder(cfg, steps, sizes, methods=methods, output=out, runner=runner)
+        runner = {"runner": partial(run_study, bundles=args.stages)} if args.stages else {}
+        result = premise_ladder(cfg, steps, sizes, methods=methods, output=out, **runner)
         logger.info("premise ladder: %s", {k: v for k, v in result.items() if k != "rungs"})
         return 0
     run_study(cfg, only=args.only, output=args.output, bundles=args.stages or None)

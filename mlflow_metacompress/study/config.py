@@ -94,6 +94,13 @@ class StudyConfig:
     # the teacher's training seed (issue 42: three teachers, each the others' reference);
     # hashed into the teacher's key only when not 0, so the stored seed-0 teacher keeps its key
     teacher_seed: int = 0
+    # the judged rows (issue 42's confirmation): "selection" (the label-stratified eval_rows
+    # sample), "confirmation" (the rest of the test file) or "natural" (the confirmation rows
+    # resampled to BigCloneBench's natural clone ratio); hashed only when not "selection"
+    eval_split: str = "selection"
+    # the evaluator's seed (transformation sites); None: the student's seed, as stored studies
+    # used. The three-teacher study fixes it so that every model is judged on identical variants
+    eval_seed: int | None = None
 
     def options(self, method: str) -> dict[str, Any]:
         """``method``'s options, with ``student_lr`` in place of its own learning rate when set."""

@@ -11,7 +11,8 @@ halves in full:
   predicted) is the distillation set: students see only our teacher's soft labels on
   it. A seeded, label-stratified ``oracle_rows`` subset is held out of distillation
   and kept for the teacher-as-oracle comparison against CodeBERT's hard labels;
-- ``valid.txt`` selects, ``test.txt`` evaluates (balanced);
+- ``valid.txt`` selects, ``test.txt`` evaluates (balanced); :func:`eval_rows` picks the judged
+  test rows (issue 42: the selection rows, the rows left for confirmation, a natural-ratio resample);
 - every pair file is joined with ``data_full.jsonl`` (falls back to ``data.jsonl``).
 
 For Devign (``task=vulnerability``) the teacher trains on ``train_full.jsonl`` when
@@ -24,11 +25,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..data.sampling import cap_rows
 from ..pipeline.data import CODEXGLUE_TASK, normalise_task
+
+if TYPE_CHECKING:
+    from .config import StudyConfig
 
 logger = logging.getLogger(__name__)
 
@@ -127,3 +132,27 @@ def load_study_data(
     )
     logger.info("reproduction data from %s: %s", folder, data.sizes())
     return data
+
+
+NATURAL_CLONE_RATIO = 0.14  # BigCloneBench's share of clone pairs (issue 42's natural-ratio confirmation)
+
+
+def eval_rows(cfg: StudyConfig, data: Any) -> Any:
+    """The test rows every student is judged on: the same label-stratified sample for every
+    method and seed (so methods are compared on the same rows); with ``eval_split``
+    "confirmation" the test rows that sample left out, and with "natural" those rows with
+    clones subsampled to :data:`NATURAL_CLONE_RATIO` (every non-clone kept; seed ``data_seed``)."""
+    from ..data.sampling import cap_positions, cap_rows
+
+    if cfg.eval_split == "selection":
+        return cap_rows(data.test, cfg.eval_rows, data.label_column, cfg.data_seed)
+    if cfg.eval_split not in ("confirmation", "natural"):
+        raise ValueError(f"eval_split must be selection, confirmation or natural, got {cfg.eval_split!r}")
+    test = data.test.reset_index(drop=True)
+    rest = test.drop(index=cap_positions(test, cfg.eval_rows, data.label_column, cfg.data_seed))
+    if cfg.eval_split == "natural":
+        clones = rest[rest[data.label_column] == 1]
+        others = rest[rest[data.label_column] != 1]
+        keep = min(len(clones), round(NATURAL_CLONE_RATIO * len(others) / (1 - NATURAL_CLONE_RATIO)))
+        rest = rest.loc[sorted([*others.index, *clones.sample(n=keep, random_state=cfg.data_seed).index])]
+    return rest.reset_index(drop=True)

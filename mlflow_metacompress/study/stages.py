@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import StudyConfig, data_args
+from .data import eval_rows
 from .resume import StageResult, run_stage
 from .teacher import study_data, teacher_args, teacher_stage
 
@@ -110,15 +111,10 @@ def eval_args(cfg: StudyConfig, student: StageResult, method: str, seed: int) ->
         "attack_budget": cfg.attack_budget,
         "attack_max_samples": cfg.attack_max_samples,
         "bootstrap": cfg.bootstrap,
+        # only when set, so that stored evaluations keep their keys
+        **({"eval_split": cfg.eval_split} if cfg.eval_split != "selection" else {}),
+        **({"eval_seed": cfg.eval_seed} if cfg.eval_seed is not None else {}),
     }
-
-
-def eval_rows(cfg: StudyConfig, data: Any) -> Any:
-    """The test rows every student is judged on: the same label-stratified sample for every
-    method and seed (so methods are compared on the same rows)."""
-    from ..data.sampling import cap_rows
-
-    return cap_rows(data.test, cfg.eval_rows, data.label_column, cfg.data_seed)
 
 
 def evaluation_stage(
@@ -140,7 +136,7 @@ def evaluation_stage(
             "attacks": [] if cfg.attack_rows else list(cfg.attacks),
             "attack_budget": cfg.attack_budget,
             "attack_max_samples": cfg.attack_max_samples,
-            "seed": seed,
+            "seed": seed if cfg.eval_seed is None else cfg.eval_seed,
             "progress": False,
             "bootstrap_samples": cfg.bootstrap,
         }

@@ -194,3 +194,31 @@ def test_the_teachers_attack_is_read_from_the_cache_folder_by_a_new_process(trac
     assert len(calls) == 7  # an unreadable file is ignored ...
     evaluate()
     assert len(calls) == 8  # ... and rewritten whole
+
+
+@pytest.mark.slow
+def test_a_teacher_judged_as_its_own_student_is_attacked_once(tracking, monkeypatch):
+    """The three-teacher study attacks each teacher alone to choose the budget (the teacher in
+    both roles): the student role reuses the teacher's report; another student does not."""
+    from mlflow_metacompress.attacks import memo
+
+    monkeypatch.setattr(memo, "_TEACHER_REPORTS", {})
+    calls, uri = _counting_attacks(monkeypatch), _logged_teacher()
+    df = toy_frame(40, seed=7)
+    df["target"] = teacher(df).argmax(1)
+    config = {"teacher": uri, "language": "c", "transforms": [], "attacks": ["mhm_zhang_2020"], "attack_budget": 20,
+              "progress": False}  # fmt: skip
+    with mlflow.start_run():
+        m = mlflow.models.evaluate(
+            model=uri, data=df.head(8), targets="target", model_type="metacompress", evaluators="metacompress",
+            evaluator_config=config,
+        ).metrics  # fmt: skip
+    assert len(calls) == 1
+    for key in ("asr", "accuracy_drop", "mean_queries"):
+        assert m[f"attack_mhm_zhang_2020/student_{key}"] == m[f"attack_mhm_zhang_2020/teacher_{key}"]
+    with mlflow.start_run():
+        mlflow.models.evaluate(
+            model=student, data=df.head(8), targets="target", model_type="metacompress", evaluators="metacompress",
+            evaluator_config=config,
+        )  # fmt: skip
+    assert len(calls) == 2  # the teacher's report from the memo, the other student attacked

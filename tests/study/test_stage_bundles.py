@@ -108,9 +108,12 @@ def test_a_bundled_teacher_is_adopted_by_an_empty_store_with_the_same_weights(
     assert find_bundle(folder, "teacher", study_teacher.teacher_args(elsewhere)) is None
 
 
-def test_the_command_line_passes_the_stages_folder(tracking, monkeypatch):
+def test_the_command_line_passes_the_stages_folder(monkeypatch):
+    import mlflow
+
     from mlflow_metacompress.study import cli, stages
 
+    monkeypatch.setattr(mlflow, "set_experiment", lambda name: None)  # no experiment left active for later tests
     seen = {}
     monkeypatch.setattr(stages, "run_study", lambda cfg, **kw: seen.update(kw) or {})
     cli.main(["--only", "teacher", "--stages", "reproduction/three-teachers/stages"])

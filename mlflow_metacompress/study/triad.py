@@ -1,0 +1,248 @@
+"""The three-teacher study's stages (issue 42; its rules, fixed before the runs, are
+:mod:`.replica`; its page is :mod:`.triad_page`).
+
+MetaCompress (Awal, Rochan, Roy, arXiv 2511.05476) reads every teacher–student
+disagreement as the student's failure. Here each rate is read against what a teacher
+retrained with another seed does on the same rows. :func:`run_triad` runs, resumably (every
+part is a stage of :mod:`.resume`, found finished on a rerun):
+
+1. **teachers** ``T0, T1, T2`` (``--teacher-seed``), carried between machines as stage
+   bundles (:mod:`.bundle`) when a folder is given;
+2. **replicas**: each ``Tj`` judged against each ``Ti`` (``j ≠ i``) exactly as a student is,
+   on the selection rows: the reference rates;
+3. **premise students** per teacher: Compressor (seeds 0 and 1), MORPH and ``fidelity``
+   (seed 0), each evaluated on the same rows and the same variants (one evaluator seed);
+4. **attacks**: each teacher alone at 30, 100, 300 queries until every teacher's success
+   among correctly classified rows reaches 15% (per attack), then every premise student at
+   that budget (the teacher's reports are reused from the memo);
+5. **confirmation**: Compressor with fresh seeds 10 and 11 per teacher, judged on the test
+   rows the selection left out and on a natural-ratio resample of them.
+
+A stage that fails is logged and skipped (a rerun retries it); the others go on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from .config import ATTACKS, StudyConfig
+from .replica import BUDGETS, TEACHER_SUCCESS_FLOOR
+from .resume import StageResult
+
+logger = logging.getLogger(__name__)
+
+PARTS = ("teachers", "replicas", "students", "attacks", "confirmation", "all", "report")
+REPLICA = "replica"  # the method name of a teacher judged against another teacher
+
+
+def premise_config(base: StudyConfig | None = None) -> StudyConfig:
+    """The premise setting (3 MB, 6,000 steps on every CodeBERT-labelled pair, lr 1e-3,
+    gradient norm clipped at 1; 1,000 judged rows), with one evaluator seed for every model."""
+    return replace(
+        base or StudyConfig(),
+        size_mb=3.0,
+        student_steps=6000,
+        student_lr=1e-3,
+        student_grad_clip=1.0,
+        distill_rows=None,
+        eval_rows=1000,
+        attacks=(),
+        attack_rows=None,
+        eval_seed=0,
+    )
+
+
+@dataclass(frozen=True)
+class TriadPlan:
+    """What the three-teacher study runs (the defaults are issue 42's design)."""
+
+    base: StudyConfig = field(default_factory=premise_config)
+    teacher_seeds: tuple[int, ...] = (0, 1, 2)
+    seeds: Mapping[str, tuple[int, ...]] = field(
+        default_factory=lambda: {"compressor": (0, 1), "morph": (0,), "fidelity": (0,)}
+    )
+    confirm_method: str = "compressor"
+    confirm_seeds: tuple[int, ...] = (10, 11)
+    attacks: tuple[str, ...] = ATTACKS
+    budgets: tuple[int, ...] = BUDGETS
+    attack_rows: int = 1000
+
+    def teacher_cfg(self, seed: int) -> StudyConfig:
+        return replace(self.base, teacher_seed=seed)
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return tuple(self.seeds)
+
+
+def as_student(teacher: StageResult) -> StageResult:
+    """A teacher's stage standing where a student's does (its key and model)."""
+    return StageResult(teacher.name, teacher.key, teacher.run_id, dict(teacher.outputs), True)
+
+
+def _guard(done: dict[str, Any], label: str, step: Any) -> Any:
+    try:
+        return step()
+    except Exception as exc:  # noqa: BLE001 - one failed stage must not end a study of hours
+        logger.exception("%s failed: %s; the study goes on (a rerun retries it)", label, exc)
+        done["failed"].append(f"{label}: {type(exc).__name__}: {exc}")
+        return None
+
+
+def run_triad(
+    plan: TriadPlan,
+    *,
+    only: str = "all",
+    output: str | Path = "reproduction/three-teachers",
+    bundles: str | Path | None = None,
+    data: Any | None = None,
+) -> dict[str, Any]:
+    """Run (or resume) the parts of the study up to ``only`` (``teachers``, ``replicas``,
+    ``students``, ``attacks``, ``confirmation``; ``all`` runs every part and writes the page;
+    ``report`` runs nothing and writes the page from the finished stages)."""
+    if only not in PARTS:
+        raise ValueError(f"run_triad: only must be one of {PARTS}, got {only!r}")
+    from ..threads import using
+    from .teacher import study_data, teacher_stage
+
+    data = data if data is not None else study_data(plan.base)
+    done: dict[str, Any] = {"failed": []}
+    with using(plan.base.threads):
+        teachers = {}
+        for seed in plan.teacher_seeds:
+            if only == "report":
+                from .bundle import adopt
+                from .resume import lookup
+                from .teacher import teacher_args
+
+                if bundles is not None:
+                    adopt("teacher", teacher_args(plan.teacher_cfg(seed)), bundles)
+                found = lookup("teacher", teacher_args(plan.teacher_cfg(seed)))
+                if found is not None:
+                    teachers[seed] = found
+                continue
+            result = _guard(done, f"teacher {seed}", lambda s=seed: teacher_stage(plan.teacher_cfg(s), data, bundles))
+            if result is not None:
+                teachers[seed] = result
+        done["teachers"] = teachers
+        order = PARTS.index(only) if only not in ("all", "report") else len(PARTS)
+        if only != "report":
+            if order >= PARTS.index("replicas"):
+                _replicas(plan, data, teachers, done)
+            if order >= PARTS.index("students"):
+                _students(plan, data, teachers, done)
+            if order >= PARTS.index("attacks"):
+                _attacks(plan, data, teachers, done)
+            if order >= PARTS.index("confirmation"):
+                _confirmation(plan, data, teachers, done)
+        if only in ("all", "report"):
+            from .triad_page import write_triad_page
+
+            done["page"] = write_triad_page(plan, teachers, output)
+    return done
+
+
+def _replicas(plan: TriadPlan, data: Any, teachers: Mapping[int, StageResult], done: dict[str, Any]) -> None:
+    from .stages import evaluation_stage
+
+    for i, ti in teachers.items():
+        for j, tj in teachers.items():
+            if i != j:
+                judge = partial(evaluation_stage, plan.teacher_cfg(i), data, ti, as_student(tj), REPLICA, j)
+                _guard(done, f"replica T{j} vs T{i}", judge)
+
+
+def _students(plan: TriadPlan, data: Any, teachers: Mapping[int, StageResult], done: dict[str, Any]) -> None:
+    for i, teacher in teachers.items():
+        cfg = plan.teacher_cfg(i)
+        for method, seeds in plan.seeds.items():
+            for seed in seeds:
+                _guard(done, f"T{i} {method} seed {seed}", partial(_student, cfg, data, teacher, method, seed))
+
+
+def _student(cfg: StudyConfig, data: Any, teacher: StageResult, method: str, seed: int) -> None:
+    from .stages import evaluation_stage, student_stage
+
+    student = student_stage(cfg, data, teacher, method, seed)
+    evaluation_stage(cfg, data, teacher, student, method, seed)
+
+
+def attack_cfg(plan: TriadPlan, teacher_seed: int, attack: str, budget: int) -> StudyConfig:
+    """One attack at one budget on the selection rows (``attack_rows``, the same sample)."""
+    return replace(
+        plan.teacher_cfg(teacher_seed), attacks=(attack,), attack_rows=plan.attack_rows, attack_budget=budget
+    )
+
+
+def teacher_success(stage: StageResult, attack: str) -> float:
+    """The teacher's attack success among its correctly classified rows, read from the stage."""
+    from mlflow import MlflowClient
+
+    return float(MlflowClient().get_run(stage.run_id).data.metrics.get(f"attack_{attack}/teacher_asr", float("nan")))
+
+
+def chosen_budget(successes: Mapping[int, Mapping[int, float]], budgets: tuple[int, ...]) -> int | None:
+    """Rule 4's budget: the smallest at which every teacher's success is at least the floor
+    (``successes[budget][teacher]``); None when no budget reaches it."""
+    for budget in budgets:
+        rates = successes.get(budget, {})
+        if rates and all(r >= TEACHER_SUCCESS_FLOOR for r in rates.values()):
+            return budget
+    return None
+
+
+def _attacks(plan: TriadPlan, data: Any, teachers: Mapping[int, StageResult], done: dict[str, Any]) -> None:
+    from .attacks import attack_stage
+    from .resume import lookup
+    from .stages import student_args
+
+    done["budgets"] = {}
+    for attack in plan.attacks:
+        successes: dict[int, dict[int, float]] = {}
+        budget = None
+        for b in plan.budgets:
+            for i, t in teachers.items():
+                alone = partial(attack_stage, attack_cfg(plan, i, attack, b), data, t, as_student(t), "teacher", i)
+                stage = _guard(done, f"T{i} alone, {attack} at {b}", alone)
+                if stage is not None:
+                    successes.setdefault(b, {})[i] = teacher_success(stage, attack)
+            budget = chosen_budget(successes, (b,))
+            if budget is not None:
+                break
+        done["budgets"][attack] = {"chosen": budget, "teacher_success": successes}
+        if budget is None:
+            logger.warning("%s: no budget of %s reaches %.0f%% teacher success", attack, plan.budgets, 100 * 0.15)
+            continue
+        for i, teacher in teachers.items():
+            cfg = attack_cfg(plan, i, attack, budget)
+            for method, seeds in plan.seeds.items():
+                for seed in seeds:
+                    student = lookup(
+                        f"student-{method}-seed{seed}", student_args(plan.teacher_cfg(i), teacher, method, seed)
+                    )
+                    if student is not None:
+                        _guard(
+                            done, f"T{i} {method} seed {seed}, {attack} at {budget}",
+                            lambda c=cfg, t=teacher, s=student, m=method, sd=seed: attack_stage(c, data, t, s, m, sd),
+                        )  # fmt: skip
+
+
+def _confirmation(plan: TriadPlan, data: Any, teachers: Mapping[int, StageResult], done: dict[str, Any]) -> None:
+    for i, teacher in teachers.items():
+        cfg = plan.teacher_cfg(i)
+        for seed in plan.confirm_seeds:
+            step = partial(_confirm, cfg, data, teacher, plan.confirm_method, seed)
+            _guard(done, f"T{i} confirmation seed {seed}", step)
+
+
+def _confirm(cfg: StudyConfig, data: Any, teacher: StageResult, method: str, seed: int) -> None:
+    from .stages import evaluation_stage, student_stage
+
+    student = student_stage(cfg, data, teacher, method, seed)
+    for split in ("confirmation", "natural"):  # rule 5 judges accuracy: no rewrites needed
+        evaluation_stage(replace(cfg, eval_split=split, transforms=[]), data, teacher, student, method, seed)

@@ -119,12 +119,22 @@ def concat(parts: Sequence[CodeExamples]) -> CodeExamples:
 
 
 def variant_table(
-    examples: CodeExamples, language: str, names: Sequence[str], seed: int = 0
+    examples: CodeExamples, language: str, names: Sequence[str], seed: int = 0, rows: int | None = None
 ) -> tuple[CodeExamples, list[np.ndarray]]:
     """All changed variants of every row under each of ``names`` (first column
     transformed; a pair's second function is kept) and, per original, the indices of its
-    variants in the table."""
-    table = each_variant(examples.texts, names, language, seed)
+    variants in the table. ``rows``: only a seeded sample of that many rows gets variants
+    (each variant costs one teacher pass; the others keep an empty list)."""
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
+        raise ValueError(f"variant_rows must be a positive integer or None, got {rows!r}")
+    chosen = list(range(len(examples)))
+    if rows is not None and rows < len(examples):
+        chosen = sorted(int(i) for i in np.random.default_rng(seed).choice(len(examples), rows, replace=False))
+    subset = each_variant([examples.texts[i] for i in chosen], names, language, seed)
+    table: dict[str, list[str | None]] = {name: [None] * len(examples) for name in names}
+    for name in names:
+        for j, i in enumerate(chosen):
+            table[name][i] = subset[name][j]
     texts: list[str] = []
     source_b = examples.texts_b
     texts_b: list[str] | None = [] if source_b is not None else None

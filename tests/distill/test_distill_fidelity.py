@@ -182,6 +182,22 @@ def test_variant_table_and_draws_stay_with_their_original():
         assert len(set(zip(rows.tolist(), parents.tolist(), strict=True))) == len(rows)  # distinct per original
 
 
+def test_variant_rows_gives_variants_to_a_seeded_sample_of_rows_only():
+    codes = [C_CODE.replace("add_one", f"f{i}").replace("+ 1", f"+ {i}") for i in range(8)]
+    ex, names = CodeExamples(codes), ["rename_function", "swap_operands"]
+    full, full_of = variant_table(ex, "c", names, seed=3)
+    part, part_of = variant_table(ex, "c", names, seed=3, rows=3)
+    owners = [i for i, v in enumerate(part_of) if len(v)]
+    assert len(owners) == 3 and owners == sorted(owners)
+    assert variant_table(ex, "c", names, seed=3, rows=3)[1][owners[0]].tolist() == part_of[owners[0]].tolist()
+    for i in owners:  # each sampled row's variants are its own
+        assert all(part.texts[r] != codes[i] for r in part_of[i])
+        assert all(f"+ {i}" in part.texts[r] or f"{i} +" in part.texts[r] for r in part_of[i])
+    assert len(part) < len(full) and variant_table(ex, "c", names, seed=3, rows=100)[0].texts == full.texts
+    with pytest.raises(ValueError, match="variant_rows"):
+        variant_table(ex, "c", names, rows=0)
+
+
 @pytest.mark.slow
 def test_fidelity_end_to_end_with_a_given_architecture(tracking, tmp_path, capsys):
     from mlflow_metacompress.distill.arch import param_count

@@ -60,6 +60,7 @@ class Options(ProbeOptions):
     student_config: ArchSpec | None = None
     transforms: tuple[str, ...] | None = None
     variants_per_step: int = 2
+    variant_rows: int | None = None  # only a seeded sample of this many training rows gets variants (teacher passes)
     select: Literal["agreement", "relations", "accuracy"] = "agreement"
     language: str | None = None
     # T = 3 (MORPH's value) rather than T = 1: with a confident teacher (p ≈ 0.99), KD at
@@ -160,7 +161,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
         choice, record = choose_architecture(ctx, options, tokenizers)
     names = list(options.transforms or list_transforms(language))
     tag_trained(names, [n for n in list_transforms(language) if n not in names])
-    variants, variant_of = variant_table(ctx.unlabeled, language, names, ctx.seed)
+    variants, variant_of = variant_table(ctx.unlabeled, language, names, ctx.seed, options.variant_rows)
     logger.info("fidelity: %d variants of %d samples (%s)", len(variants), len(ctx.unlabeled), names)
     t_o, z_o = teacher_outputs(ctx.teacher_uri, ctx.unlabeled, ctx.cache_dir, progress=ctx.fit_config.progress)
     t_v, z_v = (

@@ -175,7 +175,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     else:
         choice, record = choose_architecture(ctx, options, tokenizers)
     names = [n for n in trained if n in list_transforms(language)]  # rename_identifier is the search's own
-    variants, variant_of = variant_table(ctx.unlabeled, language, names, ctx.seed)
+    variants, variant_of = variant_table(ctx.unlabeled, language, names, ctx.seed, options.variant_rows)
     progress = ctx.fit_config.progress
     t_o, z_o = teacher_outputs(ctx.teacher_uri, ctx.unlabeled, ctx.cache_dir, progress=progress)
     t_v, z_v = (

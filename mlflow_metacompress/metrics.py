@@ -96,6 +96,11 @@ _OTHER_SPECS = [
     MetricSpec(
         "deviation_queries_median", True, "deviation: median paired queries to the first deviation (found rows)"
     ),
+    MetricSpec(
+        "deviation_queries_per_deviation",
+        True,
+        "deviation: paired queries spent on all agreeing rows / deviations found (DFLARE's cost; found rows)",
+    ),
     MetricSpec("deviation_rows_searched", True, "deviation: rows searched"),
     MetricSpec("deviation_rows_agreeing", True, "deviation: searched rows where teacher and student agree at start"),
     MetricSpec("deviation_rows_found", False, "deviation: rows with a verified deviation"),
@@ -116,6 +121,7 @@ _OTHER_SPECS = [
             ("deviation_rate_ci_low", False),
             ("deviation_rate_ci_high", False),
             ("deviation_queries_median", True),
+            ("deviation_queries_per_deviation", True),
             ("deviation_rows_searched", True),
             ("deviation_rows_agreeing", True),
             ("deviation_rows_found", False),

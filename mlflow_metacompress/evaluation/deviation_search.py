@@ -73,6 +73,9 @@ class DeviationFigures:
         firsts = [r.queries_to_first for r in self.records if r.found and r.queries_to_first is not None]
         if firsts:
             out["deviation_queries_median"] = float(np.median(firsts))
+            # DFLARE's cost measure: every paired query spent on agreeing rows, per deviation found
+            spent = sum(r.queries for r in self.records if r.agreed_at_start)
+            out["deviation_queries_per_deviation"] = float(spent / self.found)
         return {f"{prefix}{k}": v for k, v in out.items()}
 
     def table(self) -> pd.DataFrame:

@@ -100,6 +100,11 @@ def test_metrics_equal_a_direct_computation_from_the_table_and_the_models(evalua
     assert m["deviation_rate_ci_low"] <= m["deviation_rate"] <= m["deviation_rate_ci_high"]
     assert m["deviation_rate_ci_low"] < m["deviation_rate_ci_high"]  # 0 < rate < 1 here: a real interval
     assert m["deviation_queries_median"] == pytest.approx(float(np.median(table["queries_to_first"])))
+    unfound = m["deviation_rows_agreeing"] - len(table)  # each spent between 1 and the budget of 12
+    per = m["deviation_queries_per_deviation"]
+    assert (
+        (table["queries"].sum() + unfound) / len(table) <= per <= (table["queries"].sum() + 12 * unfound) / len(table)
+    )
     assert (table["queries_to_first"] <= 12).all() and (table["queries_to_first"] >= 1).all()
     assert set(table["row"]) <= set(np.flatnonzero(agree))
     assert summary["deviation"]["found"] == len(table) and summary["deviation"]["search"] == "dflare"

@@ -138,6 +138,13 @@ def parser() -> argparse.ArgumentParser:
         "attacks and confirmation (mlflow_metacompress/study/triad.py); the page goes to --output "
         "(default reproduction/three-teachers)",
     )
+    p.add_argument(
+        "--repair-study",
+        action="store_true",
+        help="issue 44's page: repair against Compressor over 5 paired seeds at the premise setting, on rewrites "
+        "repair never trained on (mlflow_metacompress/study/repair_study.py; --only students, all or report; the page "
+        "goes to --output, default reproduction/repair)",
+    )
     p.add_argument("--teacher-seeds", type=_seeds, default=(0, 1, 2), help="with --three-teachers: the teachers")
     p.add_argument(
         "--stages",
@@ -210,6 +217,16 @@ def main(argv: list[str] | None = None) -> int:
         out = args.output if args.output != "reproduction" else "reproduction/three-teachers"
         done = run_triad(plan, only=only, output=out, bundles=args.stages or None)
         logger.info("three-teacher study: %d failed stage(s) %s", len(done["failed"]), done["failed"])
+        return 0
+    if args.repair_study:
+        from .repair_study import RepairPlan, run_repair_study
+        from .triad import premise_config
+
+        out = args.output if args.output != "reproduction" else "reproduction/repair"
+        seeds = tuple(args.seeds) if tuple(args.seeds) != StudyConfig().seeds else (0, 1, 2, 3, 4)  # issue 44: 5
+        repair_plan = RepairPlan(base=premise_config(replace(cfg, teacher_seed=0)), seeds=seeds)
+        done = run_repair_study(repair_plan, only=args.only, output=out, bundles=args.stages or None)
+        logger.info("repair study: %d failed stage(s) %s", len(done["failed"]), done["failed"])
         return 0
     if steps:
         from .premise import PREMISE_METHODS, premise_ladder

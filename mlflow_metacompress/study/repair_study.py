@@ -1,0 +1,191 @@
+"""Issue 44's measurement: the ``repair`` method against Compressor at the study's premise
+setting on BigCloneBench, over paired seeds, on rewrites the repaired student never trained
+on (page: :mod:`.repair_page`).
+
+DFLARE (Tian et al., TOSEM 2023) retrained a compressed image model on the deviating
+inputs its search found and removed up to 48% of the deviations. ``repair``
+(:mod:`mlflow_metacompress.distill.methods.repair`) does that for models of code: the
+fidelity distillation on half of the rewrites, then rounds of deviation search on training
+rows and training on what it found. Here each seed gives a pair of students of one teacher
+at equal size and equal total steps (``repair``'s distillation steps plus its rounds' steps
+equal Compressor's 6,000), and every student, with the retrained teacher as a reference
+model, is judged by one evaluation on the 1,000 selection rows of the test file:
+
+- every rewrite, with the rewrites ``repair`` trained on held apart
+  (``trained_transforms``): ``any_violation_rate/metamorphic`` pools the unseen ones only;
+- the deviation search on the first ``deviation_rows`` rows at ``queries`` paired queries,
+  composing only unseen rewrites: ``deviation_rate`` and
+  ``deviation_queries_per_deviation``;
+- accuracy, per row, for the TOST at ±1 point on the total error.
+
+Every part is a resumable stage (:mod:`.resume`); the teacher comes from the stage bundles.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .config import CPU_OPTIONS, StudyConfig
+from .resume import StageResult, run_stage
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("compressor", "repair")
+# the fidelity stage's CPU budget (architecture probes, one variant per step) on 6,000 sampled
+# rows' variants, then 3 rounds of DFLARE on 256 training rows at 30 queries, 200 steps each
+REPAIR_OPTIONS: dict[str, Any] = {
+    **{k: v for k, v in CPU_OPTIONS["fidelity"].items() if k != "transforms"},
+    "variant_rows": 6000,
+    "rounds": 3,
+    "queries": 30,
+    "search_rows": 256,
+    "round_steps": 200,
+}
+
+
+@dataclass(frozen=True)
+class RepairPlan:
+    """What issue 44's page measures (the defaults are its design)."""
+
+    base: StudyConfig = field(default_factory=lambda: _premise())
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    options: Mapping[str, Any] = field(default_factory=lambda: dict(REPAIR_OPTIONS))
+    queries: int = 100
+    deviation_rows: int = 200
+    reference_seed: int | None = 1  # the retrained teacher judged beside the students, when its stage exists
+
+    def cfg(self, method: str) -> StudyConfig:
+        """The study config of ``method``'s students: ``repair`` at equal total steps."""
+        if method != "repair":
+            return self.base
+        rounds = int(self.options["rounds"]) * int(self.options["round_steps"])
+        options = {**self.base.method_options, "repair": dict(self.options)}
+        return replace(self.base, student_steps=self.base.student_steps - rounds, method_options=options)
+
+
+def _premise() -> StudyConfig:
+    from .triad import premise_config
+
+    return premise_config()
+
+
+def trained_of(student: StageResult) -> list[str]:
+    """The rewrites a ``repair`` student trained on, from its run's tag."""
+    from mlflow import MlflowClient
+
+    from ..artifact_names import TRAINED_TRANSFORMS_TAG
+
+    run_id = student.outputs.get("student_run_id")
+    tag = MlflowClient().get_run(run_id).data.tags.get(TRAINED_TRANSFORMS_TAG, "") if run_id else ""
+    return [t for t in tag.split(",") if t]
+
+
+def fair_args(plan: RepairPlan, model: StageResult, trained: list[str]) -> dict[str, Any]:
+    from .config import data_args
+
+    return {
+        **data_args(plan.base),
+        "model_key": model.key,
+        "eval_rows": plan.base.eval_rows,
+        "trained_transforms": sorted(trained),
+        "queries": plan.queries,
+        "deviation_rows": plan.deviation_rows,
+    }
+
+
+def fair_evaluation(
+    plan: RepairPlan, data: Any, teacher: StageResult, model: StageResult, trained: list[str], label: str
+) -> StageResult:
+    """One model judged on the selection rows with ``trained`` held apart (see the module docstring)."""
+
+    def body() -> dict[str, Any]:
+        import mlflow
+
+        from .data import eval_rows
+
+        mlflow.models.evaluate(
+            model=model.outputs["model_uri"],
+            data=eval_rows(plan.base, data),
+            targets=data.label_column,
+            model_type="metacompress",
+            evaluators="metacompress",
+            evaluator_config={
+                "teacher": teacher.outputs["model_uri"],
+                "code_columns": list(data.code_columns),
+                "transforms": "all",
+                "trained_transforms": list(trained),
+                "deviation": {"queries": plan.queries, "rows": plan.deviation_rows, "seed": 0},
+                "seed": 0,
+                "progress": False,
+                "bootstrap_samples": 0,
+            },
+        )
+        return {"model_uri": model.outputs["model_uri"]}
+
+    return run_stage(f"repair-judge-{label}", fair_args(plan, model, trained), body, study=plan.base.task)
+
+
+def run_repair_study(
+    plan: RepairPlan,
+    *,
+    only: str = "all",
+    output: str | Path = "reproduction/repair",
+    bundles: str | Path | None = None,
+    data: Any | None = None,
+) -> dict[str, Any]:
+    """Train (or find) each seed's Compressor and ``repair`` students, judge them and the
+    reference, and (``all``/``report``) write the page; ``students`` stops before judging."""
+    if only not in ("students", "all", "report"):
+        raise ValueError(f"run_repair_study: only must be students, all or report, got {only!r}")
+    from ..threads import using
+    from .stages import student_stage
+    from .teacher import study_data, teacher_stage
+    from .triad import as_student
+
+    data = data if data is not None else study_data(plan.base)
+    done: dict[str, Any] = {"failed": [], "students": {}, "judged": {}}
+    with using(plan.base.threads):
+        teacher = teacher_stage(plan.base, data, bundles)
+        reference = _reference(plan, bundles)
+        for seed in plan.seeds if only != "report" else ():
+            pair = {}
+            for method in METHODS:
+                try:
+                    pair[method] = student_stage(plan.cfg(method), data, teacher, method, seed)
+                except Exception as exc:  # noqa: BLE001 - one failed stage must not end hours of work
+                    logger.exception("%s seed %d failed: %s", method, seed, exc)
+                    done["failed"].append(f"{method}-seed{seed}: {type(exc).__name__}: {exc}")
+            done["students"][seed] = pair
+            if only == "students" or "repair" not in pair:
+                continue
+            trained = trained_of(pair["repair"])
+            for method, student in pair.items():
+                done["judged"][(method, seed)] = fair_evaluation(
+                    plan, data, teacher, student, trained, f"{method}-{seed}"
+                )
+            if reference is not None:
+                fair_evaluation(plan, data, teacher, as_student(reference), trained, "reference")
+        if only in ("all", "report"):
+            from .repair_page import write_repair_page
+
+            done["page"] = write_repair_page(plan, teacher, reference, output)
+    return done
+
+
+def _reference(plan: RepairPlan, bundles: str | Path | None) -> StageResult | None:
+    """The retrained teacher's finished stage (adopted from the bundles), or None: never trained here."""
+    if plan.reference_seed is None:
+        return None
+    from .resume import lookup
+    from .teacher import teacher_args
+
+    args = teacher_args(replace(plan.base, teacher_seed=plan.reference_seed))
+    if bundles is not None:
+        from .bundle import adopt
+
+        adopt("teacher", args, bundles)
+    return lookup("teacher", args)

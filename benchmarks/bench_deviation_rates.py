@@ -30,6 +30,9 @@ Usage, on the main job's registered models (``mlflow run .``, then ``recipes/tea
         --student quantize=models:/metacompress-generated-vulnerability-quantize/1 \\
         --reference models:/metacompress-generated-vulnerability-teacher/2 --rows 120
 
+and on the three-teacher study's premise students (``--study-data ../shared/data``: its
+selection rows; the teacher and the students by their registered versions in the study's store).
+
 Measured numbers: ``docs/benchmarks.md`` ("Deviation search: rate against paired queries").
 """
 
@@ -87,6 +90,12 @@ def main() -> None:
     p.add_argument("--student", action="append", default=[], help="name=URI (repeat)")
     p.add_argument("--reference", default="", help="a teacher retrained with another seed (the control)")
     p.add_argument("--rows", type=int, default=120)
+    p.add_argument(
+        "--study-data",
+        default="",
+        help="the study's data folder (../shared/data): judge the three-teacher study's selection rows (its premise "
+        "students) instead of the main job's judged rows",
+    )
     p.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     p.add_argument("--searches", default=",".join(SEARCHES))
     p.add_argument("--seed", type=int, default=0)
@@ -107,7 +116,17 @@ def main() -> None:
     if args.reference:
         models["retrained teacher"] = args.reference
     first_student = next(iter(v for k, v in models.items() if k != "retrained teacher"))
-    rows = judged_rows(first_student).head(args.rows).reset_index(drop=True)
+    if args.study_data:
+        from mlflow_metacompress.study.config import StudyConfig
+        from mlflow_metacompress.study.data import eval_rows
+        from mlflow_metacompress.study.teacher import study_data
+        from mlflow_metacompress.study.triad import premise_config
+
+        cfg = premise_config(StudyConfig(data_dir=args.study_data))
+        selection = eval_rows(cfg, study_data(cfg))
+        rows = selection.drop(columns=["label"], errors="ignore").head(args.rows).reset_index(drop=True)
+    else:
+        rows = judged_rows(first_student).head(args.rows).reset_index(drop=True)
     code_columns = [c for c in rows.columns if c in ("func", "func1", "func2", "code")] or [rows.columns[0]]
     language = "java" if "func1" in rows.columns else "c"
 

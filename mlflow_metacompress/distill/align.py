@@ -8,6 +8,9 @@
   Task-Agnostic Compression of Pre-Trained Transformers", NeurIPS 2020): ``KL(A_T ‖ A_S)``
   between the last layer's self-attention distributions, per head and averaged over the
   heads; where the head counts differ, between the head-averaged distributions.
+* **value** — MiniLM's second term: ``KL(VR_T ‖ VR_S)`` between the last layer's
+  value relations ``VR = softmax(V·Vᵀ / √d_head)`` per head (padding keys masked), pooled and
+  head-averaged like the attention distributions.
 
 Searched students learn their own tokenizer, so their token sequences differ from the
 teacher's. Both losses therefore compare tokens pooled into ``S`` buckets by relative
@@ -99,8 +102,44 @@ def attention_loss(
     """MiniLM's ``KL(A_T ‖ A_S)`` of the last layer (``B×heads×T×T`` each), per head and
     averaged, over query buckets non-empty on both sides; head-averaged first when the
     head counts differ."""
+    return relation_kl(student_attention, teacher_attention, student_mask, teacher_mask, count)
+
+
+def value_relations(values: torch.Tensor, heads: int, mask: torch.Tensor) -> torch.Tensor:
+    """MiniLM's value relation of one layer: ``B×heads×T×T`` ``softmax(V_h·V_hᵀ / √d_head)``
+    over the real keys (``values``: the value projection's ``B×T×H`` output; ``mask`` B×T)."""
+    b, t, width = values.shape
+    if width % heads:
+        raise ValueError(f"a width of {width} does not split into {heads} heads")
+    v = values.float().view(b, t, heads, width // heads).transpose(1, 2)
+    scores = v @ v.transpose(-1, -2) / (width // heads) ** 0.5
+    scores = scores.masked_fill(mask[:, None, None, :] == 0, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
+def value_loss(
+    student_values: torch.Tensor,
+    teacher_values: torch.Tensor,
+    heads: tuple[int, int],
+    student_mask: torch.Tensor,
+    teacher_mask: torch.Tensor,
+    count: int,
+) -> torch.Tensor:
+    """MiniLM's value-relation loss of the last layer: :func:`relation_kl` of the student's and
+    the teacher's :func:`value_relations` (``heads``: student's, teacher's head counts)."""
+    r_s = value_relations(student_values, heads[0], student_mask)
+    r_t = value_relations(teacher_values, heads[1], teacher_mask)
+    return relation_kl(r_s, r_t, student_mask, teacher_mask, count)
+
+
+def relation_kl(
+    student: torch.Tensor, teacher: torch.Tensor, student_mask: torch.Tensor, teacher_mask: torch.Tensor, count: int
+) -> torch.Tensor:
+    """``KL(T ‖ S)`` between row-stochastic ``B×heads×T×T`` relations, pooled into ``count``
+    position buckets, per head and averaged over query buckets non-empty on both sides;
+    head-averaged first when the head counts differ."""
     b_s, b_t = buckets(student_mask, count), buckets(teacher_mask, count)
-    a_s, a_t = pool_attention(student_attention, b_s), pool_attention(teacher_attention, b_t)
+    a_s, a_t = pool_attention(student, b_s), pool_attention(teacher, b_t)
     if a_s.shape[1] != a_t.shape[1]:
         a_s, a_t = a_s.mean(1, keepdim=True), a_t.mean(1, keepdim=True)
     kl = (torch.special.xlogy(a_t, a_t) - a_t * torch.log(a_s.clamp_min(EPS))).sum(-1)  # B×heads×S

@@ -31,7 +31,7 @@ require("torch", "the repair method", "distill")
 import torch  # noqa: E402 - after require()
 from torch import nn  # noqa: E402 - after require()
 
-from .align import attention_loss, hidden_loss  # noqa: E402 - after require()
+from .align import attention_loss, hidden_loss, value_loss  # noqa: E402 - after require()
 from .datasets import CodeExamples, model_inputs  # noqa: E402 - after require()
 from .modules import FidelityModule  # noqa: E402 - after require()
 
@@ -39,7 +39,16 @@ logger = logging.getLogger(__name__)
 PredictFn = Callable[[pd.DataFrame], np.ndarray]
 LabelFn = Callable[[CodeExamples], tuple[np.ndarray, np.ndarray]]
 TrainFn = Callable[[int, CodeExamples, np.ndarray, np.ndarray], None]
-LAYER_ALIGN = ("hidden", "attention", "both")
+LAYER_ALIGN = ("hidden", "attention", "value", "minilm", "both", "all")
+# each option's terms: TinyBERT's hidden states, MiniLM's attention distributions and value relations
+ALIGN_PARTS: dict[str, frozenset[str]] = {
+    "hidden": frozenset({"hidden"}),
+    "attention": frozenset({"attention"}),
+    "value": frozenset({"value"}),
+    "minilm": frozenset({"attention", "value"}),
+    "both": frozenset({"hidden", "attention"}),
+    "all": frozenset({"hidden", "attention", "value"}),
+}
 
 
 @dataclass(frozen=True)
@@ -210,40 +219,48 @@ class RepairModule(FidelityModule):
         if layer_align is not None and (teacher is None or texts is None):
             raise ValueError("layer_align needs the teacher and the training rows' texts")
         self.layer_align, self.layer_weight, self.buckets = layer_align, layer_weight, buckets
+        self.parts = ALIGN_PARTS[layer_align] if layer_align is not None else frozenset()
         self._teacher, self._texts = teacher, texts
         self._attention: list[torch.Tensor] = []
+        self._values: list[torch.Tensor] = []
         self.layer_projection: nn.Module = nn.Identity()
-        if teacher is not None and layer_align in ("hidden", "both"):
+        if teacher is not None and "hidden" in self.parts:
             s, t = self.model.encoder.config.hidden_size, teacher[0].encoder.config.hidden_size
             self.layer_projection = nn.Linear(s, t) if s != t else nn.Identity()
 
-    def _teacher_layers(self, index: np.ndarray, device: torch.device) -> tuple[Any, torch.Tensor]:
+    def _teacher_layers(self, index: np.ndarray, device: torch.device) -> tuple[Any, torch.Tensor, Any]:
+        """The teacher's encoder outputs on the rows, their mask, and its last layer's values (or None)."""
         assert self._teacher is not None and self._texts is not None
         model, tokenizer = self._teacher
         model.to(device).eval()
         a = [self._texts[0][i] for i in index]
         b = None if self._texts[1] is None else [self._texts[1][i] for i in index]
         enc = model.encode(tokenizer, a, b)
-        with torch.no_grad():
+        values: list[torch.Tensor] = []
+        with torch.no_grad(), _capture_values(model.encoder if "value" in self.parts else None, values):
             out = model.encoder(
                 input_ids=enc["input_ids"].to(device),
                 attention_mask=enc["attention_mask"].to(device),
                 output_hidden_states=True,
-                output_attentions=self.layer_align != "hidden",
+                output_attentions="attention" in self.parts,
             )
-        return out, enc["attention_mask"].to(device)
+        return out, enc["attention_mask"].to(device), values[0] if values else None
 
     def layer_terms(self, batch: dict[str, Any], states: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
         """The alignment terms of this batch's originals (``states``: the student's)."""
         index = batch["index"].cpu().numpy()
-        out, t_mask = self._teacher_layers(index, states[-1].device)
+        out, t_mask, t_values = self._teacher_layers(index, states[-1].device)
         s_mask = batch["attention_mask"]
         terms: dict[str, torch.Tensor] = {}
-        if self.layer_align in ("hidden", "both"):
+        if "value" in self.parts:
+            assert self._teacher is not None and t_values is not None and self._values
+            heads = (_heads(self.model.encoder), _heads(self._teacher[0].encoder))
+            terms["value"] = value_loss(self._values[0], t_values, heads, s_mask, t_mask, self.buckets)
+        if "hidden" in self.parts:
             terms["hidden"] = hidden_loss(
                 states, out.hidden_states, s_mask, t_mask, self.layer_projection, self.buckets
             )
-        if self.layer_align in ("attention", "both"):
+        if "attention" in self.parts:
             if not self._attention or self._attention[0] is None or out.attentions is None:
                 raise RuntimeError("attention alignment needs the eager kernel: train inside eager_attention(...)")
             terms["attention"] = attention_loss(self._attention[0], out.attentions[-1], s_mask, t_mask, self.buckets)
@@ -252,13 +269,15 @@ class RepairModule(FidelityModule):
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
         index = batch["index"].cpu().numpy()
         self._attention.clear()
+        self._values.clear()
         hook = None
-        if self.layer_align in ("attention", "both"):  # the last layer's weights (eager kernel), this forward only
+        if "attention" in self.parts:  # the last layer's weights (eager kernel), this forward only
             encoder: Any = self.model.encoder
             last = encoder.encoder.layer[-1].attention.self
             hook = last.register_forward_hook(lambda _m, _i, out: self._attention.append(out[1]))
         try:
-            logits, states = self.model(**model_inputs(batch), output_hidden_states=True)
+            with _capture_values(self.model.encoder if "value" in self.parts else None, self._values):
+                logits, states = self.model(**model_inputs(batch), output_hidden_states=True)
         finally:
             if hook is not None:
                 hook.remove()
@@ -275,3 +294,21 @@ class RepairModule(FidelityModule):
         config = super().configure_optimizers()
         config["optimizer"].param_groups[0]["params"].extend(self.layer_projection.parameters())
         return config
+
+
+@contextlib.contextmanager
+def _capture_values(encoder: Any, into: list[torch.Tensor]) -> Iterator[None]:
+    """Append the last layer's value projection output (``B×T×H``) of each forward of ``encoder``
+    (a Hugging Face BERT/RoBERTa encoder) to ``into``; nothing when ``encoder`` is None."""
+    if encoder is None:
+        yield
+        return
+    hook = encoder.encoder.layer[-1].attention.self.value.register_forward_hook(lambda _m, _i, out: into.append(out))
+    try:
+        yield
+    finally:
+        hook.remove()
+
+
+def _heads(encoder: Any) -> int:
+    return int(encoder.config.num_attention_heads)

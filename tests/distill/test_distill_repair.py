@@ -13,7 +13,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mlflow_metacompress.distill.align import attention_loss, buckets, hidden_loss, layer_map, pool_attention
+from mlflow_metacompress.distill.align import (
+    attention_loss,
+    buckets,
+    hidden_loss,
+    layer_map,
+    pool_attention,
+    value_loss,
+    value_relations,
+)
 from mlflow_metacompress.distill.devices import TrainerSettings
 from mlflow_metacompress.distill.discovery import get_method, list_methods
 from mlflow_metacompress.distill.methods.repair import Options, split_transforms
@@ -71,6 +79,54 @@ def test_attention_loss_is_minilm_kl_per_head():
     padded = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
     assert attention_loss(a_t, a_t, padded, padded, 2).abs().item() < 1e-6
     assert attention_loss(a_s, a_t, padded, padded, 2).item() > 0
+
+
+def test_value_loss_is_minilm_value_relation_kl():
+    torch.manual_seed(2)
+    b, t, heads_s, heads_t, d = 2, 5, 2, 4, 3
+    v_s, v_t = torch.randn(b, t, heads_s * d), torch.randn(b, t, heads_t * d)
+    mask = torch.ones(b, t)
+
+    def relation(v, h):  # MiniLM, head by head: softmax(V_h V_h^T / sqrt(d_head))
+        return torch.stack(
+            [
+                torch.softmax(v[..., k * d : (k + 1) * d] @ v[..., k * d : (k + 1) * d].transpose(-1, -2) / d**0.5, -1)
+                for k in range(h)
+            ],
+            1,
+        )
+
+    torch.testing.assert_close(value_relations(v_t, heads_t, mask), relation(v_t, heads_t))
+    r_s, r_t = relation(v_s, heads_s).mean(1), relation(v_t, heads_t).mean(1)  # head counts differ: averaged
+    direct = (r_t * (r_t.log() - r_s.log())).sum(-1).mean()
+    torch.testing.assert_close(value_loss(v_s, v_t, (heads_s, heads_t), mask, mask, t), direct)
+    same = torch.randn(b, t, heads_t * d)
+    assert value_loss(same, same, (heads_t, heads_t), mask, mask, t).abs().item() < 1e-6
+    padded = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]])
+    rel = value_relations(v_t, heads_t, padded)
+    assert torch.all(rel[0, :, :, 3:] == 0) and torch.allclose(rel.sum(-1), torch.ones(b, heads_t, t))
+    with pytest.raises(ValueError, match="heads"):
+        value_relations(torch.randn(1, 2, 7), 2, torch.ones(1, 2))
+
+
+def test_the_value_hook_captures_the_last_layers_values_and_the_loss_reaches_them(tiny_classifiers):
+    from mlflow_metacompress.distill.repair import _capture_values
+
+    tok, teacher, student = tiny_classifiers
+    enc = student.encode(tok, ["int f(int a) { return a + 1; }", "int g(int b) { int c = b; return c; }"], None)
+    values: list[torch.Tensor] = []
+    with _capture_values(student.encoder, values):
+        out = student.encoder(**{k: enc[k] for k in ("input_ids", "attention_mask")}, output_hidden_states=True)
+    last = student.encoder.encoder.layer[-1].attention.self
+    torch.testing.assert_close(values[0], last.value(out.hidden_states[-2]))
+    t_values: list[torch.Tensor] = []
+    with torch.no_grad(), _capture_values(teacher.encoder, t_values):
+        teacher.encoder(**{k: enc[k] for k in ("input_ids", "attention_mask")})
+    heads = (student.encoder.config.num_attention_heads, teacher.encoder.config.num_attention_heads)
+    mask = enc["attention_mask"]
+    loss = value_loss(values[0], t_values[0], heads, mask, mask, 8)
+    loss.backward()
+    assert loss.item() > 0 and last.value.weight.grad is not None and last.value.weight.grad.abs().sum() > 0
 
 
 # ------------------------------------------------------------------ options and discovery
@@ -200,7 +256,7 @@ def test_a_repair_round_removes_deviations_found_on_training_rows(tracking, tiny
 
 @pytest.mark.slow
 def test_repair_end_to_end_with_layer_alignment(tracking, tmp_path, capsys):
-    """The CLI path: a logged tiny teacher, a given student, TinyBERT + MiniLM terms, one round;
+    """The CLI path: a logged tiny teacher, a given student, TinyBERT + both MiniLM terms, one round;
     the run says which rewrites it trained on and holds the round's figures."""
     import json
 
@@ -212,7 +268,7 @@ def test_repair_end_to_end_with_layer_alignment(tracking, tmp_path, capsys):
         "vocab_size": 1000, "num_hidden_layers": 2, "hidden_size": 16, "num_attention_heads": 2,
         "intermediate_size": 32, "tokenizer": "bpe", "hidden_act": "gelu", "dropout": 0.1, "max_length": 64,
     }  # fmt: skip
-    options = [f"student_config={arch!r}", "layer_align=both", "rounds=1", "queries=8", "search_rows=8"]
+    options = [f"student_config={arch!r}", "layer_align=all", "rounds=1", "queries=8", "search_rows=8"]
     options += ["round_steps=4", "train_transforms=['swap_operands','insert_dead_code','rename_identifier']"]
     args = ["student", "--method", "repair", "--data-dir", str(data), "--teacher", teacher, "--size-mb", "0.2"]
     args += ["--epochs", "1", "--batch-size", "8", "--max-length", "64", "--cache-dir", str(tmp_path / "c")]
@@ -222,8 +278,8 @@ def test_repair_end_to_end_with_layer_alignment(tracking, tmp_path, capsys):
     assert run.data.tags["metacompress.trained_transforms"] == "swap_operands,insert_dead_code,rename_identifier"
     held = run.data.tags["metacompress.held_out_transforms"].split(",")
     assert "for_to_while" in held and "swap_operands" not in held
-    assert {"train_hidden", "train_attention", "repair_rows_searched", "repair_deviations_found"} <= set(
+    assert {"train_hidden", "train_attention", "train_value", "repair_rows_searched", "repair_deviations_found"} <= set(
         run.data.metrics
     )
     assert run.data.metrics["repair_rows_searched"] == 8 and len(result["config"]["rounds"]) == 1
-    assert result["config"]["layer_align"] == "both"
+    assert result["config"]["layer_align"] == "all"

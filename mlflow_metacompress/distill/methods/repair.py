@@ -8,7 +8,7 @@ relations. None trains on teacher–student agreement over code rewritten to mea
 
 1. **Distil.** The ``fidelity`` method's first stage (architecture, variants, loss,
    checkpoint selection; :mod:`.fidelity`) with the variants of ``train_transforms`` only,
-   plus, with ``layer_align``, TinyBERT's hidden-state and/or MiniLM's attention loss
+   plus, with ``layer_align``, TinyBERT's hidden-state and/or MiniLM's attention and value losses
    (:mod:`..align`, :class:`..repair.RepairModule`).
 2. **Rounds.** ``rounds`` times: the deviation search (``search``, ``queries`` paired
    queries per row, restricted to ``train_transforms``) on ``search_rows`` training rows;
@@ -50,8 +50,9 @@ class Options(FidelityOptions):
     ``search_rows`` per round, ``round_steps``, ``replay`` training rows per deviating
     variant, ``search`` (``dflare`` or ``random``), ``train_transforms`` /
     ``held_out_transforms`` (disjoint), ``seed`` of the search (default: the run's), and
-    ``layer_align`` (``hidden``, ``attention``, ``both`` or None) with ``layer_weight`` and
-    its position ``buckets``."""
+    ``layer_align`` (TinyBERT's ``hidden`` states, MiniLM's ``attention`` distributions or
+    ``value`` relations, ``minilm`` = both of MiniLM's, ``both`` = hidden + attention, ``all``,
+    or None) with ``layer_weight`` and its position ``buckets``."""
 
     rounds: int = 2
     queries: int = 30
@@ -62,7 +63,7 @@ class Options(FidelityOptions):
     train_transforms: tuple[str, ...] | None = None
     held_out_transforms: tuple[str, ...] | None = None
     seed: int | None = None
-    layer_align: Literal["hidden", "attention", "both"] | None = None
+    layer_align: Literal["hidden", "attention", "value", "minilm", "both", "all"] | None = None
     layer_weight: float = 1.0
     buckets: int = 16
 
@@ -74,9 +75,10 @@ class Options(FidelityOptions):
                 raise ValueError(f"repair option {key} must be an integer >= {low}, got {value!r}")
         if not self.layer_weight >= 0:
             raise ValueError(f"repair option layer_weight must be >= 0, got {self.layer_weight!r}")
-        if self.layer_align not in (None, "hidden", "attention", "both"):
+        if self.layer_align not in (None, "hidden", "attention", "value", "minilm", "both", "all"):
             raise ValueError(
-                f"repair option layer_align must be hidden, attention, both or None, got {self.layer_align!r}"
+                "repair option layer_align must be hidden, attention, value, minilm (attention + value), both "
+                f"(hidden + attention), all or None, got {self.layer_align!r}"
             )
         if self.search not in ("dflare", "random"):
             raise ValueError(f"repair option search must be 'dflare' or 'random', got {self.search!r}")
@@ -197,7 +199,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
         layer_weight=options.layer_weight, buckets=options.buckets, teacher=aligned, texts=(un.texts, un.texts_b),
     )  # fmt: skip
     valid = validation_set(ctx, language, names, options.select)
-    attention = options.layer_align in ("attention", "both") and teacher is not None
+    attention = options.layer_align in ("attention", "minilm", "both", "all") and teacher is not None
     with eager_attention(model, teacher[0]) if attention and teacher is not None else nullcontext():
         result = fit(
             module,

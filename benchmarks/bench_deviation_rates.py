@@ -120,7 +120,7 @@ def main() -> None:
         from mlflow_metacompress.study.config import StudyConfig
         from mlflow_metacompress.study.data import eval_rows
         from mlflow_metacompress.study.teacher import study_data
-        from mlflow_metacompress.study.triad import premise_config
+        from mlflow_metacompress.study.triad_plan import premise_config
 
         cfg = premise_config(StudyConfig(data_dir=args.study_data))
         selection = eval_rows(cfg, study_data(cfg))

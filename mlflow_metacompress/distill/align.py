@@ -23,7 +23,9 @@ the tokens and the losses are TinyBERT's and MiniLM's own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from .._optional import require
 
@@ -145,3 +147,35 @@ def relation_kl(
     kl = (torch.special.xlogy(a_t, a_t) - a_t * torch.log(a_s.clamp_min(EPS))).sum(-1)  # B×heads×S
     keep = ((b_s.sum(1) > 0) & (b_t.sum(1) > 0)).unsqueeze(1).float().expand_as(kl)
     return (kl * keep).sum() / keep.sum().clamp_min(1.0)
+
+
+@contextlib.contextmanager
+def eager_attention(*models: Any) -> Iterator[None]:
+    """The encoders of ``models`` on transformers' eager kernel (the only one that returns
+    attention weights) for the block, their own kernel restored after."""
+    saved = [(m.encoder, m.encoder.config._attn_implementation) for m in models]
+    for encoder, _ in saved:
+        encoder.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        for encoder, kernel in saved:
+            encoder.set_attn_implementation(kernel)
+
+
+@contextlib.contextmanager
+def capture_values(encoder: Any, into: list[torch.Tensor]) -> Iterator[None]:
+    """Append the last layer's value projection output (``B×T×H``) of each forward of ``encoder``
+    (a Hugging Face BERT/RoBERTa encoder) to ``into``; nothing when ``encoder`` is None."""
+    if encoder is None:
+        yield
+        return
+    hook = encoder.encoder.layer[-1].attention.self.value.register_forward_hook(lambda _m, _i, out: into.append(out))
+    try:
+        yield
+    finally:
+        hook.remove()
+
+
+def heads_of(encoder: Any) -> int:
+    return int(encoder.config.num_attention_heads)

@@ -15,9 +15,8 @@ MiniLM, Wang et al. 2020), for which a frozen teacher runs beside the student.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -31,7 +30,7 @@ require("torch", "the repair method", "distill")
 import torch  # noqa: E402 - after require()
 from torch import nn  # noqa: E402 - after require()
 
-from .align import attention_loss, hidden_loss, value_loss  # noqa: E402 - after require()
+from .align import attention_loss, capture_values, heads_of, hidden_loss, value_loss  # noqa: E402 - after require()
 from .datasets import CodeExamples, model_inputs  # noqa: E402 - after require()
 from .modules import FidelityModule  # noqa: E402 - after require()
 
@@ -181,20 +180,6 @@ def repair_rounds(
     return figures
 
 
-@contextlib.contextmanager
-def eager_attention(*models: Any) -> Iterator[None]:
-    """The encoders of ``models`` on transformers' eager kernel (the only one that returns
-    attention weights) for the block, their own kernel restored after."""
-    saved = [(m.encoder, m.encoder.config._attn_implementation) for m in models]
-    for encoder, _ in saved:
-        encoder.set_attn_implementation("eager")
-    try:
-        yield
-    finally:
-        for encoder, kernel in saved:
-            encoder.set_attn_implementation(kernel)
-
-
 class RepairModule(FidelityModule):
     """:class:`.modules.FidelityModule` plus ``layer_weight ·`` (TinyBERT's hidden-state and/or
     MiniLM's attention loss, :mod:`.align`) on the originals of each batch when ``layer_align``
@@ -237,7 +222,7 @@ class RepairModule(FidelityModule):
         b = None if self._texts[1] is None else [self._texts[1][i] for i in index]
         enc = model.encode(tokenizer, a, b)
         values: list[torch.Tensor] = []
-        with torch.no_grad(), _capture_values(model.encoder if "value" in self.parts else None, values):
+        with torch.no_grad(), capture_values(model.encoder if "value" in self.parts else None, values):
             out = model.encoder(
                 input_ids=enc["input_ids"].to(device),
                 attention_mask=enc["attention_mask"].to(device),
@@ -254,7 +239,7 @@ class RepairModule(FidelityModule):
         terms: dict[str, torch.Tensor] = {}
         if "value" in self.parts:
             assert self._teacher is not None and t_values is not None and self._values
-            heads = (_heads(self.model.encoder), _heads(self._teacher[0].encoder))
+            heads = (heads_of(self.model.encoder), heads_of(self._teacher[0].encoder))
             terms["value"] = value_loss(self._values[0], t_values, heads, s_mask, t_mask, self.buckets)
         if "hidden" in self.parts:
             terms["hidden"] = hidden_loss(
@@ -276,7 +261,7 @@ class RepairModule(FidelityModule):
             last = encoder.encoder.layer[-1].attention.self
             hook = last.register_forward_hook(lambda _m, _i, out: self._attention.append(out[1]))
         try:
-            with _capture_values(self.model.encoder if "value" in self.parts else None, self._values):
+            with capture_values(self.model.encoder if "value" in self.parts else None, self._values):
                 logits, states = self.model(**model_inputs(batch), output_hidden_states=True)
         finally:
             if hook is not None:
@@ -294,21 +279,3 @@ class RepairModule(FidelityModule):
         config = super().configure_optimizers()
         config["optimizer"].param_groups[0]["params"].extend(self.layer_projection.parameters())
         return config
-
-
-@contextlib.contextmanager
-def _capture_values(encoder: Any, into: list[torch.Tensor]) -> Iterator[None]:
-    """Append the last layer's value projection output (``B×T×H``) of each forward of ``encoder``
-    (a Hugging Face BERT/RoBERTa encoder) to ``into``; nothing when ``encoder`` is None."""
-    if encoder is None:
-        yield
-        return
-    hook = encoder.encoder.layer[-1].attention.self.value.register_forward_hook(lambda _m, _i, out: into.append(out))
-    try:
-        yield
-    finally:
-        hook.remove()
-
-
-def _heads(encoder: Any) -> int:
-    return int(encoder.config.num_attention_heads)

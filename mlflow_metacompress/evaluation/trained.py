@@ -147,8 +147,7 @@ def pooled_set(
 ) -> VariantSet:
     """The transformed variants with their pooled views: ``/metamorphic`` over all of them, or,
     with ``trained_transforms``, over the unseen ones and ``/metamorphic_seen`` over the seen."""
-    from .variant_types import VariantSet
-    from .variants import pooled_variant
+    from .variant_types import VariantSet, pooled_variant
 
     notes: dict[str, Any] = {"language": cfg.language}
     if not names_of(cfg):

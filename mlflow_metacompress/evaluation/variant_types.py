@@ -40,6 +40,20 @@ class Variant:
         return "" if self.kind == "original" else f"/{self.name}"
 
 
+def pooled_variant(variants: list[Variant], name: str = "metamorphic") -> Variant | None:
+    """All rows of all transformed variants together, in order (``/metamorphic`` metrics)."""
+    used = [v for v in variants if len(v.positions)]
+    if not used:
+        return None
+    return Variant(
+        name,
+        "metamorphic",
+        np.concatenate([v.positions for v in used]),
+        pd.concat([v.frame for v in used], ignore_index=True),
+        used[0].code_column,
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class VariantSet:
     """What one producer returns: variants to judge, an optional pooled view of them all

@@ -118,20 +118,6 @@ def transform_variants(
     return TransformOutcome(variants, rates, np.flatnonzero(failed).tolist(), language, over)
 
 
-def pooled_variant(variants: list[Variant], name: str = "metamorphic") -> Variant | None:
-    """All rows of all transformed variants together, in order (``/metamorphic`` metrics)."""
-    used = [v for v in variants if len(v.positions)]
-    if not used:
-        return None
-    return Variant(
-        name,
-        "metamorphic",
-        np.concatenate([v.positions for v in used]),
-        pd.concat([v.frame for v in used], ignore_index=True),
-        used[0].code_column,
-    )
-
-
 def transformed(
     inputs: SourceInputs, models: ModelPair | None = None, compute: ComputeColumns | None = None
 ) -> VariantSet:

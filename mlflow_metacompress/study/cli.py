@@ -210,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         mlflow.create_experiment(args.experiment, artifact_location=args.artifact_root)
     mlflow.set_experiment(args.experiment)
     if args.three_teachers:
-        from .triad import TriadPlan, premise_config, run_triad
+        from .triad import run_triad
+        from .triad_plan import TriadPlan, premise_config
 
         plan = TriadPlan(base=premise_config(replace(cfg, teacher_seed=0)), teacher_seeds=tuple(args.teacher_seeds))
         only = "teachers" if args.only == "teacher" else args.only
@@ -219,8 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         logger.info("three-teacher study: %d failed stage(s) %s", len(done["failed"]), done["failed"])
         return 0
     if args.repair_study:
-        from .repair_study import RepairPlan, run_repair_study
-        from .triad import premise_config
+        from .repair_plan import RepairPlan
+        from .repair_study import run_repair_study
+        from .triad_plan import premise_config
 
         out = args.output if args.output != "reproduction" else "reproduction/repair"
         seeds = tuple(args.seeds) if tuple(args.seeds) != StudyConfig().seeds else (0, 1, 2, 3, 4)  # issue 44: 5

@@ -25,7 +25,7 @@ from .replica import tost_total
 from .resume import StageResult
 
 if TYPE_CHECKING:
-    from .repair_study import RepairPlan
+    from .repair_plan import RepairPlan
 
 FIGURES = {  # figure -> (metric, target ratio, "at most" or "at least")
     "deviation_rate": ("deviation_rate", 0.5, "at most"),
@@ -96,11 +96,11 @@ def collect_repair(plan: RepairPlan, teacher: StageResult, reference: StageResul
     """The page's record from the finished stages."""
     from mlflow import MlflowClient
 
-    from .repair_study import METHODS, fair_args, trained_of
+    from .repair_plan import METHODS, fair_args, trained_of
     from .resume import lookup
     from .rows import read_per_sample
     from .stages import student_args
-    from .triad import as_student
+    from .triad_plan import as_student
     from .triad_rows import encode, row_data
 
     client = MlflowClient()

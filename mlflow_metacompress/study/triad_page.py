@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .resume import StageResult
 
 if TYPE_CHECKING:
-    from .triad import TriadPlan
+    from .triad_plan import TriadPlan
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def collect_triad(plan: TriadPlan, teachers: Mapping[int, StageResult]) -> dict[
     from .resume import lookup
     from .rows import read_per_sample
     from .stages import student_args
-    from .triad import REPLICA, as_student, attack_cfg, chosen_budget, teacher_success
+    from .triad_plan import REPLICA, as_student, attack_cfg, chosen_budget, teacher_success
     from .triad_rows import encode, row_data
 
     client = MlflowClient()

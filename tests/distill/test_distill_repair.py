@@ -110,17 +110,17 @@ def test_value_loss_is_minilm_value_relation_kl():
 
 
 def test_the_value_hook_captures_the_last_layers_values_and_the_loss_reaches_them(tiny_classifiers):
-    from mlflow_metacompress.distill.repair import _capture_values
+    from mlflow_metacompress.distill.align import capture_values
 
     tok, teacher, student = tiny_classifiers
     enc = student.encode(tok, ["int f(int a) { return a + 1; }", "int g(int b) { int c = b; return c; }"], None)
     values: list[torch.Tensor] = []
-    with _capture_values(student.encoder, values):
+    with capture_values(student.encoder, values):
         out = student.encoder(**{k: enc[k] for k in ("input_ids", "attention_mask")}, output_hidden_states=True)
     last = student.encoder.encoder.layer[-1].attention.self
     torch.testing.assert_close(values[0], last.value(out.hidden_states[-2]))
     t_values: list[torch.Tensor] = []
-    with torch.no_grad(), _capture_values(teacher.encoder, t_values):
+    with torch.no_grad(), capture_values(teacher.encoder, t_values):
         teacher.encoder(**{k: enc[k] for k in ("input_ids", "attention_mask")})
     heads = (student.encoder.config.num_attention_heads, teacher.encoder.config.num_attention_heads)
     mask = enc["attention_mask"]

@@ -15,12 +15,11 @@ from mlflow_metacompress.adapters.predictors import Predictor
 from mlflow_metacompress.evaluation.config import parse_config
 from mlflow_metacompress.evaluation.pair import ModelPair
 from mlflow_metacompress.evaluation.predictions import PairPredictions
-from mlflow_metacompress.evaluation.variant_types import SourceInputs, Variant, VariantSet
+from mlflow_metacompress.evaluation.variant_types import SourceInputs, Variant, VariantSet, pooled_variant
 from mlflow_metacompress.evaluation.variants import (
     SOURCES,
     adversarial,
     original_variant,
-    pooled_variant,
     transform_variants,
     transformed,
 )

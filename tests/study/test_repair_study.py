@@ -77,7 +77,7 @@ def test_verdicts_and_page_from_the_record():
 
 def test_repair_students_get_equal_total_steps_and_options_the_method_accepts():
     from mlflow_metacompress.distill.methods.repair import Options
-    from mlflow_metacompress.study.repair_study import REPAIR_OPTIONS, RepairPlan
+    from mlflow_metacompress.study.repair_plan import REPAIR_OPTIONS, RepairPlan
 
     plan = RepairPlan()
     repair = plan.cfg("repair")

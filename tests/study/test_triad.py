@@ -147,7 +147,7 @@ def test_premise_and_confirmation_are_tosts_on_teacher_by_seed_units():
 
 
 def test_attack_rule_reads_success_among_correct_rows_at_the_chosen_budget():
-    from mlflow_metacompress.study.triad import chosen_budget
+    from mlflow_metacompress.study.triad_plan import chosen_budget
     from mlflow_metacompress.study.triad_verdicts import attacks
 
     assert chosen_budget({30: {0: 0.10, 1: 0.2}, 100: {0: 0.16, 1: 0.3}}, (30, 100, 300)) == 100

@@ -18,8 +18,10 @@ pytestmark = pytest.mark.slow
 def test_the_three_teacher_study_and_the_repair_page_run_then_a_rerun_runs_nothing(tracking, tmp_path, monkeypatch):
     import mlflow
 
-    from mlflow_metacompress.study.repair_study import RepairPlan, run_repair_study
-    from mlflow_metacompress.study.triad import TriadPlan, run_triad
+    from mlflow_metacompress.study.repair_plan import RepairPlan
+    from mlflow_metacompress.study.repair_study import run_repair_study
+    from mlflow_metacompress.study.triad import run_triad
+    from mlflow_metacompress.study.triad_plan import TriadPlan
 
     base = replace(
         tiny_study_config(bigclonebench_folder(tmp_path / "data")), eval_seed=0, attack_rows=None, attacks=()

@@ -160,10 +160,11 @@ def round_trainer(
 def run(ctx: DistillContext, options: Options) -> StudentOutcome:
     """Repair student: the fidelity stage on the training rewrites, then the repair rounds."""
     from ...transforms import list_transforms
+    from ..align import eager_attention
     from ..augment import language_of, variant_table
     from ..fidelity_cache import load_teacher_classifier, teacher_outputs
     from ..losses import FIDELITY_WEIGHTS
-    from ..repair import RepairModule, eager_attention, predictor, repair_rounds
+    from ..repair import RepairModule, predictor, repair_rounds
     from ..search.build import materialise
     from ..training import fit
     from .fidelity import SELECT_MONITOR, choose_architecture, tag_trained, validation_set

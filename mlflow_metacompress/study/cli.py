@@ -131,6 +131,17 @@ def parser() -> argparse.ArgumentParser:
         help="stop after this part (report: only aggregate finished stages); with --three-teachers: teachers, "
         "replicas, students, attacks, confirmation, all or report",
     )
+    _study_options(p)
+    p.add_argument("--output", default="reproduction", help="folder the table is written to (and logged)")
+    p.add_argument("--experiment", default="metacompress-reproduce")
+    p.add_argument(
+        "--artifact-root", default="", help="artifact location of the experiment when it is created (default: MLflow's)"
+    )
+    return p
+
+
+def _study_options(p: argparse.ArgumentParser) -> None:
+    """The options of issue 42's and issue 44's studies and of the stage bundles."""
     p.add_argument(
         "--three-teachers",
         action="store_true",
@@ -152,12 +163,6 @@ def parser() -> argparse.ArgumentParser:
         help="repository folder of finished teacher stages: adopted into an empty store, and a teacher trained here "
         "is written there to be committed (e.g. reproduction/three-teachers/stages)",
     )
-    p.add_argument("--output", default="reproduction", help="folder the table is written to (and logged)")
-    p.add_argument("--experiment", default="metacompress-reproduce")
-    p.add_argument(
-        "--artifact-root", default="", help="artifact location of the experiment when it is created (default: MLflow's)"
-    )
-    return p
 
 
 def config_from(args: argparse.Namespace) -> StudyConfig:

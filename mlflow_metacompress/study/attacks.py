@@ -56,25 +56,17 @@ def attack_stage(
         import mlflow
 
         from ..data.sampling import cap_rows
+        from .evaluate import evaluate_against
 
         rows = cap_rows(data.test, int(cfg.attack_rows or 0), data.label_column, cfg.data_seed)
-        result = mlflow.models.evaluate(
-            model=student.outputs["model_uri"],
-            data=rows,
-            targets=data.label_column,
-            model_type="metacompress",
-            evaluators="metacompress",
-            evaluator_config={
-                "teacher": teacher.outputs["model_uri"],
-                "code_columns": list(data.code_columns),
-                "transforms": [],
-                "attacks": list(cfg.attacks),
-                "attack_budget": cfg.attack_budget,
-                "seed": seed if cfg.eval_seed is None else cfg.eval_seed,
-                "progress": False,
-                "bootstrap_samples": 0,
-            },
-        )
+        config = {
+            "transforms": [],
+            "attacks": list(cfg.attacks),
+            "attack_budget": cfg.attack_budget,
+            "seed": seed if cfg.eval_seed is None else cfg.eval_seed,
+            "bootstrap_samples": 0,
+        }
+        result = evaluate_against(student.outputs["model_uri"], teacher.outputs["model_uri"], rows, data, config)
         mlflow.log_metrics(flip_counts(dict(result.metrics), cfg.attacks, len(rows)))
         return {"model_uri": student.outputs["model_uri"], "attack_rows": len(rows)}
 

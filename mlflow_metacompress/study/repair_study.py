@@ -40,26 +40,18 @@ def fair_evaluation(
     """One model judged on the selection rows with ``trained`` held apart (see the module docstring)."""
 
     def body() -> dict[str, Any]:
-        import mlflow
-
         from .data import eval_rows
+        from .evaluate import evaluate_against
 
-        mlflow.models.evaluate(
-            model=model.outputs["model_uri"],
-            data=eval_rows(plan.base, data),
-            targets=data.label_column,
-            model_type="metacompress",
-            evaluators="metacompress",
-            evaluator_config={
-                "teacher": teacher.outputs["model_uri"],
-                "code_columns": list(data.code_columns),
-                "transforms": "all",
-                "trained_transforms": list(trained),
-                "deviation": {"queries": plan.queries, "rows": plan.deviation_rows, "seed": 0},
-                "seed": 0,
-                "progress": False,
-                "bootstrap_samples": 0,
-            },
+        config = {
+            "transforms": "all",
+            "trained_transforms": list(trained),
+            "deviation": {"queries": plan.queries, "rows": plan.deviation_rows, "seed": 0},
+            "seed": 0,
+            "bootstrap_samples": 0,
+        }
+        evaluate_against(
+            model.outputs["model_uri"], teacher.outputs["model_uri"], eval_rows(plan.base, data), data, config
         )
         return {"model_uri": model.outputs["model_uri"]}
 

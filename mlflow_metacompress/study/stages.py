@@ -126,31 +126,22 @@ def evaluation_stage(
     def body() -> dict[str, Any]:
         import mlflow
 
+        from .evaluate import evaluate_against
         from .oracle import codebert_agreement
 
         rows = eval_rows(cfg, data)
         config = {
-            "teacher": teacher.outputs["model_uri"],
-            "code_columns": list(data.code_columns),
             "transforms": cfg.transforms,
             "attacks": [] if cfg.attack_rows else list(cfg.attacks),
             "attack_budget": cfg.attack_budget,
             "attack_max_samples": cfg.attack_max_samples,
             "seed": seed if cfg.eval_seed is None else cfg.eval_seed,
-            "progress": False,
             "bootstrap_samples": cfg.bootstrap,
         }
         mlflow.set_tags(
             {"metacompress.model": student.outputs["model_uri"], "metacompress.teacher": teacher.outputs["model_uri"]}
         )
-        mlflow.models.evaluate(
-            model=student.outputs["model_uri"],
-            data=rows,
-            targets=data.label_column,
-            model_type="metacompress",
-            evaluators="metacompress",
-            evaluator_config=config,
-        )
+        evaluate_against(student.outputs["model_uri"], teacher.outputs["model_uri"], rows, data, config)
         if data.oracle is not None:
             mlflow.log_metrics(
                 codebert_agreement(

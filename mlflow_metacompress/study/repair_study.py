@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,18 @@ logger = logging.getLogger(__name__)
 
 
 def fair_evaluation(
-    plan: RepairPlan, data: Any, teacher: StageResult, model: StageResult, trained: list[str], label: str
+    plan: RepairPlan,
+    data: Any,
+    teacher: StageResult,
+    model: StageResult,
+    trained: list[str],
+    label: str,
+    bundles: str | Path | None = None,
 ) -> StageResult:
-    """One model judged on the selection rows with ``trained`` held apart (see the module docstring)."""
+    """One model judged on the selection rows with ``trained`` held apart (see the module
+    docstring), carried as a stage bundle in ``bundles`` (its metrics and per-row results)."""
+    from ..artifact_names import PER_SAMPLE_PATH
+    from .bundle import carried
 
     def body() -> dict[str, Any]:
         from .data import eval_rows
@@ -55,7 +65,9 @@ def fair_evaluation(
         )
         return {"model_uri": model.outputs["model_uri"]}
 
-    return run_stage(f"repair-judge-{label}", fair_args(plan, model, trained), body, study=plan.base.task)
+    name, args = f"repair-judge-{label}", fair_args(plan, model, trained)
+    run = partial(run_stage, name, args, body, study=plan.base.task)
+    return carried(name, args, bundles, run, model=False, artifacts=(PER_SAMPLE_PATH,))
 
 
 def run_repair_study(
@@ -71,7 +83,7 @@ def run_repair_study(
     if only not in ("students", "all", "report"):
         raise ValueError(f"run_repair_study: only must be students, all or report, got {only!r}")
     from ..threads import using
-    from .stages import student_stage
+    from .carried_stages import student
     from .teacher import study_data, teacher_stage
     from .triad_plan import as_student
 
@@ -84,7 +96,7 @@ def run_repair_study(
             pair = {}
             for method in METHODS:
                 try:
-                    pair[method] = student_stage(plan.cfg(method), data, teacher, method, seed)
+                    pair[method] = student(plan.cfg(method), data, teacher, method, seed, bundles)
                 except Exception as exc:  # noqa: BLE001 - one failed stage must not end hours of work
                     logger.exception("%s seed %d failed: %s", method, seed, exc)
                     done["failed"].append(f"{method}-seed{seed}: {type(exc).__name__}: {exc}")
@@ -92,12 +104,12 @@ def run_repair_study(
             if only == "students" or "repair" not in pair:
                 continue
             trained = trained_of(pair["repair"])
-            for method, student in pair.items():
+            for method, model in pair.items():
                 done["judged"][(method, seed)] = fair_evaluation(
-                    plan, data, teacher, student, trained, f"{method}-{seed}"
+                    plan, data, teacher, model, trained, f"{method}-{seed}", bundles
                 )
             if reference is not None:
-                fair_evaluation(plan, data, teacher, as_student(reference), trained, "reference")
+                fair_evaluation(plan, data, teacher, as_student(reference), trained, "reference", bundles)
         if only in ("all", "report"):
             from .repair_page import write_repair_page
 

@@ -30,6 +30,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from . import carried_stages as carry
+from .carried_stages import Folder
 from .config import StudyConfig
 from .resume import StageResult
 from .triad_plan import PARTS, REPLICA, TriadPlan, as_student, attack_cfg, chosen_budget, teacher_success
@@ -85,13 +87,13 @@ def run_triad(
         order = PARTS.index(only) if only not in ("all", "report") else len(PARTS)
         if only != "report":
             if order >= PARTS.index("replicas"):
-                _replicas(plan, data, teachers, done)
+                _replicas(plan, data, teachers, done, bundles)
             if order >= PARTS.index("students"):
-                _students(plan, data, teachers, done)
+                _students(plan, data, teachers, done, bundles)
             if order >= PARTS.index("attacks"):
-                _attacks(plan, data, teachers, done)
+                _attacks(plan, data, teachers, done, bundles)
             if order >= PARTS.index("confirmation"):
-                _confirmation(plan, data, teachers, done)
+                _confirmation(plan, data, teachers, done, bundles)
         if only in ("all", "report"):
             from .triad_page import write_triad_page
 
@@ -99,33 +101,31 @@ def run_triad(
     return done
 
 
-def _replicas(plan: TriadPlan, data: Any, teachers: Mapping[int, StageResult], done: dict[str, Any]) -> None:
-    from .stages import evaluation_stage
+Teachers = Mapping[int, StageResult]
 
+
+def _replicas(plan: TriadPlan, data: Any, teachers: Teachers, done: dict[str, Any], bundles: Folder) -> None:
     for i, ti in teachers.items():
         for j, tj in teachers.items():
             if i != j:
-                judge = partial(evaluation_stage, plan.teacher_cfg(i), data, ti, as_student(tj), REPLICA, j)
+                judge = partial(carry.evaluation, plan.teacher_cfg(i), data, ti, as_student(tj), REPLICA, j, bundles)
                 _guard(done, f"replica T{j} vs T{i}", judge)
 
 
-def _students(plan: TriadPlan, data: Any, teachers: Mapping[int, StageResult], done: dict[str, Any]) -> None:
+def _students(plan: TriadPlan, data: Any, teachers: Teachers, done: dict[str, Any], bundles: Folder) -> None:
     for i, teacher in teachers.items():
         cfg = plan.teacher_cfg(i)
         for method, seeds in plan.seeds.items():
             for seed in seeds:
-                _guard(done, f"T{i} {method} seed {seed}", partial(_student, cfg, data, teacher, method, seed))
+                _guard(done, f"T{i} {method} seed {seed}", partial(_student, cfg, data, teacher, method, seed, bundles))
 
 
-def _student(cfg: StudyConfig, data: Any, teacher: StageResult, method: str, seed: int) -> None:
-    from .stages import evaluation_stage, student_stage
-
-    student = student_stage(cfg, data, teacher, method, seed)
-    evaluation_stage(cfg, data, teacher, student, method, seed)
+def _student(cfg: StudyConfig, data: Any, teacher: StageResult, method: str, seed: int, bundles: Folder) -> None:
+    student = carry.student(cfg, data, teacher, method, seed, bundles)
+    carry.evaluation(cfg, data, teacher, student, method, seed, bundles)
 
 
-def _attacks(plan: TriadPlan, data: Any, teachers: Mapping[int, StageResult], done: dict[str, Any]) -> None:
-    from .attacks import attack_stage
+def _attacks(plan: TriadPlan, data: Any, teachers: Teachers, done: dict[str, Any], bundles: Folder) -> None:
     from .resume import lookup
     from .stages import student_args
 
@@ -135,7 +135,8 @@ def _attacks(plan: TriadPlan, data: Any, teachers: Mapping[int, StageResult], do
         budget = None
         for b in plan.budgets:
             for i, t in teachers.items():
-                alone = partial(attack_stage, attack_cfg(plan, i, attack, b), data, t, as_student(t), "teacher", i)
+                cfg = attack_cfg(plan, i, attack, b)
+                alone = partial(carry.attack, cfg, data, t, as_student(t), "teacher", i, bundles)
                 stage = _guard(done, f"T{i} alone, {attack} at {b}", alone)
                 if stage is not None:
                     successes.setdefault(b, {})[i] = teacher_success(stage, attack)
@@ -156,21 +157,19 @@ def _attacks(plan: TriadPlan, data: Any, teachers: Mapping[int, StageResult], do
                     if student is not None:
                         _guard(
                             done, f"T{i} {method} seed {seed}, {attack} at {budget}",
-                            lambda c=cfg, t=teacher, s=student, m=method, sd=seed: attack_stage(c, data, t, s, m, sd),
+                            partial(carry.attack, cfg, data, teacher, student, method, seed, bundles),
                         )  # fmt: skip
 
 
-def _confirmation(plan: TriadPlan, data: Any, teachers: Mapping[int, StageResult], done: dict[str, Any]) -> None:
+def _confirmation(plan: TriadPlan, data: Any, teachers: Teachers, done: dict[str, Any], bundles: Folder) -> None:
     for i, teacher in teachers.items():
         cfg = plan.teacher_cfg(i)
         for seed in plan.confirm_seeds:
-            step = partial(_confirm, cfg, data, teacher, plan.confirm_method, seed)
+            step = partial(_confirm, cfg, data, teacher, plan.confirm_method, seed, bundles)
             _guard(done, f"T{i} confirmation seed {seed}", step)
 
 
-def _confirm(cfg: StudyConfig, data: Any, teacher: StageResult, method: str, seed: int) -> None:
-    from .stages import evaluation_stage, student_stage
-
-    student = student_stage(cfg, data, teacher, method, seed)
+def _confirm(cfg: StudyConfig, data: Any, teacher: StageResult, method: str, seed: int, bundles: Folder) -> None:
+    student = carry.student(cfg, data, teacher, method, seed, bundles)
     for split in ("confirmation", "natural"):  # rule 5 judges accuracy: no rewrites needed
-        evaluation_stage(replace(cfg, eval_split=split, transforms=[]), data, teacher, student, method, seed)
+        carry.evaluation(replace(cfg, eval_split=split, transforms=[]), data, teacher, student, method, seed, bundles)

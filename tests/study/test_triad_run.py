@@ -15,7 +15,9 @@ from tests.support import bigclonebench_folder, tiny_study_config
 pytestmark = pytest.mark.slow
 
 
-def test_the_three_teacher_study_and_the_repair_page_run_then_a_rerun_runs_nothing(tracking, tmp_path, monkeypatch):
+def test_the_three_teacher_study_and_the_repair_page_run_then_a_rerun_runs_nothing(
+    tracking, tmp_path, monkeypatch, _migrated_db
+):
     import mlflow
 
     from mlflow_metacompress.study.repair_plan import RepairPlan
@@ -75,3 +77,31 @@ def test_the_three_teacher_study_and_the_repair_page_run_then_a_rerun_runs_nothi
     assert again["failed"] == []
     assert json.loads((out / "bigclonebench.json").read_text())["verdicts"] == v
     assert run_repair_study(repair, output=tmp_path / "repair", bundles=stages)["failed"] == []
+
+    # another machine: an empty store, the same repository. Every finished stage comes from
+    # its bundle (students with their models, evaluations with their per-row results, attacks
+    # with their success rates), nothing runs, and both pages are written again unchanged.
+    page_before = json.loads((tmp_path / "repair" / "bigclonebench.json").read_text())
+    kinds = {p.name.split("-")[0] for p in stages.iterdir()}
+    assert {"teacher", "student", "evaluate", "attack", "repair"} <= kinds, kinds
+    assert not list(stages.glob("*.partial"))
+    _empty_store(tmp_path / "elsewhere.db", _migrated_db)
+    assert run_triad(plan, output=out, bundles=stages)["failed"] == []
+    assert json.loads((out / "bigclonebench.json").read_text())["verdicts"] == v
+    assert run_repair_study(repair, output=tmp_path / "repair", bundles=stages)["failed"] == []
+    page_after = json.loads((tmp_path / "repair" / "bigclonebench.json").read_text())
+    assert page_after["verdicts"] == page_before["verdicts"] and page_after["seeds"] == page_before["seeds"]
+    assert page_after["trained_transforms"] == page_before["trained_transforms"]  # the student run's tag came along
+
+
+def _empty_store(path, template):
+    import shutil
+
+    import mlflow
+
+    from tests.conftest import fresh_mlflow_stores
+
+    shutil.copy(template, path)
+    fresh_mlflow_stores()
+    mlflow.set_tracking_uri(f"sqlite:///{path}")
+    mlflow.set_registry_uri(f"sqlite:///{path}")

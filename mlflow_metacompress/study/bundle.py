@@ -74,6 +74,12 @@ def _comparable(args: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k not in _MACHINE_ARGS}
 
 
+def bundle_of(folder: str | Path, name: str, key: str) -> Path | None:
+    """The bundle of the stage ``name`` whose key (here, or its origin) is ``key``, or None."""
+    path = bundle_dir(folder, name, origin_key(key))
+    return path if (path / STAGE_FILE).is_file() else None
+
+
 def find_bundle(folder: str | Path, name: str, args: Mapping[str, Any]) -> Path | None:
     """The bundle of stage ``name`` whose arguments equal ``args`` (the data path aside, the
     earlier stages' keys as their origins), or None."""
@@ -225,6 +231,9 @@ def adopt(name: str, args: Mapping[str, Any], folder: str | Path) -> StageResult
             mlflow.log_metrics(record["metrics"])
         if (path / MODEL_DIR).is_dir():
             outputs["model_uri"] = _adopt_model(path, record)
+            from .bundle_cache import adopt_entries
+
+            adopt_entries(path, outputs["model_uri"])  # the teacher's soft labels, under the new identity
         for file in sorted((path / ARTIFACT_DIR).rglob("*")):
             if file.is_file():
                 folder_in_run = file.parent.relative_to(path / ARTIFACT_DIR).as_posix()

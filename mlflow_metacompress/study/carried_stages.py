@@ -17,13 +17,22 @@ Folder = str | Path | None
 
 
 def student(cfg: StudyConfig, data: Any, teacher: StageResult, method: str, seed: int, bundles: Folder) -> StageResult:
-    """:func:`.stages.student_stage`, carried with its model (a premise student is 3 MB)."""
+    """:func:`.stages.student_stage`, carried with its model (a premise student is 3 MB); the
+    teacher's soft labels it computed are added to the teacher's bundle (:mod:`.bundle_cache`)."""
     from .bundle import carried
     from .stages import student_args, student_stage
 
     args = student_args(cfg, teacher, method, seed)
     run = partial(student_stage, cfg, data, teacher, method, seed)
-    return carried(f"student-{method}-seed{seed}", args, bundles, run)
+    result = carried(f"student-{method}-seed{seed}", args, bundles, run)
+    if bundles is not None:
+        from .bundle import bundle_of
+        from .bundle_cache import refresh
+
+        found = bundle_of(bundles, "teacher", teacher.key)
+        if found is not None:  # the soft labels this student computed, for the next machine's students
+            refresh(found, teacher.outputs["model_uri"])
+    return result
 
 
 def evaluation(

@@ -118,3 +118,46 @@ def test_the_command_line_passes_the_stages_folder(monkeypatch):
     monkeypatch.setattr(stages, "run_study", lambda cfg, **kw: seen.update(kw) or {})
     cli.main(["--only", "teacher", "--stages", "reproduction/three-teachers/stages"])
     assert seen["bundles"] == "reproduction/three-teachers/stages" and seen["only"] == "teacher"
+
+
+def test_a_teachers_soft_labels_travel_in_its_bundle_and_a_tampered_entry_does_not(
+    tracking, tmp_path, monkeypatch, tiny_classifiers, _migrated_db
+):
+    import mlflow
+
+    from mlflow_metacompress import cache
+    from mlflow_metacompress.cache_keys import rows_digest
+    from mlflow_metacompress.distill import teacher as teacher_mod
+    from mlflow_metacompress.distill.soft_labels import teacher_logits
+    from mlflow_metacompress.study import teacher as study_teacher
+    from mlflow_metacompress.study.bundle import bundle_of
+    from mlflow_metacompress.study.bundle_cache import CACHE_DIR, _header, refresh
+    from mlflow_metacompress.study.config import StudyConfig
+
+    monkeypatch.setattr(teacher_mod, "run_teacher_job", _fake_training(tiny_classifiers, []))
+    folder = tmp_path / "stages"
+    cfg = replace(StudyConfig(data_dir=str(tmp_path / "machine-a" / "data")), teacher_seed=1)
+    data, columns = _data(), ["func1", "func2"]
+    first = study_teacher.teacher_stage(cfg, data, folder)
+    bundle = bundle_of(folder, "teacher", first.key)
+    assert bundle is not None and refresh(bundle, first.outputs["model_uri"]) == 0  # nothing computed yet
+    halves = data.test.iloc[:5], data.test.iloc[5:]  # two row sets, two entries
+    expected = [teacher_logits(first.outputs["model_uri"], h, columns) for h in halves]
+    assert refresh(bundle, first.outputs["model_uri"]) == 2 and refresh(bundle, first.outputs["model_uri"]) == 0
+    damaged = next(
+        e for e in (bundle / CACHE_DIR).glob("*.npz") if _header(e)["rows"] == rows_digest(halves[1], columns)
+    )
+    raw = damaged.read_bytes()
+    damaged.write_bytes(raw[:-300] + bytes(300))  # the second half's entry, damaged in the repository
+
+    _switch_store(tmp_path / "other.db", _migrated_db)
+    adopted = study_teacher.teacher_stage(replace(cfg, data_dir=str(tmp_path / "machine-b" / "data")), data, folder)
+    assert adopted.skipped
+    loads: list[str] = []
+    real_load = mlflow.pyfunc.load_model
+    monkeypatch.setattr(mlflow.pyfunc, "load_model", lambda uri, *a, **k: loads.append(uri) or real_load(uri, *a, **k))
+    got = [teacher_logits(adopted.outputs["model_uri"], h, columns) for h in halves]
+    np.testing.assert_array_equal(got[0], expected[0])  # a cache hit under the adopted model's identity
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-5, atol=1e-6)  # recomputed: same weights
+    assert len(loads) == 1  # only the damaged half ran the teacher
+    assert len(list(cache.location().glob("soft_labels-*.npz"))) == 4  # each half under each identity

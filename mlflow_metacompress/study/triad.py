@@ -94,6 +94,8 @@ def run_triad(
                 _attacks(plan, data, teachers, done, bundles)
             if order >= PARTS.index("confirmation"):
                 _confirmation(plan, data, teachers, done, bundles)
+        if only == "report" and bundles is not None:
+            done["bundled"] = _bundle_finished(plan, teachers, bundles)
         if only in ("all", "report"):
             from .triad_page import write_triad_page
 
@@ -173,3 +175,36 @@ def _confirm(cfg: StudyConfig, data: Any, teacher: StageResult, method: str, see
     student = carry.student(cfg, data, teacher, method, seed, bundles)
     for split in ("confirmation", "natural"):  # rule 5 judges accuracy: no rewrites needed
         carry.evaluation(replace(cfg, eval_split=split, transforms=[]), data, teacher, student, method, seed, bundles)
+
+
+def _bundle_finished(plan: TriadPlan, teachers: Teachers, bundles: str | Path) -> int:
+    """``report`` with a bundle folder: bundle every finished stage of the study (nothing
+    runs), so that a commit carries what a process with an older runner left in the store.
+    Returns how many finished stages were found."""
+    found = 0
+
+    def bundle(spec: carry.Spec) -> StageResult | None:
+        nonlocal found
+        result = carry.bundle_finished(spec, bundles)
+        found += result is not None
+        return result
+
+    for i, ti in teachers.items():
+        cfg = plan.teacher_cfg(i)
+        for j, tj in teachers.items():
+            if i != j:
+                bundle(carry.evaluation_spec(cfg, None, ti, as_student(tj), REPLICA, j))
+        units = [(m, s) for m, seeds in plan.seeds.items() for s in seeds]
+        units += [(plan.confirm_method, s) for s in plan.confirm_seeds]
+        for method, seed in [("teacher", i)] + units:
+            model = as_student(ti) if method == "teacher" else bundle(carry.student_spec(cfg, None, ti, method, seed))
+            if model is None:
+                continue
+            for judged in (cfg, *(replace(cfg, eval_split=x, transforms=[]) for x in ("confirmation", "natural"))):
+                if method != "teacher":
+                    bundle(carry.evaluation_spec(judged, None, ti, model, method, seed))
+            for attack in plan.attacks:
+                for budget in plan.budgets:
+                    bundle(carry.attack_spec(attack_cfg(plan, i, attack, budget), None, ti, model, method, seed))
+        carry.carry_soft_labels(ti, bundles)
+    return found

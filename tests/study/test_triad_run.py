@@ -6,6 +6,7 @@ nothing (every stage is found finished)."""
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -77,6 +78,18 @@ def test_the_three_teacher_study_and_the_repair_page_run_then_a_rerun_runs_nothi
     assert again["failed"] == []
     assert json.loads((out / "bigclonebench.json").read_text())["verdicts"] == v
     assert run_repair_study(repair, output=tmp_path / "repair", bundles=stages)["failed"] == []
+
+    # a runner older than the carried stages bundled only teachers: `report` bundles the rest
+    def triad_bundles():  # the repair study's own students aside
+        kinds = ("student", "evaluate", "attack")
+        return sorted(p.name for p in stages.iterdir() if p.name.split("-")[0] in kinds and "-repair-" not in p.name)
+
+    carried = triad_bundles()
+    for name in carried:
+        shutil.rmtree(stages / name)
+    reported = run_triad(plan, output=out, bundles=stages, only="report")
+    assert triad_bundles() == carried
+    assert reported["bundled"] >= len(carried)
 
     # another machine: an empty store, the same repository. Every finished stage comes from
     # its bundle (students with their models, evaluations with their per-row results, attacks

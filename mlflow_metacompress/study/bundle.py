@@ -13,7 +13,9 @@ repository, so that a commit carries it:
     a model stage's model, as :meth:`~mlflow_metacompress.models.classifier.CodeClassifier.save`
     writes it (encoder weights, head, tokenizer);
 ``<folder>/<stage>-<key>/artifacts/``
-    the run artifacts a later reader needs (an evaluation's ``per_sample.parquet``).
+    the run artifacts a later reader needs (an evaluation's ``per_sample.parquet``, without
+    the columns of :data:`DROPPED_COLUMNS`: the variants' code, 90% of the file, which the
+    data and the evaluator's seed give again).
 
 :func:`adopt` puts a bundle back into an empty store: a ``FINISHED`` run with the stage's
 tags, metrics, params and artifacts, and the model logged and registered again, so that
@@ -46,6 +48,7 @@ logger = logging.getLogger(__name__)
 STAGE_FILE = "stage.json"
 MODEL_DIR = "hf"
 ARTIFACT_DIR = "artifacts"
+DROPPED_COLUMNS = ("code",)  # left out of a bundled parquet artifact (see the module docstring)
 ADOPTED_TAG = "metacompress.reproduce.adopted_from"
 ORIGIN_TAG = "metacompress.reproduce.origin_key"
 STUDY_PREFIX = "metacompress.reproduce"  # the study's own tags, set anew on adoption
@@ -197,6 +200,11 @@ def _export_artifact(run_id: str, artifact: str, into: Path) -> None:
         local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact, dst_path=tmp))
         if local.is_dir():
             shutil.copytree(local, target)
+        elif local.suffix == ".parquet":
+            import pandas as pd
+
+            frame = pd.read_parquet(local)
+            frame.drop(columns=[c for c in DROPPED_COLUMNS if c in frame.columns]).to_parquet(target, index=False)
         else:
             shutil.copy2(local, target)
 

@@ -133,6 +133,38 @@ def _attacks(record: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def progress(record: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """What of the plan has run: (finished, planned) for teachers, replicas, premise
+    students, confirmation students and attacked students (per attack, at its budget)."""
+    plan = record.get("plan", {})
+    n_teachers = len(plan.get("teacher_seeds", []))
+    per_teacher = sum(len(s) for s in plan.get("seeds", {}).values())
+    rows = record.get("rows", {})
+    judged = [k for r in rows.values() for k in r]
+    confirmed = {(t, s) for split in record.get("confirmation", {}).values() for t, d in split.items() for s in d}
+    students = [m for a in record.get("attacks", {}).values() for m in a.get("students", {}).values()]
+    attacked = sum(len(asr) for m in students for asr in m.values())
+    return {
+        "teachers": (len(record.get("teachers", {})), n_teachers),
+        "replicas": (sum(k.startswith("replica:") for k in judged), n_teachers * (n_teachers - 1)),
+        "premise students": (sum(not k.startswith("replica:") for k in judged), n_teachers * per_teacher),
+        "confirmation students": (len(confirmed), n_teachers * len(plan.get("confirm", {}).get("seeds", []))),
+        "attacked students": (attacked, len(plan.get("attacks", [])) * n_teachers * per_teacher),
+    }
+
+
+def _progress(record: Mapping[str, Any]) -> list[str]:
+    done = progress(record)
+    if all(a == b for a, b in done.values()):
+        return ["Every planned unit has run.", ""]
+    parts = ", ".join(f"{k} {a} of {b}" for k, a, b in ((k, *v) for k, v in done.items()))
+    return [
+        f"**Partial page: not every planned unit has run** ({parts}). A verdict here reads only the units "
+        "listed; the page is rewritten as the runs finish.",
+        "",
+    ]
+
+
 def render_triad(record: Mapping[str, Any]) -> str:
     """The page's Markdown from its JSON ``record`` (with ``record["verdicts"]``)."""
     v = record["verdicts"]
@@ -144,6 +176,7 @@ def render_triad(record: Mapping[str, Any]) -> str:
         "bootstrap is shown beside and never overrides it. Every number is recomputed from `bigclonebench.json`.",
         "",
     ]
+    lines += _progress(record)
     lines += _teachers(record)
     lines += _relations(
         v["relations"], "## Relations against the retrained teachers (rules 1, 2)",

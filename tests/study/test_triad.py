@@ -214,6 +214,39 @@ def test_the_page_renders_every_rule_and_says_what_has_not_run(tmp_path):
     assert "rules" in page and "compressor" in page
 
 
+def test_a_partial_page_says_so_and_counts_what_ran():
+    from mlflow_metacompress.study.triad_markdown import progress, render_triad
+    from mlflow_metacompress.study.triad_verdicts import verdicts
+
+    plan = {
+        "teacher_seeds": [0, 1, 2], "seeds": {"compressor": [0, 1], "morph": [0], "fidelity": [0]},
+        "confirm": {"method": "compressor", "seeds": [10, 11]}, "attacks": ["alert", "mhm"],
+    }  # fmt: skip
+    full = {**_record(0.0), "plan": plan}
+    unit = {"correct": "1" * 40, "teacher_correct": "1" * 40}
+    full["confirmation"] = {"confirmation": {t: {"10": unit, "11": unit} for t in "012"}, "natural": {}}
+    students = {"compressor": {t: [0.2, 0.3] for t in "012"}, "morph": {t: [0.2] for t in "012"}}
+    students["fidelity"] = {t: [0.2] for t in "012"}
+    full["attacks"] = {a: {"students": students} for a in ("alert", "mhm")}
+    assert progress(full) == {
+        "teachers": (3, 3), "replicas": (6, 6), "premise students": (12, 12),
+        "confirmation students": (6, 6), "attacked students": (24, 24),
+    }  # fmt: skip
+    full["verdicts"] = verdicts(full)
+    assert "Every planned unit has run." in render_triad(full) and "Partial page" not in render_triad(full)
+
+    partial = {**full, "rows": {"0": {"compressor:0": full["rows"]["0"]["compressor:0"]}}, "confirmation": {}}
+    partial["teachers"] = {"0": {}, "1": {}}
+    partial["attacks"] = {}
+    assert progress(partial) == {
+        "teachers": (2, 3), "replicas": (0, 6), "premise students": (1, 12),
+        "confirmation students": (0, 6), "attacked students": (0, 24),
+    }  # fmt: skip
+    partial["verdicts"] = verdicts(partial)
+    said = "**Partial page: not every planned unit has run** (teachers 2 of 3, replicas 0 of 6, premise students 1 of"
+    assert said + " 12, confirmation students 0 of 6, attacked students 0 of 24)" in render_triad(partial)
+
+
 def test_the_command_line_runs_the_three_teacher_plan(monkeypatch):
     """docs/benchmarks.md's command ("How it runs"), parsed by the real parser."""
     import shlex

@@ -98,6 +98,10 @@ def test_the_three_teacher_study_and_the_repair_page_run_then_a_rerun_runs_nothi
     kinds = {p.name.split("-")[0] for p in stages.iterdir()}
     assert {"teacher", "student", "evaluate", "attack", "repair"} <= kinds, kinds
     assert not list(stages.glob("*.partial"))
+    import pandas as pd
+
+    bundled = pd.read_parquet(next(stages.glob("evaluate-compressor-*/artifacts/metacompress/per_sample.parquet")))
+    assert "code" not in bundled and {"variant", "row", "mr1_violation", "student_pred"} <= set(bundled)
     _empty_store(tmp_path / "elsewhere.db", _migrated_db)
     assert run_triad(plan, output=out, bundles=stages)["failed"] == []
     assert json.loads((out / "bigclonebench.json").read_text())["verdicts"] == v

@@ -61,7 +61,9 @@ def bundle_dir(folder: str | Path, name: str, key: str) -> Path:
 
 def origin_key(key: str) -> str:
     """The key of the bundle the stage ``key`` was adopted from, or ``key`` itself (a stage
-    run here, or none finished)."""
+    run here, or none finished); each part of a joined key (``a@b``, a replica's) alike."""
+    if "@" in key:
+        return "@".join(origin_key(part) for part in key.split("@"))
     found = find_finished(key)
     return key if found is None else str(found.data.tags.get(ORIGIN_TAG) or key)
 

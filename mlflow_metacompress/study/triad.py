@@ -34,7 +34,7 @@ from . import carried_stages as carry
 from .carried_stages import Folder
 from .config import StudyConfig
 from .resume import StageResult
-from .triad_plan import PARTS, REPLICA, TriadPlan, as_student, attack_cfg, chosen_budget, teacher_success
+from .triad_plan import PARTS, REPLICA, TriadPlan, as_replica, as_student, attack_cfg, chosen_budget, teacher_success
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,8 @@ def _replicas(plan: TriadPlan, data: Any, teachers: Teachers, done: dict[str, An
     for i, ti in teachers.items():
         for j, tj in teachers.items():
             if i != j:
-                judge = partial(carry.evaluation, plan.teacher_cfg(i), data, ti, as_student(tj), REPLICA, j, bundles)
+                replica = as_replica(tj, ti)
+                judge = partial(carry.evaluation, plan.teacher_cfg(i), data, ti, replica, REPLICA, j, bundles)
                 _guard(done, f"replica T{j} vs T{i}", judge)
 
 
@@ -193,7 +194,7 @@ def _bundle_finished(plan: TriadPlan, teachers: Teachers, bundles: str | Path) -
         cfg = plan.teacher_cfg(i)
         for j, tj in teachers.items():
             if i != j:
-                bundle(carry.evaluation_spec(cfg, None, ti, as_student(tj), REPLICA, j))
+                bundle(carry.evaluation_spec(cfg, None, ti, as_replica(tj, ti), REPLICA, j))
         units = [(m, s) for m, seeds in plan.seeds.items() for s in seeds]
         units += [(plan.confirm_method, s) for s in plan.confirm_seeds]
         for method, seed in [("teacher", i)] + units:

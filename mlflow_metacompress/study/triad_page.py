@@ -40,7 +40,7 @@ def collect_triad(plan: TriadPlan, teachers: Mapping[int, StageResult]) -> dict[
     from .resume import lookup
     from .rows import read_per_sample
     from .stages import student_args
-    from .triad_plan import REPLICA, as_student, attack_cfg, chosen_budget, teacher_success
+    from .triad_plan import REPLICA, as_replica, as_student, attack_cfg, chosen_budget, teacher_success
     from .triad_rows import encode, row_data
 
     client = MlflowClient()
@@ -50,7 +50,7 @@ def collect_triad(plan: TriadPlan, teachers: Mapping[int, StageResult]) -> dict[
         record["teachers"][str(i)] = dict(client.get_run(t.run_id).data.metrics)
         cfg, rows = plan.teacher_cfg(i), record["rows"].setdefault(str(i), {})
         for j, tj in teachers.items():
-            if j != i and tj is not None and (run := _eval_run(cfg, as_student(tj), REPLICA, j)) is not None:
+            if j != i and tj is not None and (run := _eval_run(cfg, as_replica(tj, t), REPLICA, j)) is not None:
                 rows[f"{REPLICA}:{j}"] = row_data(read_per_sample(run), cfg.eval_rows).to_json()
         for method, seeds in plan.seeds.items():
             for seed in seeds:

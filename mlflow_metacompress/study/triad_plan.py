@@ -14,6 +14,7 @@ from .resume import StageResult
 
 PARTS = ("teachers", "replicas", "students", "attacks", "confirmation", "all", "report")
 REPLICA = "replica"  # the method name of a teacher judged against another teacher
+REPLICA_SEP = "@"  # joins a replica's key and its judge's (:func:`as_replica`)
 
 
 def premise_config(base: StudyConfig | None = None) -> StudyConfig:
@@ -54,6 +55,14 @@ class TriadPlan:
     @property
     def methods(self) -> tuple[str, ...]:
         return tuple(self.seeds)
+
+
+def as_replica(model: StageResult, judge: StageResult) -> StageResult:
+    """Teacher ``model`` standing where a student of teacher ``judge`` does. Its key names
+    both (``<model key>@<judge key>``): an evaluation's key holds its student's key and not
+    the teacher's, so T1 judged against T0 and against T2 must differ in it."""
+    key = f"{model.key}{REPLICA_SEP}{judge.key}"
+    return StageResult(model.name, key, model.run_id, dict(model.outputs), True)
 
 
 def as_student(teacher: StageResult) -> StageResult:

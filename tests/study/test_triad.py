@@ -273,3 +273,19 @@ def test_the_command_line_runs_the_three_teacher_plan(monkeypatch):
     assert (base.size_mb, base.student_steps, base.student_lr, base.student_grad_clip) == (3.0, 6000, 1e-3, 1.0)
     assert base.distill_rows is None and base.eval_rows == 1000 and base.eval_seed == 0
     assert plan.seeds == {"compressor": (0, 1), "morph": (0,), "fidelity": (0,)}
+
+
+def test_a_teacher_judged_against_two_teachers_is_two_evaluations():
+    """An evaluation's key holds its student's key, not its teacher's: a replica's key must name its judge."""
+    from mlflow_metacompress.study.resume import StageResult, stage_key
+    from mlflow_metacompress.study.stages import eval_args
+    from mlflow_metacompress.study.triad_plan import REPLICA, TriadPlan, as_replica
+
+    t = {i: StageResult("teacher", f"key{i}", f"run{i}", {"model_uri": f"models:/t/{i}"}) for i in range(3)}
+    plan = TriadPlan()
+    keys = {
+        i: stage_key("evaluate-replica-seed1", eval_args(plan.teacher_cfg(i), as_replica(t[1], t[i]), REPLICA, 1))
+        for i in (0, 2)
+    }
+    assert keys[0] != keys[2]
+    assert as_replica(t[1], t[0]).outputs == t[1].outputs  # the model judged is still teacher 1

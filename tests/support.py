@@ -881,3 +881,14 @@ def tiny_study_config(data_dir):
         distill_rows=40,
         attack_rows=12,
     )
+
+
+def switch_to_empty_store(path: Path, template: Path) -> None:
+    """Point MLflow at a copy of the migrated empty store ``template`` at ``path`` (another
+    machine's store), dropping the cached store objects of the previous one."""
+    from tests.conftest import fresh_mlflow_stores
+
+    shutil.copy(template, path)
+    fresh_mlflow_stores()
+    mlflow.set_tracking_uri(f"sqlite:///{path}")
+    mlflow.set_registry_uri(f"sqlite:///{path}")

@@ -121,14 +121,15 @@ def export(
     existing = find_bundle(folder, result.name, args)
     if existing is not None:
         return existing
-    target = bundle_dir(folder, result.name, origin_key(result.key))
+    origin = origin_key(result.key)
+    target = bundle_dir(folder, result.name, origin)
     run = MlflowClient().get_run(result.run_id)
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     record: dict[str, Any] = {
         "stage": result.name,
-        "key": origin_key(result.key),
+        "key": origin,
         "args": portable(args),
         "outputs": dict(result.outputs),
         "metrics": dict(run.data.metrics),

@@ -92,17 +92,12 @@ def teacher_stage(cfg: StudyConfig, data: Any | None = None, bundles: str | Path
         logger.info("teacher %s: %s", result.model_uri, metrics)
         return {"model_uri": result.model_uri, "teacher_run_id": result.run_id}
 
+    from functools import partial
+
+    from .bundle import carried
+
     args = teacher_args(cfg)
-    if bundles is not None:
-        from .bundle import adopt
-
-        adopt("teacher", args, bundles)
-    result = run_stage("teacher", args, body, study=cfg.task)
-    if bundles is not None:
-        from .bundle import export
-
-        export(result, args, bundles)
-    return result
+    return carried("teacher", args, bundles, partial(run_stage, "teacher", args, body, study=cfg.task))
 
 
 def measure_teacher(uri: str, test: Any, columns: tuple[str, ...], label: str) -> dict[str, float]:

@@ -13,20 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.support import TOY_CODE
+from tests.support import TOY_CODE, switch_to_empty_store
 
 pytestmark = pytest.mark.slow
-
-
-def _switch_store(path, template):
-    import mlflow
-
-    from tests.conftest import fresh_mlflow_stores
-
-    shutil.copy(template, path)
-    fresh_mlflow_stores()
-    mlflow.set_tracking_uri(f"sqlite:///{path}")
-    mlflow.set_registry_uri(f"sqlite:///{path}")
 
 
 def _fake_training(tiny_classifiers, calls):
@@ -84,7 +73,7 @@ def test_a_bundled_teacher_is_adopted_by_an_empty_store_with_the_same_weights(
     expected = np.asarray(mlflow.pyfunc.load_model(first.outputs["model_uri"]).predict(data.test[["func1", "func2"]]))
 
     # another machine: an empty store, the data at another absolute path
-    _switch_store(tmp_path / "other.db", _migrated_db)
+    switch_to_empty_store(tmp_path / "other.db", _migrated_db)
     elsewhere = replace(cfg, data_dir=str(tmp_path / "machine-b" / "data"))
     monkeypatch.setattr(teacher_mod, "run_teacher_job", lambda job: pytest.fail("a bundled teacher was trained again"))
     adopted = study_teacher.teacher_stage(elsewhere, data, folder)
@@ -150,7 +139,7 @@ def test_a_teachers_soft_labels_travel_in_its_bundle_and_a_tampered_entry_does_n
     raw = damaged.read_bytes()
     damaged.write_bytes(raw[:-300] + bytes(300))  # the second half's entry, damaged in the repository
 
-    _switch_store(tmp_path / "other.db", _migrated_db)
+    switch_to_empty_store(tmp_path / "other.db", _migrated_db)
     adopted = study_teacher.teacher_stage(replace(cfg, data_dir=str(tmp_path / "machine-b" / "data")), data, folder)
     assert adopted.skipped
     loads: list[str] = []

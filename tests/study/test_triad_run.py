@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.support import bigclonebench_folder, tiny_study_config
+from tests.support import bigclonebench_folder, switch_to_empty_store, tiny_study_config
 
 pytestmark = pytest.mark.slow
 
@@ -102,23 +102,10 @@ def test_the_three_teacher_study_and_the_repair_page_run_then_a_rerun_runs_nothi
 
     bundled = pd.read_parquet(next(stages.glob("evaluate-compressor-*/artifacts/metacompress/per_sample.parquet")))
     assert "code" not in bundled and {"variant", "row", "mr1_violation", "student_pred"} <= set(bundled)
-    _empty_store(tmp_path / "elsewhere.db", _migrated_db)
+    switch_to_empty_store(tmp_path / "elsewhere.db", _migrated_db)
     assert run_triad(plan, output=out, bundles=stages)["failed"] == []
     assert json.loads((out / "bigclonebench.json").read_text())["verdicts"] == v
     assert run_repair_study(repair, output=tmp_path / "repair", bundles=stages)["failed"] == []
     page_after = json.loads((tmp_path / "repair" / "bigclonebench.json").read_text())
     assert page_after["verdicts"] == page_before["verdicts"] and page_after["seeds"] == page_before["seeds"]
     assert page_after["trained_transforms"] == page_before["trained_transforms"]  # the student run's tag came along
-
-
-def _empty_store(path, template):
-    import shutil
-
-    import mlflow
-
-    from tests.conftest import fresh_mlflow_stores
-
-    shutil.copy(template, path)
-    fresh_mlflow_stores()
-    mlflow.set_tracking_uri(f"sqlite:///{path}")
-    mlflow.set_registry_uri(f"sqlite:///{path}")

@@ -50,18 +50,6 @@ BUDGETS = (10, 30, 100, 300)
 SEARCHES = ("dflare", "random", "mhm", "alert")
 
 
-def rates_at(records: list[Any], budgets: tuple[int, ...]) -> dict[Any, Any]:
-    """Per budget: found rows among agreeing rows, with the row mask (for pairing)."""
-    agree = np.array([r.agreed_at_start for r in records], bool)
-    first = np.array(
-        [r.queries_to_first if (r.found and r.queries_to_first is not None) else 10**9 for r in records], float
-    )
-    out: dict[Any, Any] = {"agree": agree, "first": first}
-    for b in budgets:
-        out[b] = agree & (first <= b)
-    return out
-
-
 def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     from scipy import stats
 
@@ -77,6 +65,44 @@ def boot(stat: Any, n: int, resamples: int = 2000, seed: int = 0) -> tuple[float
     vals = np.array([stat(rng.integers(0, n, n)) for _ in range(resamples)], float)
     vals = vals[np.isfinite(vals)]
     return (float(np.quantile(vals, 0.025)), float(np.quantile(vals, 0.975))) if len(vals) else (math.nan, math.nan)
+
+
+def summarize(stored: dict[str, Any], budgets: tuple[int, ...]) -> dict[Any, Any]:
+    """Rates per budget from one search's stored per-row record (agreed at the start, paired
+    queries to the first verified deviation or None)."""
+    agree = np.array(stored["agree"], bool)
+    first = np.array([10**9 if q is None else q for q in stored["first"]], float)
+    out: dict[Any, Any] = {"agree": agree, "first": first, "seconds": stored["seconds"], "queries": stored["queries"]}
+    for b in budgets:
+        out[b] = agree & (first <= b)
+    found = first[agree & (first < 10**9)]
+    out["median"] = float(np.median(found)) if len(found) else math.nan
+    return out
+
+
+def cache_key(*parts: Any) -> str:
+    import hashlib
+
+    return hashlib.sha1("\x1f".join(map(str, parts)).encode()).hexdigest()[:20]
+
+
+def load_result(folder: str, key: str) -> dict[str, Any] | None:
+    import json
+    from pathlib import Path
+
+    path = Path(folder) / f"{key}.json"
+    return json.loads(path.read_text()) if folder and path.exists() else None
+
+
+def save_result(folder: str, key: str, result: dict[str, Any]) -> None:
+    import json
+    from pathlib import Path
+
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        tmp = Path(folder) / f"{key}.json.tmp"
+        tmp.write_text(json.dumps(result))
+        tmp.replace(Path(folder) / f"{key}.json")
 
 
 def rate_of(found: np.ndarray, agree: np.ndarray, idx: np.ndarray) -> float:
@@ -100,6 +126,12 @@ def main() -> None:
     p.add_argument("--searches", default=",".join(SEARCHES))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--cache",
+        default="",
+        help="folder for each (model, search) result: a rerun reuses the ones already there, so a long "
+        "benchmark can run in parts (one --student per process) and be tabulated together",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -107,6 +139,7 @@ def main() -> None:
 
     from mlflow_metacompress.adapters.predictors import resolve_model
     from mlflow_metacompress.attacks.deviation.api import find_deviations
+    from mlflow_metacompress.attacks.goal import QueryModel
     from mlflow_metacompress.pipeline.data import judged_rows
 
     torch.set_num_threads(args.threads)
@@ -134,28 +167,39 @@ def main() -> None:
         predictor = resolve_model(uri, name, cache_dir=None, progress=False)  # the search caches by text itself
         return lambda frame: predictor.predict(frame, code_columns)[0]
 
-    teacher = probabilities(args.teacher, "teacher")
+    # one teacher front for every model and search: its cache (by text) serves the variants
+    # several searches visit; the counted paired queries do not depend on it
+    teacher = QueryModel(probabilities(args.teacher, "teacher"), code_columns)
     results: dict[tuple[str, str], dict[Any, Any]] = {}
     for name, uri in models.items():
-        model = probabilities(uri, name)
+        model = None
         for search in searches:
-            started = time.perf_counter()
-            records = find_deviations(
-                teacher,
-                model,
-                rows,
-                code_columns,
-                language,
-                queries=max(budgets),
-                search=search,
-                seed=args.seed,
-            )
-            r = rates_at(records, budgets)
-            r["seconds"] = time.perf_counter() - started
-            r["queries"] = sum(x.queries for x in records)
-            found_q = [x.queries_to_first for x in records if x.found and x.queries_to_first is not None]
-            r["median"] = float(np.median(found_q)) if found_q else math.nan
-            results[(name, search)] = r
+            key = cache_key(args.teacher, uri, search, len(rows), max(budgets), args.seed, args.study_data)
+            stored = load_result(args.cache, key)
+            if stored is None:
+                model = model or probabilities(uri, name)
+                started = time.perf_counter()
+                records = find_deviations(
+                    teacher,
+                    model,
+                    rows,
+                    code_columns,
+                    language,
+                    queries=max(budgets),
+                    search=search,
+                    seed=args.seed,
+                    progress=True,
+                )
+                stored = {
+                    "agree": [bool(x.agreed_at_start) for x in records],
+                    "first": [
+                        x.queries_to_first if (x.found and x.queries_to_first is not None) else None for x in records
+                    ],
+                    "seconds": time.perf_counter() - started,
+                    "queries": int(sum(x.queries for x in records)),
+                }
+                save_result(args.cache, key, {"model": name, "uri": uri, "search": search, **stored})
+            results[(name, search)] = summarize(stored, budgets)
     print(f"rows {len(rows)}, language {language}, budgets {budgets}, seed {args.seed}\n")
     print("| model | search | agreeing | " + " | ".join(f"rate @{b}" for b in budgets) + " | median q | s |")
     print("|---|---|---|" + "---|" * len(budgets) + "---|---|")

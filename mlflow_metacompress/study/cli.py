@@ -22,6 +22,17 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in str(text).split(",") if t.strip())
 
 
+def _parts(text: str) -> tuple[str, ...]:
+    """``--skip``'s parts of the three-teacher study (:data:`.triad_plan.SKIPPABLE`)."""
+    from .triad_plan import SKIPPABLE
+
+    parts = _csv(text)
+    unknown = [p for p in parts if p not in SKIPPABLE]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"--skip takes {', '.join(SKIPPABLE)}; got {', '.join(unknown)}")
+    return parts
+
+
 def _int(text: str) -> int:
     """An integer, also written as MLflow passes float parameters (``200.0``)."""
     try:
@@ -158,6 +169,13 @@ def _study_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--teacher-seeds", type=_seeds, default=(0, 1, 2), help="with --three-teachers: the teachers")
     p.add_argument(
+        "--skip",
+        type=_parts,
+        default=(),
+        help="with --three-teachers: parts to leave out of those up to --only (replicas, students, attacks, "
+        "confirmation), e.g. --only attacks --skip students attacks the teachers and the students already trained",
+    )
+    p.add_argument(
         "--stages",
         default="",
         help="repository folder of finished teacher stages: adopted into an empty store, and a teacher trained here "
@@ -221,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = TriadPlan(base=premise_config(replace(cfg, teacher_seed=0)), teacher_seeds=tuple(args.teacher_seeds))
         only = "teachers" if args.only == "teacher" else args.only
         out = args.output if args.output != "reproduction" else "reproduction/three-teachers"
-        done = run_triad(plan, only=only, output=out, bundles=args.stages or None)
+        done = run_triad(plan, only=only, output=out, bundles=args.stages or None, skip=tuple(args.skip))
         logger.info("three-teacher study: %d failed stage(s) %s", len(done["failed"]), done["failed"])
         return 0
     if args.repair_study:

@@ -34,7 +34,17 @@ from . import carried_stages as carry
 from .carried_stages import Folder
 from .config import StudyConfig
 from .resume import StageResult
-from .triad_plan import PARTS, REPLICA, TriadPlan, as_replica, as_student, attack_cfg, chosen_budget, teacher_success
+from .triad_plan import (
+    PARTS,
+    REPLICA,
+    SKIPPABLE,
+    TriadPlan,
+    as_replica,
+    as_student,
+    attack_cfg,
+    chosen_budget,
+    teacher_success,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,12 +65,20 @@ def run_triad(
     output: str | Path = "reproduction/three-teachers",
     bundles: str | Path | None = None,
     data: Any | None = None,
+    skip: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Run (or resume) the parts of the study up to ``only`` (``teachers``, ``replicas``,
     ``students``, ``attacks``, ``confirmation``; ``all`` runs every part and writes the page;
-    ``report`` runs nothing and writes the page from the finished stages)."""
+    ``report`` runs nothing and writes the page from the finished stages).
+
+    ``skip`` leaves out some of those parts (not ``teachers``): ``skip=("students",)`` with
+    ``only="attacks"`` attacks the teachers and the students already trained while other
+    processes train the rest; a skipped part's finished stages still count on the page."""
     if only not in PARTS:
         raise ValueError(f"run_triad: only must be one of {PARTS}, got {only!r}")
+    unknown = sorted(set(skip) - set(SKIPPABLE))
+    if unknown:
+        raise ValueError(f"run_triad: skip takes parts of {SKIPPABLE}, got {unknown}")
     from ..threads import using
     from .teacher import study_data, teacher_stage
 
@@ -86,14 +104,14 @@ def run_triad(
         done["teachers"] = teachers
         order = PARTS.index(only) if only not in ("all", "report") else len(PARTS)
         if only != "report":
-            if order >= PARTS.index("replicas"):
-                _replicas(plan, data, teachers, done, bundles)
-            if order >= PARTS.index("students"):
-                _students(plan, data, teachers, done, bundles)
-            if order >= PARTS.index("attacks"):
-                _attacks(plan, data, teachers, done, bundles)
-            if order >= PARTS.index("confirmation"):
-                _confirmation(plan, data, teachers, done, bundles)
+            for part, step in (
+                ("replicas", _replicas),
+                ("students", _students),
+                ("attacks", _attacks),
+                ("confirmation", _confirmation),
+            ):
+                if order >= PARTS.index(part) and part not in skip:
+                    step(plan, data, teachers, done, bundles)
         if only == "report" and bundles is not None:
             done["bundled"] = _bundle_finished(plan, teachers, bundles)
         if only in ("all", "report"):

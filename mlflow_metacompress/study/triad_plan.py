@@ -13,6 +13,7 @@ from .replica import BUDGETS, TEACHER_SUCCESS_FLOOR
 from .resume import StageResult
 
 PARTS = ("teachers", "replicas", "students", "attacks", "confirmation", "all", "report")
+SKIPPABLE = ("replicas", "students", "attacks", "confirmation")  # parts ``run_triad(skip=...)`` may leave out
 REPLICA = "replica"  # the method name of a teacher judged against another teacher
 REPLICA_SEP = "@"  # joins a replica's key and its judge's (:func:`as_replica`)
 

@@ -289,3 +289,28 @@ def test_a_teacher_judged_against_two_teachers_is_two_evaluations():
     }
     assert keys[0] != keys[2]
     assert as_replica(t[1], t[0]).outputs == t[1].outputs  # the model judged is still teacher 1
+
+
+def test_skip_leaves_out_parts_and_refuses_the_teachers_and_unknown_names(monkeypatch):
+    """``--only attacks --skip students`` attacks what is trained while other processes train the rest."""
+    import pytest
+
+    from mlflow_metacompress.study import cli, teacher, triad
+    from mlflow_metacompress.study.resume import StageResult
+    from mlflow_metacompress.study.triad_plan import TriadPlan
+
+    ran: list[str] = []
+    monkeypatch.setattr(teacher, "teacher_stage", lambda cfg, data, bundles: StageResult("teacher", "k", "r", {}))
+    for part in ("replicas", "students", "attacks", "confirmation"):
+        monkeypatch.setattr(triad, f"_{part}", lambda *a, part=part: ran.append(part))
+    plan = TriadPlan(teacher_seeds=(0,))
+    assert triad.run_triad(plan, only="attacks", skip=("students",), data=object())["failed"] == []
+    assert ran == ["replicas", "attacks"]
+    ran.clear()
+    triad.run_triad(plan, only="confirmation", skip=("replicas", "students"), data=object())
+    assert ran == ["attacks", "confirmation"]
+    with pytest.raises(ValueError, match=r"skip takes parts of .*got \['teachers'\]"):
+        triad.run_triad(plan, skip=("teachers",), data=object())
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["--three-teachers", "--skip", "students,teacher"])
+    assert cli.parser().parse_args(["--skip", "students, attacks"]).skip == ("students", "attacks")

@@ -98,7 +98,7 @@ def _current_store(root: Path, template: Path):
     with the working directory and the metacompress cache inside its folder; all restored after."""
     import mlflow
 
-    from tests.support import open_store
+    from tests.support.registry import open_store
 
     store = open_store(root, template)
     cwd, previous = os.getcwd(), mlflow.get_tracking_uri()
@@ -144,7 +144,7 @@ def registered_teacher(tracking, tmp_path, monkeypatch):
     import mlflow
 
     from mlflow_metacompress import cache
-    from tests.support import LengthModel
+    from tests.support.models import LengthModel
 
     exp = mlflow.create_experiment("cache", artifact_location=(tmp_path / "artifacts").as_uri())
     with mlflow.start_run(experiment_id=exp):

@@ -21,10 +21,11 @@ import pytest
 from mlflow_metacompress.adapters.checks import MetaCompressInputError
 from mlflow_metacompress.cli import main
 from tests.conftest import TOY_CODE
-from tests.support import HF_LABELS as LABELS
-from tests.support import HF_REQS as REQS
-from tests.support import assert_same_metrics, tiny_sequence_classifiers
-from tests.support import evaluate_hf as evaluate
+from tests.support.evaluation import HF_LABELS as LABELS
+from tests.support.evaluation import HF_REQS as REQS
+from tests.support.evaluation import assert_same_metrics
+from tests.support.evaluation import evaluate_hf as evaluate
+from tests.support.models import tiny_sequence_classifiers
 
 POSITIONS = 34  # RoBERTa: pad id 1, positions numbered from 2, so 32 tokens fit
 LIMIT = 32

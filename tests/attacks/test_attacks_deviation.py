@@ -15,7 +15,7 @@ from mlflow_metacompress.attacks.deviation.goal import margin
 from mlflow_metacompress.attacks.deviation.space import RENAME, VariantSpace, default_operators, valid_variant
 from mlflow_metacompress.attacks.goal import QueryModel
 from mlflow_metacompress.attacks.substitutes import IdentifierVocabulary
-from tests.support import CODES, WITH_COUNT
+from tests.support.attacks import CODES, WITH_COUNT
 
 
 def ntok(code: str) -> int:

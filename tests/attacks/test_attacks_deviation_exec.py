@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from mlflow_metacompress.attacks.deviation import find_deviations
-from tests.support import run_java_classes
+from tests.support.programs import run_java_classes
 
 C_PROGRAM = """#include <stdio.h>
 

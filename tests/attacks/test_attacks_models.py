@@ -12,7 +12,8 @@ import pytest
 from mlflow_metacompress.attacks import AttackStatus, run_attack
 from mlflow_metacompress.attacks.cli import main
 from mlflow_metacompress.attacks.substitutes import IDENT, MLMSubstitutes
-from tests.support import CODES, assert_consistent_renaming, tiny_roberta_config
+from tests.support.attacks import CODES, assert_consistent_renaming
+from tests.support.models import tiny_roberta_config
 
 
 @pytest.fixture(scope="module")

@@ -77,7 +77,7 @@ def test_options_reach_the_search_and_the_composition():
 def test_max_changed_caps_the_renamings_the_search_may_use():
     """The constraint declared in the composition is the one the space enforces."""
     from mlflow_metacompress.attacks import run_attack
-    from tests.support import CODES, LABELS, name_sensitive
+    from tests.support.attacks import CODES, LABELS, name_sensitive
 
     frame = pd.DataFrame({"func": CODES})
     free = run_attack("mhm_zhang_2020", name_sensitive, frame, ["func"], LABELS, "c", budget=80, seed=1, progress=False)

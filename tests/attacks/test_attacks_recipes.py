@@ -14,7 +14,7 @@ from mlflow_metacompress.attacks import AttackStatus, list_attacks, run_attack
 from mlflow_metacompress.attacks.recipes import discover
 from mlflow_metacompress.attacks.recipes.coda_tian_2023 import eligible, structure_features
 from mlflow_metacompress.attacks.results import AttackReport
-from tests.support import CODES, LABELS, WITH_COUNT, WITHOUT, assert_consistent_renaming, leaves, name_sensitive
+from tests.support.attacks import CODES, LABELS, WITH_COUNT, WITHOUT, assert_consistent_renaming, leaves, name_sensitive
 
 PUBLISHED = ["mhm_zhang_2020", "alert_yang_2022", "wir_random_zeng_2022", "coda_tian_2023"]
 ATTACKS = sorted(discover())  # the property tests cover every discovered recipe, not a fixed list

@@ -636,7 +636,7 @@ def test_a_copied_attack_recipe_is_listed_and_runs(copy_module, tracking):
         f"""
         import mlflow, numpy as np, pandas as pd, pytest
         from mlflow_metacompress.attacks import ATTACKS, list_attacks, run_attack
-        from tests.support import CODES, LABELS
+        from tests.support.attacks import CODES, LABELS
 
         def name_sensitive(df):
             p = np.array([0.85 if "count" in c else 0.15 for c in df[df.columns[0]]])

@@ -195,8 +195,8 @@ def test_tampered_cache_cannot_pass_an_evaluation(tracking, tmp_path, caplog):
 
     from mlflow_metacompress.relations import evaluate_relations
     from tests.conftest import toy_frame
-    from tests.support import evaluate_logged as evaluate
-    from tests.support import sklearn_pair as _sklearn_pair
+    from tests.support.evaluation import evaluate_logged as evaluate
+    from tests.support.evaluation import sklearn_pair as _sklearn_pair
 
     df = toy_frame(80)
     teacher, student = _sklearn_pair(df)

@@ -13,7 +13,7 @@ import pytest
 
 from mlflow_metacompress.pipeline.progress import pipeline_stages
 from tests.conftest import TOY_CODE, fresh_mlflow_stores, toy_frame
-from tests.support import tiny_sequence_classifiers
+from tests.support.models import tiny_sequence_classifiers
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "getting-started.md"

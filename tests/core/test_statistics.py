@@ -232,8 +232,8 @@ def test_bootstrap_samples_is_checked(value):
 
 
 def test_transformed_evaluation_gets_metamorphic_intervals():
-    from tests.support import evaluate_engine as evaluate
-    from tests.support import labelled
+    from tests.support.evaluation import evaluate_engine as evaluate
+    from tests.support.evaluation import labelled
 
     df = labelled(40, seed=2)
     outcome, cfg = evaluate(

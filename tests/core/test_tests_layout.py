@@ -1,5 +1,5 @@
 """The test suite's own layout (issue 45): every test file in a folder named after the package
-it tests, no test module importing another (shared helpers live in ``tests/support.py``,
+it tests, no test module importing another (shared helpers live in ``tests/support/``,
 fixtures in ``tests/conftest.py``), and a fast lane (``-m "not slow"``) that leaves out the
 modules that train, run a pipeline or ``mlflow run``, or start a server."""
 
@@ -62,10 +62,10 @@ def _imported_test_modules(path: Path) -> list[tuple[int, str]]:
 def test_no_test_module_imports_another():
     offences = [
         f"{path.relative_to(REPO)}:{line} imports {name}"
-        for path in [*_test_files(), TESTS / "conftest.py", TESTS / "support.py"]
+        for path in [*_test_files(), TESTS / "conftest.py", *sorted((TESTS / "support").glob("*.py"))]
         for line, name in _imported_test_modules(path)
     ]
-    assert not offences, "move what is shared to tests/support.py or tests/conftest.py:\n" + "\n".join(offences)
+    assert not offences, "move what is shared to tests/support/ or tests/conftest.py:\n" + "\n".join(offences)
 
 
 def test_the_import_check_sees_every_spelling(tmp_path):

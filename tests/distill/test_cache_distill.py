@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from mlflow_metacompress import cache, cache_keys
-from tests.support import LENGTH_CODES as CODES
-from tests.support import LengthModel
-from tests.support import length_expected_probs as expected_probs
+from tests.support.models import LENGTH_CODES as CODES
+from tests.support.models import LengthModel
+from tests.support.models import length_expected_probs as expected_probs
 
 
 @pytest.mark.slow

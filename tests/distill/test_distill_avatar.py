@@ -9,7 +9,8 @@ import mlflow
 import pytest
 
 from mlflow_metacompress.distill.arch import ArchSpec, param_count
-from tests.support import SEARCH_ARGS, tiny_teacher
+from tests.support.distill import SEARCH_ARGS
+from tests.support.models import tiny_teacher
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
 

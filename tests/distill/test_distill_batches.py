@@ -18,7 +18,7 @@ from mlflow_metacompress.distill.batches import (
 )
 from mlflow_metacompress.distill.datasets import Collator
 from mlflow_metacompress.distill.devices import TrainerSettings
-from tests.support import code_examples as _examples
+from tests.support.models import code_examples as _examples
 
 
 @pytest.mark.parametrize("pair_mode", [None, "concat_cls", "single_sequence"])

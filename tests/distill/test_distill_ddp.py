@@ -22,8 +22,8 @@ from mlflow_metacompress.distill.student import train_student
 from mlflow_metacompress.distill.training import FitConfig
 from mlflow_metacompress.models.tokenizer import train_tokenizer
 from tests.conftest import TOY_CODE, toy_frame
-from tests.support import LENGTH_CODES as CODES
-from tests.support import length_expected_probs as expected_probs
+from tests.support.models import LENGTH_CODES as CODES
+from tests.support.models import length_expected_probs as expected_probs
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
 

@@ -54,7 +54,7 @@ def test_flop_search_never_reads_the_clock_and_repeats_itself(monkeypatch):
     from mlflow_metacompress.distill import latency
     from mlflow_metacompress.distill.methods import compressor
     from mlflow_metacompress.distill.search.compressor_search import SearchSpace, search_architecture
-    from tests.support import toy_context
+    from tests.support.distill import toy_context
 
     def clock(*a, **k):
         raise AssertionError("the search read the clock")

@@ -16,7 +16,7 @@ from mlflow_metacompress.distill.teacher import train_teacher
 from mlflow_metacompress.models.classifier import CodeClassifier
 from mlflow_metacompress.models.size import parameter_count, size_mb
 from tests.conftest import toy_frame
-from tests.support import write_devign
+from tests.support.models import write_devign
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
 

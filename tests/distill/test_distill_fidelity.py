@@ -16,7 +16,7 @@ from mlflow_metacompress.distill.augment import variant_table
 from mlflow_metacompress.distill.datasets import CodeExamples
 from mlflow_metacompress.distill.losses import FIDELITY_WEIGHTS, confidence_loss, consistency_loss, fidelity_loss
 from mlflow_metacompress.distill.methods.fidelity import Options as FidelityWeights
-from tests.support import C_CODE, tiny_teacher
+from tests.support.models import C_CODE, tiny_teacher
 
 
 def softmax(x: np.ndarray, T: float = 1.0) -> np.ndarray:

@@ -13,7 +13,8 @@ from mlflow_metacompress.distill.augment import chain, concat, metamorphic
 from mlflow_metacompress.distill.datasets import CodeExamples
 from mlflow_metacompress.distill.losses import morph_loss
 from mlflow_metacompress.distill.methods.morph import Options as MorphOptions
-from tests.support import C_CODE, SEARCH_ARGS, tiny_teacher
+from tests.support.distill import SEARCH_ARGS
+from tests.support.models import C_CODE, tiny_teacher
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
 

@@ -15,10 +15,10 @@ import mlflow
 import numpy as np
 import pytest
 
-from tests.support import MAX_LENGTH
-from tests.support import held_out_rows as _held_out
-from tests.support import malloc_teacher as _teacher
-from tests.support import register_toy_teacher as _register_teacher
+from tests.support.models import MAX_LENGTH
+from tests.support.models import held_out_rows as _held_out
+from tests.support.models import malloc_teacher as _teacher
+from tests.support.models import register_toy_teacher as _register_teacher
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
 

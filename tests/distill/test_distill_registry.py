@@ -17,7 +17,7 @@ import pytest
 from mlflow_metacompress.distill import ArchSpec, get_method, list_methods
 from mlflow_metacompress.distill import methods as methods_pkg
 from mlflow_metacompress.distill.options import MethodOptions, coerce, parse_options
-from tests.support import add_method_module
+from tests.support.distill import add_method_module
 
 BUILT_IN = {"compressor", "avatar", "morph", "fidelity"}
 
@@ -101,7 +101,7 @@ def test_a_copied_method_module_is_listed_and_usable_by_name(tmp_path, monkeypat
 @pytest.mark.slow
 def test_a_copied_method_trains_and_registers_through_the_cli(tracking, tmp_path, monkeypatch, capsys):
     from mlflow_metacompress.cli import main
-    from tests.support import tiny_teacher
+    from tests.support.models import tiny_teacher
 
     add_method_module(tmp_path, monkeypatch, "compressor_copy", copy_of("compressor", "compressor_copy"))
     data, teacher = tiny_teacher(tmp_path)

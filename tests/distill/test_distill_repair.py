@@ -261,7 +261,7 @@ def test_repair_end_to_end_with_layer_alignment(tracking, tmp_path, capsys):
     import json
 
     from mlflow_metacompress.distill.cli import main
-    from tests.support import tiny_teacher
+    from tests.support.models import tiny_teacher
 
     data, teacher = tiny_teacher(tmp_path)
     arch = {

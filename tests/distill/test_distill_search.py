@@ -13,7 +13,7 @@ from mlflow_metacompress.distill.arch import ArchSpec, param_count
 from mlflow_metacompress.distill.search.moo import decode, fit_surrogate, moo_search, nearest_to_target, non_dominated
 from mlflow_metacompress.distill.search.space import AvatarSpace, enumerate_feasible, prune, size_mb
 from mlflow_metacompress.models.size import parameter_count
-from tests.support import LOWER, TARGET, TINY, brute_force
+from tests.support.distill import LOWER, TARGET, TINY, brute_force
 
 
 def build_student(c: ArchSpec, labels: list[str], pair_mode=None):

@@ -16,7 +16,7 @@ from mlflow_metacompress.distill.search.moo import decode, moo_search
 from mlflow_metacompress.distill.search.objective import fallback, latency_budget, reference, repair
 from mlflow_metacompress.distill.search.space import enumerate_feasible, prune, size_mb, structurally_sound
 from mlflow_metacompress.distill.search.teacher_shaped import teacher_shaped
-from tests.support import FAKE, LOWER, TARGET, TINY, brute_force
+from tests.support.distill import FAKE, LOWER, TARGET, TINY, brute_force
 
 SMALL = SearchSpace(
     vocab_size=(1000, 2000, 3000),

@@ -16,7 +16,7 @@ from mlflow_metacompress.distill.latency_fit import features
 from mlflow_metacompress.distill.search.moo import decode, encode, moo_search
 from mlflow_metacompress.distill.search.space import enumerate_feasible, prune, size_mb
 from mlflow_metacompress.models.size import parameter_count
-from tests.support import FAKE, LOWER, TARGET, TINY, toy_context
+from tests.support.distill import FAKE, LOWER, TARGET, TINY, toy_context
 
 
 @pytest.mark.slow

@@ -216,7 +216,7 @@ def test_avatar_small_budget_falls_back_registers_and_tags(tracking, tmp_path):
     from mlflow_metacompress.distill import distill_student
     from mlflow_metacompress.distill.arch import ArchSpec, param_count
     from mlflow_metacompress.distill.search.objective import reference
-    from tests.support import tiny_teacher
+    from tests.support.models import tiny_teacher
 
     data, teacher = tiny_teacher(tmp_path)
     result = distill_student(

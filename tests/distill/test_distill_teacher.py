@@ -14,7 +14,7 @@ import torch
 from mlflow_metacompress.distill.arch import ArchSpec
 from mlflow_metacompress.distill.teacher import build_teacher, minilm_path, train_teacher
 from tests.conftest import TOY_CODE
-from tests.support import tiny_roberta_config
+from tests.support.models import tiny_roberta_config
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from tests.conftest import toy_frame
-from tests.support import counting_teacher as teacher
-from tests.support import run_and_expect
+from tests.support.evaluation import counting_teacher as teacher
+from tests.support.evaluation import run_and_expect
 
 
 def _static(n: int = 6) -> pd.DataFrame:

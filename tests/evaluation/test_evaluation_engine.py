@@ -17,8 +17,8 @@ from mlflow_metacompress.evaluation.loop import run_evaluation
 from mlflow_metacompress.relations import RelationConfig, evaluate_relations
 from mlflow_metacompress.transforms import TransformStatus, transform
 from tests.conftest import random_probs, toy_frame
-from tests.support import evaluate_engine as evaluate
-from tests.support import labelled, student_fn, teacher_fn
+from tests.support.evaluation import evaluate_engine as evaluate
+from tests.support.evaluation import labelled, student_fn, teacher_fn
 
 
 def test_original_metrics_and_per_sample_columns_follow_the_relations():

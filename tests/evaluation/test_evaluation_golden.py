@@ -21,7 +21,7 @@ import pytest
 from mlflow_metacompress.adapters.predictors import Predictor
 from mlflow_metacompress.evaluation.config import parse_config
 from tests.conftest import random_probs
-from tests.support import labelled, student_fn, teacher_fn
+from tests.support.evaluation import labelled, student_fn, teacher_fn
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "evaluation_metrics.json"
 

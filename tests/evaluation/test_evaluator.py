@@ -13,8 +13,8 @@ import pytest
 
 from mlflow_metacompress.relations import evaluate_relations
 from tests.conftest import random_probs, toy_frame
-from tests.support import evaluate_logged as evaluate
-from tests.support import sklearn_pair as _sklearn_pair
+from tests.support.evaluation import evaluate_logged as evaluate
+from tests.support.evaluation import sklearn_pair as _sklearn_pair
 
 ARTIFACTS = {"summary.json", "per_sample.parquet", "reliability.png", "kl_histogram.png", "worst_discrepancies.csv"}
 

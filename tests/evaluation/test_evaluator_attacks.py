@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from tests.conftest import toy_frame
-from tests.support import identifier_student as student
-from tests.support import length_bucket_teacher as teacher
+from tests.support.attacks import identifier_student as student
+from tests.support.attacks import length_bucket_teacher as teacher
 
 ATTACKS = ["mhm_zhang_2020", "alert_yang_2022"]
 

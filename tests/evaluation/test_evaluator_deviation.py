@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from mlflow_metacompress.artifact_names import DEVIATIONS, REPORT, SUMMARY, run_path
-from tests.support import CODES
+from tests.support.attacks import CODES
 
 CALLS = {"teacher": 0, "student": 0}
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from mlflow_metacompress.attacks.deviation.api import find_deviations
-from tests.support import CODES
+from tests.support.attacks import CODES
 
 
 def ntok(code: str) -> int:

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from mlflow_metacompress.artifact_names import DEVIATIONS, PER_SAMPLE, TRAINED_TRANSFORMS_TAG, run_path
-from tests.support import CODES
+from tests.support.attacks import CODES
 
 CALLS = {"teacher": 0}
 SEEN = ("rename_variables", "insert_dead_code")

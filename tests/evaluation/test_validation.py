@@ -10,8 +10,8 @@ import pytest
 from mlflow_metacompress.adapters.checks import MetaCompressInputError, check_probabilities
 from mlflow_metacompress.adapters.predictors import to_probabilities
 from tests.conftest import toy_frame
-from tests.support import counting_teacher as teacher
-from tests.support import run_and_expect
+from tests.support.evaluation import counting_teacher as teacher
+from tests.support.evaluation import run_and_expect
 
 
 def test_missing_code_column(tracking):

@@ -12,7 +12,7 @@ from mlflow.models.evaluation import EvaluationResult
 
 from mlflow_metacompress import gates
 from mlflow_metacompress.gates import PromotionRefusedError, gate_version, promote
-from tests.support import alias_version, evaluation_run, register_versions, version_tags
+from tests.support.registry import alias_version, evaluation_run, register_versions, version_tags
 
 GOOD = {
     "accuracy_drop": 0.01,

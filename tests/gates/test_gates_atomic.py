@@ -11,7 +11,7 @@ from mlflow.models.evaluation import EvaluationResult
 from mlflow_metacompress import gates
 from mlflow_metacompress.gates import PromotionRefusedError, promote
 from mlflow_metacompress.gates.lock import PromotionLockError, lock_path, promotion_lock
-from tests.support import alias_version, evaluation_run, register_versions, version_tags
+from tests.support.registry import alias_version, evaluation_run, register_versions, version_tags
 
 GOOD = {
     "accuracy_drop": 0.01,

@@ -19,7 +19,7 @@ import pytest
 from mlflow import MlflowClient
 
 from mlflow_metacompress.gates.lock import lock_path
-from tests.support import alias_version, evaluation_run, register_versions
+from tests.support.registry import alias_version, evaluation_run, register_versions
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
 

@@ -12,7 +12,7 @@ import torch
 from mlflow_metacompress.models.classifier import CodeClassifier
 from mlflow_metacompress.models.pyfunc import log_code_classifier
 from tests.conftest import TOY_CODE
-from tests.support import tiny_roberta_config
+from tests.support.models import tiny_roberta_config
 
 
 def test_plain_hf_sequence_classifier_directory(tracking, tiny_classifiers, tmp_path):

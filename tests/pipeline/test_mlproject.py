@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from tests.conftest import fresh_mlflow_stores
-from tests.support import copy_project as _copy_project
-from tests.support import project_env as _env
+from tests.support.programs import copy_project as _copy_project
+from tests.support.programs import project_env as _env
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
 

@@ -24,7 +24,7 @@ from mlflow_metacompress.pipeline.stages import (
     resolve_methods,
 )
 from mlflow_metacompress.profiles import PROFILES, QUICK_POLICY, get_profile, resolve_policy
-from tests.support import add_method_module
+from tests.support.distill import add_method_module
 
 
 @pytest.mark.parametrize("given", ["", "./mlruns", "mlruns", "file:///tmp/mlruns", "/abs/mlruns"])

@@ -176,8 +176,8 @@ def test_clean_exit_without_an_error_changes_nothing(tracking):
 def _ctrl_c_mlflow_run(root: Path) -> tuple[int, str, Path, Path]:
     """``mlflow run .`` of the tiny main job, sent SIGINT (to its whole process group) once
     its teacher's first epoch has started; returns (exit code, output, project, TMPDIR)."""
-    from tests.support import copy_project as _copy_project
-    from tests.support import project_env as _env
+    from tests.support.programs import copy_project as _copy_project
+    from tests.support.programs import project_env as _env
 
     project = _copy_project(root / "p")
     tmp = root / "tmp"

@@ -18,10 +18,10 @@ from mlflow import MlflowClient
 from mlflow_metacompress.cli import main
 from mlflow_metacompress.report import fmt
 from tests.conftest import random_probs, toy_frame
-from tests.support import CHROMIUM, external_refs, read_page, script_hashes
-from tests.support import chromium as _chromium
-from tests.support import identifier_student as student
-from tests.support import length_bucket_teacher as teacher
+from tests.support.attacks import identifier_student as student
+from tests.support.attacks import length_bucket_teacher as teacher
+from tests.support.pages import CHROMIUM, external_refs, read_page, script_hashes
+from tests.support.pages import chromium as _chromium
 
 ATTACK = "mhm_zhang_2020"
 TRANSFORMS = ["rename_variables", "insert_dead_code", "swap_operands", "for_to_while"]

@@ -25,10 +25,11 @@ import pytest
 
 from mlflow_metacompress.report import fmt
 from tests.conftest import toy_frame
-from tests.support import CHROMIUM, shared_frame, static_run
-from tests.support import chromium as _chromium
-from tests.support import identifier_student as student
-from tests.support import length_bucket_teacher as teacher
+from tests.support.attacks import identifier_student as student
+from tests.support.attacks import length_bucket_teacher as teacher
+from tests.support.evaluation import shared_frame, static_run
+from tests.support.pages import CHROMIUM
+from tests.support.pages import chromium as _chromium
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
 

@@ -18,9 +18,10 @@ from mlflow_metacompress.cli import main
 from mlflow_metacompress.report import fmt
 from mlflow_metacompress.report.provenance import data_digest
 from tests.conftest import toy_frame
-from tests.support import CWES, read_page, shared_frame, static_run
-from tests.support import identifier_student as student
-from tests.support import length_bucket_teacher as teacher
+from tests.support.attacks import identifier_student as student
+from tests.support.attacks import length_bucket_teacher as teacher
+from tests.support.evaluation import CWES, shared_frame, static_run
+from tests.support.pages import read_page
 
 
 def _section(page: str, name: str) -> str | None:

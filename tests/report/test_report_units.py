@@ -19,7 +19,7 @@ from mlflow_metacompress.report.data import ReportData, from_outcome
 from mlflow_metacompress.report.diff import side_by_side, tokens
 from mlflow_metacompress.report.render import render_report
 from tests.conftest import TOY_CODE, random_probs
-from tests.support import external_refs, read_page, script_hashes
+from tests.support.pages import external_refs, read_page, script_hashes
 
 
 def _panes(fragment: str) -> tuple[str, str]:

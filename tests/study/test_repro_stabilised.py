@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from mlflow_metacompress.distill.devices import TrainerSettings
-from tests.support import code_examples as _examples
+from tests.support.models import code_examples as _examples
 
 
 def _norms_of_a_fit(tok, grad_clip: float | None) -> list[float]:

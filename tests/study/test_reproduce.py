@@ -15,7 +15,7 @@ from scipy import stats
 from mlflow_metacompress.study.oracle import bootstrap_mean, codebert_metrics
 from mlflow_metacompress.study.seeds import paired_test, t_interval
 from mlflow_metacompress.study.table import headline, render_markdown, summarise
-from tests.support import bigclonebench_folder, tiny_study_config
+from tests.support.study import bigclonebench_folder, tiny_study_config
 
 
 def test_t_interval_is_scipys_student_t_interval():

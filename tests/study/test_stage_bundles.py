@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.support import TOY_CODE, switch_to_empty_store
+from tests.conftest import TOY_CODE
+from tests.support.study import switch_to_empty_store
 
 pytestmark = pytest.mark.slow
 

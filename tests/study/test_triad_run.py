@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.support import bigclonebench_folder, switch_to_empty_store, tiny_study_config
+from tests.support.study import bigclonebench_folder, switch_to_empty_store, tiny_study_config
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from mlflow_metacompress.transforms import (
 )
 from mlflow_metacompress.transforms._tree import Source
 from mlflow_metacompress.transforms.base import parses_cleanly, run
-from tests.support import SNIPPETS
+from tests.support.programs import SNIPPETS
 
 # the minimum set the package must provide; tests iterate the registry (list_transforms)
 MINIMUM = {

@@ -14,7 +14,7 @@ import pytest
 from mlflow_metacompress.transforms import list_transforms
 from mlflow_metacompress.transforms._tree import Source
 from mlflow_metacompress.transforms.base import parses_cleanly, run
-from tests.support import run_java_classes
+from tests.support.programs import run_java_classes
 
 PROGRAMS = Path(__file__).parents[1] / "programs"
 SEEDS = (0, 1)

@@ -14,7 +14,7 @@ from mlflow_metacompress.transforms._checks import compiles, parses_cleanly
 from mlflow_metacompress.transforms._tree import Node, Source
 from mlflow_metacompress.transforms.base import REGISTRY, run
 from mlflow_metacompress.transforms.compose import COMPOSE_K
-from tests.support import SNIPPETS
+from tests.support.programs import SNIPPETS
 
 
 def _naive_compose(code: str, language: str, seed: int) -> str | None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.distill import QUICK_FIT
+
 
 @pytest.fixture
 def empty_cwd(tmp_path, monkeypatch, _migrated_db):
@@ -160,12 +162,7 @@ def test_distill_student_leaves_an_empty_cwd_empty(empty_cwd, tiny_classifiers, 
             "4",
             "--generations",
             "2",
-            "--epochs",
-            "1",
-            "--batch-size",
-            "8",
-            "--max-length",
-            "64",
+            *QUICK_FIT,
             "--no-progress",
         ]
     )

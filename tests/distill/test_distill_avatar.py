@@ -9,7 +9,7 @@ import mlflow
 import pytest
 
 from mlflow_metacompress.distill.arch import ArchSpec, param_count
-from tests.support.distill import SEARCH_ARGS
+from tests.support.distill import QUICK_FIT, SEARCH_ARGS
 from tests.support.models import tiny_teacher
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
@@ -31,12 +31,7 @@ def test_avatar_cli_end_to_end(tracking, tmp_path, capsys):
             teacher,
             "--size-mb",
             "0.2",
-            "--epochs",
-            "1",
-            "--batch-size",
-            "8",
-            "--max-length",
-            "64",
+            *QUICK_FIT,
             "--no-progress",
             *SEARCH_ARGS,
         ]

@@ -16,6 +16,7 @@ from mlflow_metacompress.distill.augment import variant_table
 from mlflow_metacompress.distill.datasets import CodeExamples
 from mlflow_metacompress.distill.losses import FIDELITY_WEIGHTS, confidence_loss, consistency_loss, fidelity_loss
 from mlflow_metacompress.distill.methods.fidelity import Options as FidelityWeights
+from tests.support.distill import QUICK_FIT
 from tests.support.models import C_CODE, tiny_teacher
 
 
@@ -228,12 +229,7 @@ def test_fidelity_end_to_end_with_a_given_architecture(tracking, tmp_path, capsy
             teacher,
             "--size-mb",
             "0.2",
-            "--epochs",
-            "1",
-            "--batch-size",
-            "8",
-            "--max-length",
-            "64",
+            *QUICK_FIT,
             "--cache-dir",
             str(cache),
             "--no-progress",

@@ -13,7 +13,7 @@ from mlflow_metacompress.distill.augment import chain, concat, metamorphic
 from mlflow_metacompress.distill.datasets import CodeExamples
 from mlflow_metacompress.distill.losses import morph_loss
 from mlflow_metacompress.distill.methods.morph import Options as MorphOptions
-from tests.support.distill import SEARCH_ARGS
+from tests.support.distill import QUICK_FIT, SEARCH_ARGS
 from tests.support.models import C_CODE, tiny_teacher
 
 pytestmark = pytest.mark.slow  # trains, runs a pipeline or mlflow run, or starts a server: out of the fast lane
@@ -99,12 +99,7 @@ def test_morph_end_to_end_labels_variants_once_outside_training(tracking, tmp_pa
             teacher,
             "--size-mb",
             "0.2",
-            "--epochs",
-            "1",
-            "--batch-size",
-            "8",
-            "--max-length",
-            "64",
+            *QUICK_FIT,
             "--cache-dir",
             str(cache),
             "--no-progress",

@@ -17,7 +17,7 @@ import pytest
 from mlflow_metacompress.distill import ArchSpec, get_method, list_methods
 from mlflow_metacompress.distill import methods as methods_pkg
 from mlflow_metacompress.distill.options import MethodOptions, coerce, parse_options
-from tests.support.distill import add_method_module
+from tests.support.distill import QUICK_FIT, add_method_module
 
 BUILT_IN = {"compressor", "avatar", "morph", "fidelity"}
 
@@ -122,12 +122,7 @@ def test_a_copied_method_trains_and_registers_through_the_cli(tracking, tmp_path
             "4",
             "--generations",
             "2",
-            "--epochs",
-            "1",
-            "--batch-size",
-            "8",
-            "--max-length",
-            "64",
+            *QUICK_FIT,
             "--no-progress",
             "--option",
             "tolerance=0.5",

@@ -32,6 +32,9 @@ def add_method_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: s
     del sys.modules[full]
 
 
+# a one-epoch fit on short inputs: the distil commands' training options in the tests
+QUICK_FIT = ["--epochs", "1", "--batch-size", "8", "--max-length", "64"]
+
 SEARCH_ARGS = [
     "--population",
     "6",

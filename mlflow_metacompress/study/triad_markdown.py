@@ -8,6 +8,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
+from .triad_rows import GROUPS, RowData
+
 _TITLES = {"mr1": "MR1 (label flips)", "mr2": "MR2 (KL > 0.1)", "mr3": "MR3 (confident rows)"}
 
 
@@ -43,6 +47,33 @@ def _teachers(record: Mapping[str, Any]) -> list[str]:
             f"| {seed} | {_pct(m.get('teacher_test_acc'))} | {m.get('teacher_test_f1', math.nan):.3f} | "
             f"{_pct(m.get('teacher_conf80_share'))} | {m.get('teacher_train_seconds', math.nan) / 60:.0f} |"
         )
+    return lines + [""]
+
+
+def _units(record: Mapping[str, Any]) -> list[str]:
+    """Every judged model on the selection pairs, from its per-row strings: accuracy, its
+    teacher's, the gap, and MR1 on the originals and on the rewrites (for ``fidelity``, the
+    ones it never trained on). Descriptive: the verdicts above read the same rows."""
+    lines = ["## Units", ""]
+    if not record.get("rows"):
+        return lines + ["Not run yet.", ""]
+    lines += [
+        "Each model judged against its teacher on the selection pairs (descriptive).",
+        "",
+        "| teacher | model | accuracy | teacher's | gap (pts) | MR1 original | MR1 transformed |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for teacher, units in sorted(record["rows"].items()):
+        for key, unit in sorted(units.items(), key=lambda kv: (kv[0].startswith("replica:"), kv[0])):
+            kind, _, seed = key.partition(":")
+            name = f"teacher {seed} (replica)" if kind == "replica" else f"{kind} seed {seed}"
+            data = RowData.from_json(unit)
+            acc, teacher_acc = (float(np.mean(data.original[k])) for k in ("correct", "teacher_correct"))
+            groups = ("unseen",) if kind == "fidelity" else GROUPS  # rule 6, as the verdicts read it
+            lines.append(
+                f"| {teacher} | {name} | {_pct(acc)} | {_pct(teacher_acc)} | {_pts(teacher_acc - acc)} | "
+                f"{_pct(data.rate('mr1', 'original'))} | {_pct(data.rate('mr1', 'transformed', groups))} |"
+            )
     return lines + [""]
 
 
@@ -189,6 +220,7 @@ def render_triad(record: Mapping[str, Any]) -> str:
     )  # fmt: skip
     lines += _premise(v)
     lines += _attacks(record, v)
+    lines += _units(record)
     s = v.get("spread", {})
     lines += [
         "## Seeds beside teachers",

@@ -314,3 +314,35 @@ def test_skip_leaves_out_parts_and_refuses_the_teachers_and_unknown_names(monkey
     with pytest.raises(SystemExit):
         cli.parser().parse_args(["--three-teachers", "--skip", "students,teacher"])
     assert cli.parser().parse_args(["--skip", "students, attacks"]).skip == ("students", "attacks")
+
+
+def test_the_units_table_matches_the_per_sample_tables():
+    """Each judged model's accuracy, its teacher's, the gap and MR1 (``fidelity`` on the rewrites
+    it never trained on), recomputed with pandas from the per-sample tables behind the record."""
+    from mlflow_metacompress.study.triad_markdown import render_triad
+    from mlflow_metacompress.study.triad_verdicts import verdicts
+
+    rng = np.random.default_rng(3)
+    frames = {"compressor:1": per_sample(rng, 0.1, 0.3), "fidelity:0": per_sample(rng, 0.2, 0.4)}
+    frames["replica:2"] = per_sample(rng, 0.05, 0.1)
+    for frame in frames.values():  # the teacher wrong on a few rows
+        frame.loc[frame.row % 9 == 0, "teacher_pred"] = 1 - frame["label"]
+    record = {"rows": {"1": {k: row_data(f, ROWS).to_json() for k, f in frames.items()}}, "teachers": {"1": {}}}
+    record["verdicts"] = verdicts(record)
+    page = render_triad(record)
+    names = {"compressor:1": "compressor seed 1", "fidelity:0": "fidelity seed 0", "replica:2": "teacher 2 (replica)"}
+    for key, df in frames.items():
+        orig = df[df.variant == "original"]
+        acc, teacher_acc = (orig[c].eq(orig.label).mean() for c in ("student_pred", "teacher_pred"))
+        rewritten = df[(df.variant != "original") & ~df.variant.str.startswith("attack_")]
+        if key.startswith("fidelity"):
+            rewritten = rewritten[~rewritten.variant.isin(FIDELITY_SEEN)]
+        cells = [
+            "1", names[key], f"{100 * acc:.1f}%", f"{100 * teacher_acc:.1f}%", f"{100 * (teacher_acc - acc):+.1f}",
+            f"{100 * orig.mr1_violation.mean():.1f}%", f"{100 * rewritten.mr1_violation.mean():.1f}%",
+        ]  # fmt: skip
+        assert "| " + " | ".join(cells) + " |" in page
+    assert page.index("| 1 | compressor seed 1 |") < page.index("| 1 | teacher 2 (replica) |")  # students first
+    empty = {"rows": {}, "teachers": {}}
+    empty["verdicts"] = verdicts(empty)
+    assert "## Units\n\nNot run yet." in render_triad(empty)

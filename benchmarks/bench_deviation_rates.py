@@ -148,7 +148,6 @@ def main() -> None:
     models = dict(s.split("=", 1) for s in args.student)
     if args.reference:
         models["retrained teacher"] = args.reference
-    first_student = next(iter(v for k, v in models.items() if k != "retrained teacher"))
     if args.study_data:
         from mlflow_metacompress.study.config import StudyConfig
         from mlflow_metacompress.study.data import eval_rows
@@ -159,7 +158,10 @@ def main() -> None:
         selection = eval_rows(cfg, study_data(cfg))
         rows = selection.drop(columns=["label"], errors="ignore").head(args.rows).reset_index(drop=True)
     else:
-        rows = judged_rows(first_student).head(args.rows).reset_index(drop=True)
+        students = [v for k, v in models.items() if k != "retrained teacher"]
+        if not students:
+            p.error("--student is needed to find the main job's judged rows (or give --study-data)")
+        rows = judged_rows(students[0]).head(args.rows).reset_index(drop=True)
     code_columns = [c for c in rows.columns if c in ("func", "func1", "func2", "code")] or [rows.columns[0]]
     language = "java" if "func1" in rows.columns else "c"
 

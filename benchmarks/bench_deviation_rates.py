@@ -117,6 +117,13 @@ def main() -> None:
     p.add_argument("--reference", default="", help="a teacher retrained with another seed (the control)")
     p.add_argument("--rows", type=int, default=120)
     p.add_argument(
+        "--offset", type=int, default=0, help="skip this many rows first (tune on rows the benchmark does not judge)"
+    )
+    p.add_argument("--batch", type=int, default=4, help="variants per paired query batch (dflare, random)")
+    p.add_argument("--depth", type=int, default=1, help="dflare: operators per mutant, 1 to DEPTH")
+    p.add_argument("--novelty", action="store_true", help="dflare: DFLARE's state-novelty rule")
+    p.add_argument("--margin-weight", type=float, default=0.5, help="the fitness's margin weight (gap weight 1)")
+    p.add_argument(
         "--study-data",
         default="",
         help="the study's data folder (../shared/data): judge the three-teacher study's selection rows (its premise "
@@ -139,6 +146,7 @@ def main() -> None:
 
     from mlflow_metacompress.adapters.predictors import resolve_model
     from mlflow_metacompress.attacks.deviation.api import find_deviations
+    from mlflow_metacompress.attacks.deviation.goal import Fitness
     from mlflow_metacompress.attacks.goal import QueryModel
     from mlflow_metacompress.pipeline.data import judged_rows
 
@@ -156,12 +164,13 @@ def main() -> None:
 
         cfg = premise_config(StudyConfig(data_dir=args.study_data))
         selection = eval_rows(cfg, study_data(cfg))
-        rows = selection.drop(columns=["label"], errors="ignore").head(args.rows).reset_index(drop=True)
+        rows = selection.drop(columns=["label"], errors="ignore")
+        rows = rows.iloc[args.offset : args.offset + args.rows].reset_index(drop=True)
     else:
         students = [v for k, v in models.items() if k != "retrained teacher"]
         if not students:
             p.error("--student is needed to find the main job's judged rows (or give --study-data)")
-        rows = judged_rows(students[0]).head(args.rows).reset_index(drop=True)
+        rows = judged_rows(students[0]).iloc[args.offset : args.offset + args.rows].reset_index(drop=True)
     code_columns = [c for c in rows.columns if c in ("func", "func1", "func2", "code")] or [rows.columns[0]]
     language = "java" if "func1" in rows.columns else "c"
 
@@ -172,11 +181,17 @@ def main() -> None:
     # one teacher front for every model and search: its cache (by text) serves the variants
     # several searches visit; the counted paired queries do not depend on it
     teacher = QueryModel(probabilities(args.teacher, "teacher"), code_columns)
+    # the search's settings beyond the defaults join the cache key (the defaults' keys are unchanged)
+    settings = {"offset": args.offset, "batch": args.batch, "depth": args.depth, "novelty": args.novelty}
+    settings["margin_weight"] = args.margin_weight
+    defaults = {"offset": 0, "batch": 4, "depth": 1, "novelty": False, "margin_weight": 0.5}
+    variant = [f"{k}={v}" for k, v in settings.items() if v != defaults[k]]
+    fitness = Fitness(margin_weight=args.margin_weight)
     results: dict[tuple[str, str], dict[Any, Any]] = {}
     for name, uri in models.items():
         model = None
         for search in searches:
-            key = cache_key(args.teacher, uri, search, len(rows), max(budgets), args.seed, args.study_data)
+            key = cache_key(args.teacher, uri, search, len(rows), max(budgets), args.seed, args.study_data, *variant)
             stored = load_result(args.cache, key)
             if stored is None:
                 model = model or probabilities(uri, name)
@@ -191,6 +206,10 @@ def main() -> None:
                     search=search,
                     seed=args.seed,
                     progress=True,
+                    batch=args.batch,
+                    depth=args.depth,
+                    novelty=args.novelty,
+                    fitness=fitness,
                 )
                 stored = {
                     "agree": [bool(x.agreed_at_start) for x in records],
@@ -200,9 +219,9 @@ def main() -> None:
                     "seconds": time.perf_counter() - started,
                     "queries": int(sum(x.queries for x in records)),
                 }
-                save_result(args.cache, key, {"model": name, "uri": uri, "search": search, **stored})
+                save_result(args.cache, key, {"model": name, "uri": uri, "search": search, **settings, **stored})
             results[(name, search)] = summarize(stored, budgets)
-    print(f"rows {len(rows)}, language {language}, budgets {budgets}, seed {args.seed}\n")
+    print(f"rows {len(rows)} from {args.offset}, language {language}, budgets {budgets}, seed {args.seed}, {variant}\n")
     print("| model | search | agreeing | " + " | ".join(f"rate @{b}" for b in budgets) + " | median q | s |")
     print("|---|---|---|" + "---|" * len(budgets) + "---|---|")
     for (name, search), r in results.items():

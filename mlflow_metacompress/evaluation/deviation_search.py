@@ -165,6 +165,7 @@ def search_deviations(
         search=settings.search,
         seed=seed,
         batch=settings.batch,
+        depth=settings.depth,
         operators=settings.operators,
         progress=progress,
         positions=positions,

@@ -24,15 +24,18 @@ if TYPE_CHECKING:
 
 KEY = "deviation"
 SEARCHES = ("dflare", "random", "mhm", "alert")  # attacks.deviation.api.SEARCHES (checked by a test)
-FIELDS = ("queries", "search", "seed", "rows", "batch", "operators")
+FIELDS = ("queries", "search", "seed", "rows", "batch", "operators", "depth")
 MAX_QUERIES = 100_000
+DEFAULT_DEPTH = 1
+MAX_DEPTH = 10
 
 
 @dataclass(frozen=True)
 class DeviationSettings:
     """The resolved settings of one deviation search (see the module docstring); ``batch``
-    variants are queried together per model (DFLARE and random); ``operators`` restricts the
-    rewrites it composes (None: every one; the student's trained rewrites are left out with
+    variants are queried together per model (DFLARE and random); ``depth``: each DFLARE mutant
+    applies 1 to ``depth`` operators (:func:`~mlflow_metacompress.attacks.deviation.search.dflare`);
+    ``operators`` restricts the rewrites it composes (None: every one; the student's trained rewrites are left out with
     ``evaluator_config["trained_transforms"]``, :mod:`.trained`)."""
 
     queries: int = 100
@@ -41,6 +44,7 @@ class DeviationSettings:
     rows: int | None = None
     batch: int = 4
     operators: tuple[str, ...] | None = None
+    depth: int = DEFAULT_DEPTH
 
     def seed_or(self, default: int) -> int:
         """The search's seed: its own, else the evaluator's ``seed``."""
@@ -65,6 +69,7 @@ def parse_deviation(value: Any) -> DeviationSettings | None:
     check_int("deviation.seed", value.get("seed"), 0, 2**63 - 1, optional=True)
     check_int("deviation.rows", value.get("rows"), 1, optional=True)
     check_int("deviation.batch", value.get("batch", 4), 1, 256)
+    check_int("deviation.depth", value.get("depth", DEFAULT_DEPTH), 1, MAX_DEPTH)
     operators = value.get("operators")
     if operators is not None:
         if isinstance(operators, str):

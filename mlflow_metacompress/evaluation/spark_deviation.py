@@ -79,6 +79,7 @@ def _deviation_partition(
         search=options["search"],
         seed=options["seed"],
         batch=options["batch"],
+        depth=options["depth"],
         operators=options["operators"],
         positions=positions,
     )
@@ -109,6 +110,7 @@ def spark_deviation_figures(
         "search": settings.search,
         "seed": settings.seed_or(cfg.seed),
         "batch": settings.batch,
+        "depth": settings.depth,
         "operators": settings.operators,
         "batch_size": cfg.batch_size,
     }

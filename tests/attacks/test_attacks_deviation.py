@@ -4,6 +4,7 @@ long programs (the student's boundary sits on code length; the teacher ignores i
 
 from __future__ import annotations
 
+import random
 import re
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from mlflow_metacompress.attacks.deviation import DifferentialGoal, Fitness, NoveltyTracker, PairResult, find_deviations
 from mlflow_metacompress.attacks.deviation.goal import margin
+from mlflow_metacompress.attacks.deviation.search import dflare
 from mlflow_metacompress.attacks.deviation.space import RENAME, VariantSpace, default_operators, valid_variant
 from mlflow_metacompress.attacks.goal import QueryModel
 from mlflow_metacompress.attacks.substitutes import IdentifierVocabulary
@@ -166,6 +168,25 @@ def test_dflare_beats_or_equals_random_at_equal_budget():
     assert dflare >= 2 * len(FRAME)  # the chain accumulates length: most rows deviate within 30 queries
 
 
+@pytest.mark.parametrize("depth", [1, 3])
+def test_a_dflare_mutant_applies_up_to_depth_operators(depth):
+    """With a budget of one batch (the original and 4 mutants), the fittest variant's path is
+    one mutant's operators: at most ``depth`` of them, and several when ``depth`` allows."""
+    vocab = IdentifierVocabulary.mine(list(CODES), "c")
+    lengths = []
+    for i, code in enumerate(CODES):
+        goal = DifferentialGoal(QueryModel(teacher, ["func"]), QueryModel(student, ["func"]), {"func": code}, "func", 5)
+        start = goal.get_results([code])[0]
+        found = dflare(goal, VariantSpace(code, "c", vocab), start, random.Random(i), batch=4, depth=depth)
+        assert goal.queries <= 5
+        lengths.append(len(found.operators))
+        if found.operators:
+            assert found.result.code != code and valid_variant(found.result.code, "c")
+            assert set(found.operators) <= set(default_operators("c"))
+    assert max(lengths) <= depth
+    assert max(lengths) >= min(depth, 2)
+
+
 def test_a_disagreement_that_a_fresh_query_does_not_confirm_is_not_reported():
     calls: dict[str, int] = {}
 
@@ -204,6 +225,8 @@ def test_bad_arguments_name_the_fault():
         find_deviations(teacher, student, FRAME, ["func"], "c", search="beam")
     with pytest.raises(ValueError, match="queries must be a positive int"):
         find_deviations(teacher, student, FRAME, ["func"], "c", queries=0)
+    with pytest.raises(ValueError, match="depth must be an int from 1"):
+        find_deviations(teacher, student, FRAME, ["func"], "c", depth=0)
     with pytest.raises(KeyError, match="code column\\(s\\) \\['code'\\]"):
         find_deviations(teacher, student, FRAME, ["code"], "c")
 

@@ -160,6 +160,7 @@ def test_static_mode_refuses_deviation(tracking):
         ({"queries": 0}, r"deviation.queries.*got 0"),
         ({"search": "annealing"}, r"deviation.search.*'annealing'"),
         ({"rows": -2}, r"deviation.rows.*got -2"),
+        ({"depth": 0}, r"deviation.depth.*got 0"),
         ({"querys": 5}, r"unknown key\(s\) \['querys'\]"),
         ("dflare", r"evaluator_config\['deviation'\].*'dflare'"),
     ],

@@ -71,11 +71,13 @@ def deviations_frame(records: Sequence[Deviation]) -> pd.DataFrame:
     return pd.DataFrame([asdict(r) for r in records])
 
 
-def _check(search: str, queries: int, columns: Sequence[str], frame: pd.DataFrame) -> None:
+def _check(search: str, queries: int, columns: Sequence[str], frame: pd.DataFrame, depth: int = 1) -> None:
     if search not in SEARCHES:
         raise ValueError(f"unknown search {search!r}; choose one of {list(SEARCHES)}")
     if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
         raise ValueError(f"queries must be a positive int (paired queries per row), got {queries!r}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10:
+        raise ValueError(f"depth must be an int from 1 to 10 (operators per DFLARE mutant), got {depth!r}")
     if not columns:
         raise ValueError("find_deviations needs at least one code column")
     missing = [c for c in columns if c not in frame.columns]
@@ -98,13 +100,15 @@ def find_deviations(
     operators: Sequence[str] | None = None,
     progress: bool = False,
     positions: Sequence[int] | None = None,
+    depth: int = 1,
 ) -> list[Deviation]:
     """Search each row for a variant on which teacher and student disagree.
 
     ``*_predict(df) -> N×K`` probabilities over the code ``columns``; only ``columns[0]``
     is changed. ``queries`` caps the paired queries (distinct variants run on both
     models) per row; ``batch`` variants are queried together (DFLARE and random);
-    ``novelty`` adds DFLARE's state-novelty rule; ``operators`` restricts the rewrites
+    ``novelty`` adds DFLARE's state-novelty rule; ``depth`` lets each DFLARE mutant apply
+    up to that many operators (:func:`.search.dflare`); ``operators`` restricts the rewrites
     (default: all of :func:`.space.default_operators`).
 
     A :class:`~..goal.QueryModel` may stand for either model: its query cache (by text) is
@@ -121,7 +125,7 @@ def find_deviations(
 
     frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     columns = list(columns)
-    _check(search, queries, columns, frame)
+    _check(search, queries, columns, frame, depth)
     teacher, student = (_query_model(m, columns) for m in (teacher_predict, student_predict))
     records = [{c: str(v) for c, v in r.items()} for r in frame[columns].to_dict("records")]
     todo = list(range(len(records))) if positions is None else [int(p) for p in positions]
@@ -133,7 +137,7 @@ def find_deviations(
     else:
         vocab = IdentifierVocabulary.mine([r[c] for r in records for c in columns], language)
         run = _chain_runner(
-            search, teacher, student, columns, language, queries, seed, batch, novelty, fit, vocab, operators
+            search, teacher, student, columns, language, queries, seed, batch, novelty, fit, vocab, operators, depth
         )
     index = frame.index.tolist()
     out = [run(index[p], p, records[p]) for p in tqdm(todo, desc=f"deviations ({search})", disable=not progress)]
@@ -166,6 +170,7 @@ def _chain_runner(
     fit: Fitness,
     vocab: Any,
     operators: Sequence[str] | None,
+    depth: int = 1,
 ) -> Runner:
     def run(index: Any, position: int, row: dict[str, str]) -> Deviation:
         code = row[columns[0]]
@@ -176,7 +181,7 @@ def _chain_runner(
         space = VariantSpace(code, language, vocab, operators)
         rng = random.Random(zlib.crc32(f"{search}:{seed}:{position}".encode()))
         if search == "dflare":
-            found: Found = dflare(goal, space, start, rng, batch=batch, novelty=novelty)
+            found: Found = dflare(goal, space, start, rng, batch=batch, novelty=novelty, depth=depth)
         else:
             found = random_compositions(goal, space, start, rng, batch=batch)
         hit = found.result.succeeded

@@ -84,8 +84,12 @@ def dflare(
     batch: int = 4,
     novelty: bool = False,
     bins: int = 10,
+    depth: int = 1,
 ) -> Found:
-    """Run DFLARE's chain from ``start``; return the first disagreement, else the fittest."""
+    """Run DFLARE's chain from ``start``; return the first disagreement, else the fittest.
+
+    ``depth``: each mutant applies 1 to ``depth`` operators (a uniform draw), each chosen by
+    the selector and each credited with the mutant's outcome; 1 is DFLARE's single mutation."""
     selector = OperatorSelector(space.operators, rng)
     tracker = NoveltyTracker(bins)
     tracker.novel(start)
@@ -94,17 +98,20 @@ def dflare(
     idle = 0
     while not goal.exhausted and idle < 4:
         codes: list[str] = []
-        ops: list[str] = []
+        ops: list[list[str]] = []
         for _ in range(8 * batch):
             if len(codes) == batch:
                 break
-            op = selector.choose()
-            out = space.apply(current.code, op, rng)
-            if out is None or out in codes:
-                selector.record(op, False)  # a failed mutation is no query, but no success either
+            chosen = [selector.choose() for _ in range(rng.randint(1, depth) if depth > 1 else 1)]
+            out, applied = (
+                space.compose(current.code, chosen, rng) if depth > 1 else _one(space, current.code, chosen[0], rng)
+            )
+            if out is None or not applied or out in codes:
+                for op in chosen:
+                    selector.record(op, False)  # a failed mutation is no query, but no success either
                 continue
             codes.append(out)
-            ops.append(op)
+            ops.append(applied)
         if not codes:  # nothing applies to this seed: restart from the original program
             idle += 1
             current, path = start, []
@@ -114,21 +121,28 @@ def dflare(
         first = _first(results, before)
         if first is not None:
             k = next(i for i, r in enumerate(results) if r.succeeded)
-            selector.record(ops[k], True)
-            return Found(results[k], [*path, ops[k]], min(first, goal.queries))
+            for op in ops[k]:
+                selector.record(op, True)
+            return Found(results[k], [*path, *ops[k]], min(first, goal.queries))
         kept = []
-        for op, r in zip(ops, results, strict=False):
+        for applied, r in zip(ops, results, strict=False):
             keep = r.score >= current.score or (novelty and tracker.novel(r))
-            selector.record(op, keep)
+            for op in applied:
+                selector.record(op, keep)
             if keep:
-                kept.append((r.score, op, r))
+                kept.append((r.score, applied, r))
             if r.score > best.result.score:
-                best = Found(r, [*path, op])
+                best = Found(r, [*path, *applied])
         idle = idle + 1 if goal.queries == before else 0  # only cached repeats: the chain is stuck
         if kept:
-            _, op, nxt = max(kept, key=lambda t: t[0])
-            current, path = nxt, [*path, op]
+            _, applied, nxt = max(kept, key=lambda t: t[0])
+            current, path = nxt, [*path, *applied]
     return best
+
+
+def _one(space: VariantSpace, code: str, op: str, rng: random.Random) -> tuple[str | None, list[str]]:
+    out = space.apply(code, op, rng)
+    return out, ([op] if out is not None else [])
 
 
 def random_compositions(

@@ -185,13 +185,22 @@ def main() -> None:
     settings = {"offset": args.offset, "batch": args.batch, "depth": args.depth, "novelty": args.novelty}
     settings["margin_weight"] = args.margin_weight
     defaults = {"offset": 0, "batch": 4, "depth": 1, "novelty": False, "margin_weight": 0.5}
-    variant = [f"{k}={v}" for k, v in settings.items() if v != defaults[k]]
+    uses = {"batch": ("dflare", "random"), "depth": ("dflare",), "novelty": ("dflare",)}
+    uses["margin_weight"] = ("dflare", "mhm", "alert")  # random's success does not read the fitness
+
+    def variant_of(search: str) -> list[str]:
+        """The settings beyond the defaults that ``search`` reads (they join its cache key)."""
+        return [f"{k}={v}" for k, v in settings.items() if v != defaults[k] and search in uses.get(k, SEARCHES)]
+
+    variant = variant_of("dflare")
     fitness = Fitness(margin_weight=args.margin_weight)
     results: dict[tuple[str, str], dict[Any, Any]] = {}
     for name, uri in models.items():
         model = None
         for search in searches:
-            key = cache_key(args.teacher, uri, search, len(rows), max(budgets), args.seed, args.study_data, *variant)
+            key = cache_key(
+                args.teacher, uri, search, len(rows), max(budgets), args.seed, args.study_data, *variant_of(search)
+            )
             stored = load_result(args.cache, key)
             if stored is None:
                 model = model or probabilities(uri, name)

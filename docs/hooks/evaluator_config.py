@@ -92,7 +92,8 @@ DESCRIPTIONS: dict[str, str] = {
     "deviation": (
         'Search every row for an equivalent variant on which teacher and student disagree: `{"queries": 100, '
         '"search": "dflare", "seed": 0, "rows": null}` (`search`: `dflare`, `random`, `mhm` or `alert`; `rows`: '
-        "only the first N; `operators`: the rewrites it may compose). Logs `deviation_rate` and "
+        "only the first N; `operators`: the rewrites it may compose; `batch`: variants per paired batch; `depth`: "
+        "operators per DFLARE mutant). Logs `deviation_rate` and "
         "`deviation_queries_median`; needs models. See the [deviation guide](../guide/deviation.md)."
     ),
     "trained_transforms": (

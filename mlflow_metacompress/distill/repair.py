@@ -120,6 +120,7 @@ def repair_rounds(
     search: str = "dflare",
     seed: int = 0,
     progress: bool = False,
+    depth: int = 1,
 ) -> list[RoundFigures]:
     """Run the rounds; each logs its :class:`RoundFigures` to the active MLflow run (step =
     round). ``train(round, examples, logits, states)`` trains the student on every deviating
@@ -141,7 +142,7 @@ def repair_rounds(
         )
         records = find_deviations(
             teacher, student, frame_of(sample, columns), columns, language,
-            queries=queries, search=search, seed=seed * 1000 + r, operators=list(operators),
+            queries=queries, search=search, seed=seed * 1000 + r, operators=list(operators), depth=depth,
         )  # fmt: skip
         found = [d for d in records if d.found and d.variant_code is not None]
         spent = sum(d.queries for d in records)

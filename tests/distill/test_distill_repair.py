@@ -139,6 +139,7 @@ def test_repair_is_discovered_with_typed_options():
         opts.rounds == 3 and opts.layer_align == "both" and opts.train_transforms == ("swap_operands", "for_to_while")
     )
     assert method.parse({"layer_align": "none"}).layer_align is None
+    assert method.parse({"depth": "5"}).depth == 5 and Options().depth == 1
 
 
 @pytest.mark.parametrize(
@@ -148,6 +149,7 @@ def test_repair_is_discovered_with_typed_options():
         ({"queries": "0"}, "repair option queries must be an integer >= 1"),
         ({"round_steps": "0"}, "repair option round_steps must be an integer >= 1"),
         ({"search_rows": "0"}, "repair option search_rows must be an integer >= 1"),
+        ({"depth": "0"}, "repair option depth must be an integer >= 1"),
         ({"layer_weight": "-0.5"}, "repair option layer_weight must be >= 0"),
         ({"layer_align": "tokens"}, "option layer_align='tokens'"),
         ({"search": "mhm"}, "option search='mhm'"),
@@ -228,7 +230,7 @@ def test_a_repair_round_removes_deviations_found_on_training_rows(tracking, tiny
 
     def recording(*args, **kwargs):
         out = real(*args, **kwargs)
-        seen.append((kwargs["operators"], [d for d in out if d.found]))
+        seen.append((kwargs["operators"], kwargs["depth"], [d for d in out if d.found]))
         return out
 
     monkeypatch.setattr(deviation, "find_deviations", recording)
@@ -236,9 +238,10 @@ def test_a_repair_round_removes_deviations_found_on_training_rows(tracking, tiny
     with mlflow.start_run() as run:
         (fig,) = repair_rounds(
             rows, ["func"], "c", lambda df: teacher_probs(df["func"].tolist()), student_p, label, train,
-            rounds=1, queries=20, search_rows=len(texts), operators=train_ops, seed=0,
+            rounds=1, queries=20, search_rows=len(texts), operators=train_ops, seed=0, depth=2,
         )  # fmt: skip
-    ((operators, found),) = seen
+    ((operators, depth, found),) = seen
+    assert depth == 2  # the search's operators per mutant reach it
     assert operators == train_ops and all(set(d.operators) <= set(train_ops) for d in found)  # no held-out rewrite
     assert not set(train_ops) & set(held)
     assert fig.deviations_found == len(found) >= 6  # several verified deviations before the round

@@ -48,7 +48,8 @@ class Options(FidelityOptions):
     """The fidelity options (``transforms`` excepted: ``train_transforms`` names the
     training rewrites) and the rounds: ``rounds``, ``queries`` per searched row,
     ``search_rows`` per round, ``round_steps``, ``replay`` training rows per deviating
-    variant, ``search`` (``dflare`` or ``random``), ``train_transforms`` /
+    variant, ``search`` (``dflare`` or ``random``) with DFLARE's operators per mutant ``depth``
+    (:func:`~mlflow_metacompress.attacks.deviation.search.dflare`), ``train_transforms`` /
     ``held_out_transforms`` (disjoint), ``seed`` of the search (default: the run's), and
     ``layer_align`` (TinyBERT's ``hidden`` states, MiniLM's ``attention`` distributions or
     ``value`` relations, ``minilm`` = both of MiniLM's, ``both`` = hidden + attention, ``all``,
@@ -60,6 +61,7 @@ class Options(FidelityOptions):
     round_steps: int = 50
     replay: int = 1
     search: Literal["dflare", "random"] = "dflare"
+    depth: int = 1
     train_transforms: tuple[str, ...] | None = None
     held_out_transforms: tuple[str, ...] | None = None
     seed: int | None = None
@@ -68,7 +70,7 @@ class Options(FidelityOptions):
     buckets: int = 16
 
     def __post_init__(self) -> None:
-        least = {"rounds": 0, "queries": 1, "search_rows": 1, "round_steps": 1, "replay": 0, "buckets": 1}
+        least = {"rounds": 0, "queries": 1, "search_rows": 1, "round_steps": 1, "replay": 0, "buckets": 1, "depth": 1}
         for key, low in least.items():
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -218,6 +220,7 @@ def run(ctx: DistillContext, options: Options) -> StudentOutcome:
                 lambda ex: teacher_outputs(ctx.teacher_uri, ex, ctx.cache_dir, progress=progress), train,
                 rounds=options.rounds, queries=options.queries, search_rows=options.search_rows, operators=trained,
                 search=options.search, seed=ctx.seed if options.seed is None else options.seed, progress=progress,
+                depth=options.depth,
             )  # fmt: skip
     outcome = describe_student(
         ctx, NAME, (model, tokenizer, config), result, record,

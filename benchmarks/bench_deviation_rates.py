@@ -33,6 +33,12 @@ Usage, on the main job's registered models (``mlflow run .``, then ``recipes/tea
 and on the three-teacher study's premise students (``--study-data ../shared/data``: its
 selection rows; the teacher and the students by their registered versions in the study's store).
 
+``--offset``/``--rows`` pick the rows (tune on rows the benchmark does not judge);
+``--batch``, ``--depth``, ``--novelty`` and ``--margin-weight`` set the search (the settings a
+search reads join its cache key). The low-budget setting was chosen on the study's selection
+pairs 200–399 by the rule in ``reproduction/deviation-rates/tuning/RULES.md`` and confirmed on
+pairs 0–199.
+
 Measured numbers: ``docs/benchmarks.md`` ("Deviation search: rate against paired queries").
 """
 
@@ -120,7 +126,7 @@ def main() -> None:
         "--offset", type=int, default=0, help="skip this many rows first (tune on rows the benchmark does not judge)"
     )
     p.add_argument("--batch", type=int, default=4, help="variants per paired query batch (dflare, random)")
-    p.add_argument("--depth", type=int, default=1, help="dflare: operators per mutant, 1 to DEPTH")
+    p.add_argument("--depth", type=int, default=5, help="dflare: operators per mutant, 1 to DEPTH (the product's 5)")
     p.add_argument("--novelty", action="store_true", help="dflare: DFLARE's state-novelty rule")
     p.add_argument("--margin-weight", type=float, default=0.5, help="the fitness's margin weight (gap weight 1)")
     p.add_argument(
@@ -184,6 +190,7 @@ def main() -> None:
     # the search's settings beyond the defaults join the cache key (the defaults' keys are unchanged)
     settings = {"offset": args.offset, "batch": args.batch, "depth": args.depth, "novelty": args.novelty}
     settings["margin_weight"] = args.margin_weight
+    # the key's defaults: the settings of the first records (DFLARE's single mutation), so they stay valid
     defaults = {"offset": 0, "batch": 4, "depth": 1, "novelty": False, "margin_weight": 0.5}
     uses = {"batch": ("dflare", "random"), "depth": ("dflare",), "novelty": ("dflare",)}
     uses["margin_weight"] = ("dflare", "mhm", "alert")  # random's success does not read the fitness

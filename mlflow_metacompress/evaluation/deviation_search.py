@@ -115,6 +115,8 @@ class DeviationFigures:
             "queries": s.queries,
             "seed": s.seed,
             "rows": s.rows,
+            "batch": s.batch,
+            "depth": s.depth,
             "rows_searched": len(self.records),
             "rows_agreeing": self.agreeing,
             "found": self.found,

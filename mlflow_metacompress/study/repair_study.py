@@ -56,7 +56,7 @@ def fair_evaluation(
         config = {
             "transforms": "all",
             "trained_transforms": list(trained),
-            "deviation": {"queries": plan.queries, "rows": plan.deviation_rows, "seed": 0},
+            "deviation": {"queries": plan.queries, "rows": plan.deviation_rows, "seed": 0, "depth": plan.depth},
             "seed": 0,
             "bootstrap_samples": 0,
         }

@@ -251,3 +251,19 @@ def test_a_subset_of_positions_gets_the_full_runs_records_and_a_shared_query_mod
     assert not shared.cached(row_key((FRAME["func"].iloc[0],)))  # row 0 was not searched
     with pytest.raises(ValueError, match="reads columns"):
         find_deviations(QueryModel(teacher, ["code"]), student, FRAME, ["func"], "c", queries=5)
+
+
+def test_the_evaluators_settings_mirror_the_search():
+    """``evaluator_config['deviation']`` is checked without importing the search (it stays
+    light), so its copies of the searches and of the defaults must equal the search's own."""
+    import inspect
+
+    from mlflow_metacompress.attacks.deviation import api
+    from mlflow_metacompress.evaluation import deviation_settings as ds
+
+    assert ds.SEARCHES == api.SEARCHES
+    defaults = inspect.signature(api.find_deviations).parameters
+    settings = ds.DeviationSettings()
+    for key in ("queries", "search", "batch", "depth"):
+        assert getattr(settings, key) == defaults[key].default, key
+    assert settings.depth == 5 and ds.DEFAULT_DEPTH == 5  # the setting RULES.md chose and confirmed

@@ -71,7 +71,7 @@ def deviations_frame(records: Sequence[Deviation]) -> pd.DataFrame:
     return pd.DataFrame([asdict(r) for r in records])
 
 
-def _check(search: str, queries: int, columns: Sequence[str], frame: pd.DataFrame, depth: int = 1) -> None:
+def _check(search: str, queries: int, columns: Sequence[str], frame: pd.DataFrame, depth: int) -> None:
     if search not in SEARCHES:
         raise ValueError(f"unknown search {search!r}; choose one of {list(SEARCHES)}")
     if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
@@ -100,7 +100,7 @@ def find_deviations(
     operators: Sequence[str] | None = None,
     progress: bool = False,
     positions: Sequence[int] | None = None,
-    depth: int = 1,
+    depth: int = 5,
 ) -> list[Deviation]:
     """Search each row for a variant on which teacher and student disagree.
 
@@ -108,7 +108,10 @@ def find_deviations(
     is changed. ``queries`` caps the paired queries (distinct variants run on both
     models) per row; ``batch`` variants are queried together (DFLARE and random);
     ``novelty`` adds DFLARE's state-novelty rule; ``depth`` lets each DFLARE mutant apply
-    up to that many operators (:func:`.search.dflare`); ``operators`` restricts the rewrites
+    1 to ``depth`` operators (:func:`.search.dflare`; 5, chosen on the three-teacher study's
+    selection pairs 200–399 and confirmed on pairs 0–199 and on a second premise student,
+    ``reproduction/deviation-rates/tuning/RULES.md``; 1 is DFLARE's single mutation);
+    ``operators`` restricts the rewrites
     (default: all of :func:`.space.default_operators`).
 
     A :class:`~..goal.QueryModel` may stand for either model: its query cache (by text) is
@@ -170,7 +173,7 @@ def _chain_runner(
     fit: Fitness,
     vocab: Any,
     operators: Sequence[str] | None,
-    depth: int = 1,
+    depth: int,
 ) -> Runner:
     def run(index: Any, position: int, row: dict[str, str]) -> Deviation:
         code = row[columns[0]]

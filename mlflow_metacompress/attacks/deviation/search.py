@@ -103,10 +103,8 @@ def dflare(
             if len(codes) == batch:
                 break
             chosen = [selector.choose() for _ in range(rng.randint(1, depth) if depth > 1 else 1)]
-            out, applied = (
-                space.compose(current.code, chosen, rng) if depth > 1 else _one(space, current.code, chosen[0], rng)
-            )
-            if out is None or not applied or out in codes:
+            out, applied = space.compose(current.code, chosen, rng)  # one operator: exactly one apply()
+            if not applied or out in codes:
                 for op in chosen:
                     selector.record(op, False)  # a failed mutation is no query, but no success either
                 continue
@@ -138,11 +136,6 @@ def dflare(
             _, applied, nxt = max(kept, key=lambda t: t[0])
             current, path = nxt, [*path, *applied]
     return best
-
-
-def _one(space: VariantSpace, code: str, op: str, rng: random.Random) -> tuple[str | None, list[str]]:
-    out = space.apply(code, op, rng)
-    return out, ([op] if out is not None else [])
 
 
 def random_compositions(

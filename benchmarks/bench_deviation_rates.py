@@ -36,8 +36,9 @@ selection rows; the teacher and the students by their registered versions in the
 ``--offset``/``--rows`` pick the rows (tune on rows the benchmark does not judge);
 ``--batch``, ``--depth``, ``--novelty`` and ``--margin-weight`` set the search (the settings a
 search reads join its cache key). The low-budget setting was chosen on the study's selection
-pairs 200–399 by the rule in ``reproduction/deviation-rates/tuning/RULES.md`` and confirmed on
-pairs 0–199.
+pairs 200–399 by the rule in ``reproduction/deviation-rates/tuning/RULES.md`` (depth 5), then on
+pairs 400–599 by ``tuning-2/RULES.md`` (depth 10) and confirmed on pairs 0–199 and 600–999
+(``pool_deviation_records.py`` pools the ranges).
 
 Measured numbers: ``docs/benchmarks.md`` ("Deviation search: rate against paired queries").
 """
@@ -126,7 +127,7 @@ def main() -> None:
         "--offset", type=int, default=0, help="skip this many rows first (tune on rows the benchmark does not judge)"
     )
     p.add_argument("--batch", type=int, default=4, help="variants per paired query batch (dflare, random)")
-    p.add_argument("--depth", type=int, default=5, help="dflare: operators per mutant, 1 to DEPTH (the product's 5)")
+    p.add_argument("--depth", type=int, default=10, help="dflare: operators per mutant, 1 to DEPTH (the product's 10)")
     p.add_argument("--novelty", action="store_true", help="dflare: DFLARE's state-novelty rule")
     p.add_argument("--margin-weight", type=float, default=0.5, help="the fitness's margin weight (gap weight 1)")
     p.add_argument(

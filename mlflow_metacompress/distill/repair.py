@@ -120,7 +120,7 @@ def repair_rounds(
     search: str = "dflare",
     seed: int = 0,
     progress: bool = False,
-    depth: int = 5,
+    depth: int = 10,
 ) -> list[RoundFigures]:
     """Run the rounds; each logs its :class:`RoundFigures` to the active MLflow run (step =
     round). ``train(round, examples, logits, states)`` trains the student on every deviating

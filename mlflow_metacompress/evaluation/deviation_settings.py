@@ -26,8 +26,8 @@ KEY = "deviation"
 SEARCHES = ("dflare", "random", "mhm", "alert")  # attacks.deviation.api.SEARCHES (checked by a test)
 FIELDS = ("queries", "search", "seed", "rows", "batch", "operators", "depth")
 MAX_QUERIES = 100_000
-DEFAULT_DEPTH = 5  # chosen on held-apart rows, confirmed on others (reproduction/deviation-rates/tuning/RULES.md)
-MAX_DEPTH = 10
+DEFAULT_DEPTH = 10  # attacks.deviation.api.DEFAULT_DEPTH (checked by a test; reproduction/deviation-rates/tuning-2)
+MAX_DEPTH = 20  # attacks.deviation.api.MAX_DEPTH
 
 
 @dataclass(frozen=True)

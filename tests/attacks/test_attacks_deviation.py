@@ -266,4 +266,8 @@ def test_the_evaluators_settings_mirror_the_search():
     settings = ds.DeviationSettings()
     for key in ("queries", "search", "batch", "depth"):
         assert getattr(settings, key) == defaults[key].default, key
-    assert settings.depth == 5 and ds.DEFAULT_DEPTH == 5  # the setting RULES.md chose and confirmed
+    assert (ds.DEFAULT_DEPTH, ds.MAX_DEPTH) == (api.DEFAULT_DEPTH, api.MAX_DEPTH)
+    assert settings.depth == 10  # the setting tuning-2/RULES.md chose and confirmed
+    with pytest.raises(ValueError, match="from 1 to 20"):
+        api._check("dflare", 5, ["func"], FRAME, api.MAX_DEPTH + 1)
+    api._check("dflare", 5, ["func"], FRAME, api.MAX_DEPTH)  # the largest depth is accepted

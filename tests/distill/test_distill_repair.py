@@ -139,7 +139,7 @@ def test_repair_is_discovered_with_typed_options():
         opts.rounds == 3 and opts.layer_align == "both" and opts.train_transforms == ("swap_operands", "for_to_while")
     )
     assert method.parse({"layer_align": "none"}).layer_align is None
-    assert method.parse({"depth": "1"}).depth == 1 and Options().depth == 5
+    assert method.parse({"depth": "1"}).depth == 1 and Options().depth == 10
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 SEARCHES = ("dflare", "random", "mhm", "alert")
 RECIPES = {"mhm": "mhm_zhang_2020", "alert": "alert_yang_2022"}
+DEFAULT_DEPTH = 10  # DFLARE operators per mutant: chosen and confirmed in reproduction/deviation-rates/tuning-2
+MAX_DEPTH = 20
 
 
 @dataclass
@@ -76,8 +78,8 @@ def _check(search: str, queries: int, columns: Sequence[str], frame: pd.DataFram
         raise ValueError(f"unknown search {search!r}; choose one of {list(SEARCHES)}")
     if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
         raise ValueError(f"queries must be a positive int (paired queries per row), got {queries!r}")
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10:
-        raise ValueError(f"depth must be an int from 1 to 10 (operators per DFLARE mutant), got {depth!r}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+        raise ValueError(f"depth must be an int from 1 to {MAX_DEPTH} (operators per DFLARE mutant), got {depth!r}")
     if not columns:
         raise ValueError("find_deviations needs at least one code column")
     missing = [c for c in columns if c not in frame.columns]
@@ -100,7 +102,7 @@ def find_deviations(
     operators: Sequence[str] | None = None,
     progress: bool = False,
     positions: Sequence[int] | None = None,
-    depth: int = 5,
+    depth: int = DEFAULT_DEPTH,
 ) -> list[Deviation]:
     """Search each row for a variant on which teacher and student disagree.
 
@@ -108,9 +110,10 @@ def find_deviations(
     is changed. ``queries`` caps the paired queries (distinct variants run on both
     models) per row; ``batch`` variants are queried together (DFLARE and random);
     ``novelty`` adds DFLARE's state-novelty rule; ``depth`` lets each DFLARE mutant apply
-    1 to ``depth`` operators (:func:`.search.dflare`; 5, chosen on the three-teacher study's
-    selection pairs 200–399 and confirmed on pairs 0–199 and on a second premise student,
-    ``reproduction/deviation-rates/tuning/RULES.md``; 1 is DFLARE's single mutation);
+    1 to ``depth`` operators (:func:`.search.dflare`; 10, chosen on the three-teacher study's
+    selection pairs 400–599 over depth 5, 7 and 10-with-novelty and confirmed on 600 other pairs
+    and a second premise student, ``reproduction/deviation-rates/tuning-2/RULES.md``; the first
+    round chose 5 over 1 and 3, ``tuning/RULES.md``; 1 is DFLARE's single mutation);
     ``operators`` restricts the rewrites
     (default: all of :func:`.space.default_operators`).
 

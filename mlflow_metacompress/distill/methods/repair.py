@@ -61,7 +61,7 @@ class Options(FidelityOptions):
     round_steps: int = 50
     replay: int = 1
     search: Literal["dflare", "random"] = "dflare"
-    depth: int = 5
+    depth: int = 10
     train_transforms: tuple[str, ...] | None = None
     held_out_transforms: tuple[str, ...] | None = None
     seed: int | None = None

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .._optional import require
+from ..deviation_defaults import DEFAULT_DEPTH
 
 require("torch", "the repair method", "distill")
 
@@ -120,7 +121,7 @@ def repair_rounds(
     search: str = "dflare",
     seed: int = 0,
     progress: bool = False,
-    depth: int = 10,
+    depth: int = DEFAULT_DEPTH,
 ) -> list[RoundFigures]:
     """Run the rounds; each logs its :class:`RoundFigures` to the active MLflow run (step =
     round). ``train(round, examples, logits, states)`` trains the student on every deviating

@@ -2,7 +2,7 @@
 
 ``{"queries": 100, "search": "dflare", "seed": 0, "rows": None}`` (every key optional):
 ``queries`` caps the paired queries (distinct equivalent variants run on both models) per
-row, ``search`` is one of :data:`~mlflow_metacompress.attacks.deviation.api.SEARCHES`
+row, ``search`` is one of :data:`~mlflow_metacompress.deviation_defaults.SEARCHES`
 (DFLARE's Metropolis–Hastings, Tian et al., TOSEM 2023, by default), ``seed`` seeds it
 (unset: the evaluator's ``seed``) and ``rows`` searches only the first N rows. Each error
 names the key and the bad value; static mode (probability columns, no models) cannot query
@@ -17,17 +17,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..adapters.checks import MetaCompressInputError
+from ..deviation_defaults import DEFAULT_DEPTH, MAX_DEPTH, SEARCHES
 from .value_checks import bad_value, check_int
 
 if TYPE_CHECKING:
     from .config_model import EvaluatorConfig
 
 KEY = "deviation"
-SEARCHES = ("dflare", "random", "mhm", "alert")  # attacks.deviation.api.SEARCHES (checked by a test)
 FIELDS = ("queries", "search", "seed", "rows", "batch", "operators", "depth")
 MAX_QUERIES = 100_000
-DEFAULT_DEPTH = 10  # attacks.deviation.api.DEFAULT_DEPTH (checked by a test; reproduction/deviation-rates/tuning-2)
-MAX_DEPTH = 20  # attacks.deviation.api.MAX_DEPTH
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..deviation_defaults import DEFAULT_DEPTH
 from .config import CPU_OPTIONS, StudyConfig
 from .resume import StageResult
 
@@ -33,7 +34,7 @@ class RepairPlan:
     options: Mapping[str, Any] = field(default_factory=lambda: dict(REPAIR_OPTIONS))
     queries: int = 100
     deviation_rows: int = 200
-    depth: int = 10  # DFLARE's operators per mutant in the judging search (the evaluator's default)
+    depth: int = DEFAULT_DEPTH  # DFLARE's operators per mutant in the judging search (the evaluator's default)
     reference_seed: int | None = 1  # the retrained teacher judged beside the students, when its stage exists
 
     def cfg(self, method: str) -> StudyConfig:

@@ -255,19 +255,22 @@ def test_a_subset_of_positions_gets_the_full_runs_records_and_a_shared_query_mod
 
 def test_the_evaluators_settings_mirror_the_search():
     """``evaluator_config['deviation']`` is checked without importing the search (it stays
-    light), so its copies of the searches and of the defaults must equal the search's own."""
+    light): its defaults are the search's own, and both refuse the same depths."""
     import inspect
 
-    from mlflow_metacompress.attacks.deviation import api
-    from mlflow_metacompress.evaluation import deviation_settings as ds
+    from mlflow_metacompress.adapters.checks import MetaCompressInputError
+    from mlflow_metacompress.deviation_defaults import MAX_DEPTH
+    from mlflow_metacompress.evaluation.deviation_settings import DeviationSettings, parse_deviation
 
-    assert ds.SEARCHES == api.SEARCHES
-    defaults = inspect.signature(api.find_deviations).parameters
-    settings = ds.DeviationSettings()
+    defaults = inspect.signature(find_deviations).parameters
+    settings = DeviationSettings()
     for key in ("queries", "search", "batch", "depth"):
         assert getattr(settings, key) == defaults[key].default, key
-    assert (ds.DEFAULT_DEPTH, ds.MAX_DEPTH) == (api.DEFAULT_DEPTH, api.MAX_DEPTH)
     assert settings.depth == 10  # the setting tuning-2/RULES.md chose and confirmed
-    with pytest.raises(ValueError, match="from 1 to 20"):
-        api._check("dflare", 5, ["func"], FRAME, api.MAX_DEPTH + 1)
-    api._check("dflare", 5, ["func"], FRAME, api.MAX_DEPTH)  # the largest depth is accepted
+    with pytest.raises(ValueError, match="depth must be an int from 1 to 20"):
+        find_deviations(teacher, student, FRAME.iloc[:1], ["func"], "c", queries=1, depth=MAX_DEPTH + 1)
+    out = find_deviations(teacher, student, FRAME.iloc[:1], ["func"], "c", queries=1, depth=MAX_DEPTH)
+    assert len(out) == 1  # the largest depth is accepted
+    assert parse_deviation({"depth": MAX_DEPTH}).depth == MAX_DEPTH
+    with pytest.raises(MetaCompressInputError, match="deviation.depth"):
+        parse_deviation({"depth": MAX_DEPTH + 1})

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...deviation_defaults import DEFAULT_DEPTH, MAX_DEPTH, SEARCHES
 from ..goal import PredictFn, QueryModel, _as_probabilities
 from .goal import DifferentialGoal, DifferentialGoalSpec, Fitness
 from .search import Found, dflare, random_compositions
@@ -34,10 +35,7 @@ from .space import VariantSpace
 
 logger = logging.getLogger(__name__)
 
-SEARCHES = ("dflare", "random", "mhm", "alert")
 RECIPES = {"mhm": "mhm_zhang_2020", "alert": "alert_yang_2022"}
-DEFAULT_DEPTH = 10  # DFLARE operators per mutant: chosen and confirmed in reproduction/deviation-rates/tuning-2
-MAX_DEPTH = 20
 
 
 @dataclass

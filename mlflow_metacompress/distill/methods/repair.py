@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ...deviation_defaults import DEFAULT_DEPTH
 from ..context import DistillContext, StudentOutcome
 from ..datasets import CodeExamples
 from ..search.build import describe_student
@@ -61,7 +62,7 @@ class Options(FidelityOptions):
     round_steps: int = 50
     replay: int = 1
     search: Literal["dflare", "random"] = "dflare"
-    depth: int = 10
+    depth: int = DEFAULT_DEPTH
     train_transforms: tuple[str, ...] | None = None
     held_out_transforms: tuple[str, ...] | None = None
     seed: int | None = None

@@ -74,6 +74,16 @@ def boot(stat: Any, n: int, resamples: int = 2000, seed: int = 0) -> tuple[float
     return (float(np.quantile(vals, 0.025)), float(np.quantile(vals, 0.975))) if len(vals) else (math.nan, math.nan)
 
 
+def paired_ratio(d: dict[Any, np.ndarray], o: dict[Any, np.ndarray], budget: int) -> tuple[float, float, float] | None:
+    """Rows found within ``budget`` by one search (``d``) over another (``o``) on the same rows, with
+    its row-bootstrap interval (B = 2,000); None when the baseline found no row (no ratio)."""
+    if not o[budget].sum():
+        return None
+    n = len(d["agree"])
+    lo, hi = boot(lambda i: d[budget][i].sum() / o[budget][i].sum() if o[budget][i].sum() else math.nan, n)
+    return float(d[budget].sum() / o[budget].sum()), lo, hi
+
+
 def summarize(stored: dict[str, Any], budgets: tuple[int, ...]) -> dict[Any, Any]:
     """Rates per budget from one search's stored per-row record (agreed at the start, paired
     queries to the first verified deviation or None)."""
@@ -256,12 +266,11 @@ def main() -> None:
                 continue
             d, o = results[(name, "dflare")], results[(name, other)]
             for b in budgets:
-                n = len(d["agree"])
-                if not o[b].sum():
+                found = paired_ratio(d, o, b)
+                if found is None:
                     print(f"- {name} @{b}: dflare {int(d[b].sum())} rows, {other} none (no ratio)")
                     continue
-                ratio = d[b].sum() / o[b].sum()
-                lo, hi = boot(lambda i, d=d, o=o, b=b: d[b][i].sum() / o[b][i].sum() if o[b][i].sum() else math.nan, n)
+                ratio, lo, hi = found
                 print(f"- {name} @{b}: dflare/{other} {ratio:.2f} [{lo:.2f}, {hi:.2f}]")
     if args.reference:
         print("\nExcess over the retrained teacher (student rate − retrained teacher's, row bootstrap):")

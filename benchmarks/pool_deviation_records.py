@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_deviation_rates import boot, clopper_pearson
+from bench_deviation_rates import clopper_pearson, paired_ratio
 
 
 def load(paths: list[str]) -> list[dict[str, Any]]:
@@ -72,12 +71,11 @@ def main() -> None:
             k = int(r[budget].sum())
             lo, hi = clopper_pearson(k, agreeing)
             cells.append(f"{name} {k} ({k / agreeing:.1%} [{lo:.1%}, {hi:.1%}])")
-        if o[budget].sum():
-            ratio = d[budget].sum() / o[budget].sum()
-            lo, hi = boot(lambda i, b=budget: d[b][i].sum() / o[b][i].sum() if o[b][i].sum() else math.nan, n)
-            cells.append(f"ratio {ratio:.2f} [{lo:.2f}, {hi:.2f}]")
-        else:
+        found = paired_ratio(d, o, budget)
+        if found is None:
             cells.append("no ratio (the baseline found none)")
+        else:
+            cells.append("ratio {:.2f} [{:.2f}, {:.2f}]".format(*found))
         print(f"- @{budget}: " + "; ".join(cells))
 
 

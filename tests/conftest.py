@@ -31,6 +31,16 @@ os.environ.update(
     METACOMPRESS_CACHE_DIR=os.path.join(HOME, ".cache", "mlflow-metacompress"),
 )
 
+# pytest-xdist runs one worker per core. Left alone, torch and OpenBLAS start one compute
+# thread per core in every worker: two workers on two cores run four, oversubscribed (measured
+# 4x slower per step, mlflow_metacompress/threads.py). Each worker gets its share of the cores
+# (set before numpy or torch is imported; inherited by the servers and runs the tests start);
+# a count the caller set is kept, and a one-process run (-n 0) leaves the default to the library.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+if _WORKERS > 1:
+    _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _CORES // _WORKERS)))
+
 import numpy as np  # noqa: E402 - imported after HOME and the caches are redirected
 import pytest  # noqa: E402 - imported after HOME and the caches are redirected
 

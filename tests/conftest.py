@@ -58,6 +58,33 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+# Longest files first. With --dist loadfile, pytest-xdist hands each worker whole files, and by
+# default the files with the most tests go first, so the few-test long files (servers, Spark,
+# whole studies) came last and one worker ran them while the other sat idle. These were the
+# longest files of a --durations run (2026-12-08, seconds of one core, summed over the tests of
+# 3 s or more); they go first, longest first, and every other file follows in collection order
+# (pyproject.toml passes --no-loadscope-reorder so that xdist keeps this order).
+LONGEST_FILES = (
+    "tests/evaluation/test_spark_engine.py",  # 100 s
+    "tests/webhooks/test_webhooks.py",  # 93 s
+    "tests/core/test_cli.py",  # 71 s
+    "tests/gates/test_gates_race.py",  # 44 s
+    "tests/study/test_triad_run.py",  # 42 s
+    "tests/core/test_extensions.py",  # 27 s
+    "tests/pipeline/test_mlproject.py",  # 25 s
+    "tests/distill/test_distill_determinism.py",  # 23 s
+    "tests/distill/test_distill_ddp.py",  # 21 s
+    "tests/evaluation/test_evaluator_attacks.py",  # 20 s
+    "tests/pipeline/test_pipeline_interrupts.py",  # 19 s
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run :data:`LONGEST_FILES` first, longest first; the order inside a file is kept."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.exists():

@@ -87,3 +87,13 @@ def test_the_fast_lane_leaves_out_the_heavy_modules():
     kept = [line for line in out.splitlines() if "::" in line]
     assert not kept, f"heavy tests left in the fast lane: {kept}"
     assert "deselected" in out, out[-2000:]
+
+
+def test_the_longest_files_that_go_first_exist():
+    """tests/conftest.py schedules its LONGEST_FILES first; a renamed or removed file would
+    silently fall back to collection order, so each name must be a test file."""
+    from tests.conftest import LONGEST_FILES
+
+    missing = [name for name in LONGEST_FILES if not (REPO / name).is_file()]
+    assert not missing, f"LONGEST_FILES names files that do not exist: {missing}"
+    assert len(set(LONGEST_FILES)) == len(LONGEST_FILES)

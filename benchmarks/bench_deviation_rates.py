@@ -84,6 +84,20 @@ def paired_ratio(d: dict[Any, np.ndarray], o: dict[Any, np.ndarray], budget: int
     return float(d[budget].sum() / o[budget].sum()), lo, hi
 
 
+def paired_difference(d: dict[Any, np.ndarray], o: dict[Any, np.ndarray], budget: int) -> tuple[float, float, float]:
+    """The share of agreeing rows found within ``budget`` by one search (``d``) less another's
+    (``o``), paired over the same rows, with its row-bootstrap interval (B = 2,000): "more rows
+    than" is judged by it where the baseline found none and no ratio exists."""
+    n = len(d["agree"])
+
+    def stat(i: np.ndarray) -> float:
+        agreeing = d["agree"][i].sum()
+        return float((d[budget][i].sum() - o[budget][i].sum()) / agreeing) if agreeing else math.nan
+
+    lo, hi = boot(stat, n)
+    return stat(np.arange(n)), lo, hi
+
+
 def summarize(stored: dict[str, Any], budgets: tuple[int, ...]) -> dict[Any, Any]:
     """Rates per budget from one search's stored per-row record (agreed at the start, paired
     queries to the first verified deviation or None)."""
@@ -268,7 +282,11 @@ def main() -> None:
             for b in budgets:
                 found = paired_ratio(d, o, b)
                 if found is None:
-                    print(f"- {name} @{b}: dflare {int(d[b].sum())} rows, {other} none (no ratio)")
+                    diff, lo, hi = paired_difference(d, o, b)
+                    print(
+                        f"- {name} @{b}: dflare {int(d[b].sum())} rows, {other} none (no ratio); "
+                        f"difference {diff:+.1%} [{lo:+.1%}, {hi:+.1%}]"
+                    )
                     continue
                 ratio, lo, hi = found
                 print(f"- {name} @{b}: dflare/{other} {ratio:.2f} [{lo:.2f}, {hi:.2f}]")

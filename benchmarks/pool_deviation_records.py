@@ -3,9 +3,11 @@
 A record holds, per row, whether teacher and student agreed at the start and the paired
 queries to the first verified deviation. Records of the same model and search on disjoint
 rows (e.g. pairs 0–199 and 600–999, none used to choose a setting) concatenate into one
-sample; this prints each search's rate at each budget (Clopper–Pearson) and the ratio of rows
-found by ``--search`` to ``--against``, paired over the pooled rows (row bootstrap, B = 2,000),
-exactly as ``bench_deviation_rates.py`` does for one range.
+sample; this prints each search's rate at each budget (Clopper–Pearson), the ratio of rows
+found by ``--search`` to ``--against`` and the difference of their shares of agreeing rows
+(which still judges "more rows than" where the baseline found none), paired over the pooled
+rows (row bootstrap, B = 2,000), as ``bench_deviation_rates.py`` does for one range.
+``--first N`` cuts every record to its first N rows (a baseline run on fewer rows).
 
 Usage::
 
@@ -26,11 +28,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_deviation_rates import clopper_pearson, paired_ratio
+from bench_deviation_rates import clopper_pearson, paired_difference, paired_ratio
 
 
-def load(paths: list[str]) -> list[dict[str, Any]]:
-    return [json.loads(Path(p).read_text()) for p in paths]
+def load(paths: list[str], first: int | None = None) -> list[dict[str, Any]]:
+    """The records at ``paths``, each cut to its first ``first`` rows when given."""
+    records = [json.loads(Path(p).read_text()) for p in paths]
+    if first is not None:
+        for path, r in zip(paths, records, strict=True):
+            if len(r["agree"]) < first:
+                raise ValueError(f"{path} holds {len(r['agree'])} rows, fewer than --first {first}")
+            r["agree"], r["first"] = r["agree"][:first], r["first"][:first]
+    return records
 
 
 def pooled(records: list[dict[str, Any]], budgets: tuple[int, ...]) -> dict[Any, np.ndarray]:
@@ -58,9 +67,10 @@ def main() -> None:
     p.add_argument("--search", required=True, help="comma-separated records of the search judged")
     p.add_argument("--against", required=True, help="comma-separated records of the baseline, same rows in order")
     p.add_argument("--budgets", default="10,30")
+    p.add_argument("--first", type=int, help="only the first N rows of each record (a baseline run on fewer rows)")
     args = p.parse_args()
     budgets = tuple(int(b) for b in args.budgets.split(","))
-    a, b = load(args.search.split(",")), load(args.against.split(","))
+    a, b = load(args.search.split(","), args.first), load(args.against.split(","), args.first)
     check_pairs(a, b)
     d, o = pooled(a, budgets), pooled(b, budgets)
     n, agreeing = len(d["agree"]), int(d["agree"].sum())
@@ -76,6 +86,7 @@ def main() -> None:
             cells.append("no ratio (the baseline found none)")
         else:
             cells.append("ratio {:.2f} [{:.2f}, {:.2f}]".format(*found))
+        cells.append("difference {:+.1%} [{:+.1%}, {:+.1%}]".format(*paired_difference(d, o, budget)))
         print(f"- @{budget}: " + "; ".join(cells))
 
 

@@ -32,7 +32,7 @@ def registered(fresh_store, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     uri, client = fresh_store.uri, fresh_store.client
     with mlflow.start_run() as run:
-        info = mlflow.pyfunc.log_model(name="m", python_model=_Identity())
+        info = mlflow.pyfunc.log_model(name="m", python_model=_Identity(), pip_requirements=[])
     client.create_registered_model("vuln-student")
     for _ in range(2):
         client.create_model_version("vuln-student", info.model_uri, run_id=run.info.run_id)
@@ -159,7 +159,7 @@ def pair(tracking, tmp_path):
     uris = {}
     for role, width in (("teacher", 40), ("student", 30)):
         with mlflow.start_run():
-            uris[role] = mlflow.pyfunc.log_model(name=role, python_model=_Bucket(width)).model_uri
+            uris[role] = mlflow.pyfunc.log_model(name=role, python_model=_Bucket(width), pip_requirements=[]).model_uri
     df = toy_frame(24, seed=5)
     data = tmp_path / "eval.jsonl"
     df.to_json(data, orient="records", lines=True)

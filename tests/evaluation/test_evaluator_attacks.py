@@ -84,7 +84,7 @@ class _LengthTeacher(mlflow.pyfunc.PythonModel):
 def _logged_teacher() -> str:
     """The toy teacher logged as a pyfunc (it has an identity, so its reports are memoised)."""
     with mlflow.start_run():
-        return mlflow.pyfunc.log_model(name="teacher", python_model=_LengthTeacher()).model_uri
+        return mlflow.pyfunc.log_model(name="teacher", python_model=_LengthTeacher(), pip_requirements=[]).model_uri
 
 
 def _counting_attacks(monkeypatch) -> list[str]:

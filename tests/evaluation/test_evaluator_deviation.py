@@ -187,7 +187,9 @@ def test_the_teachers_variant_predictions_are_shared_across_students(tracking, m
 
     monkeypatch.setattr(deviation_search, "_TEACHERS", {})
     with mlflow.start_run():
-        uri = mlflow.pyfunc.log_model(name="teacher", python_model=_Teacher(), input_example=DATA[["func"]].head(2))
+        uri = mlflow.pyfunc.log_model(
+            name="teacher", python_model=_Teacher(), input_example=DATA[["func"]].head(2), pip_requirements=[]
+        )
     config = {**CONFIG, "teacher": uri.model_uri, "bootstrap_samples": 0}
     CALLS.update(teacher=0)
     first, _ = _evaluate(config)

@@ -87,9 +87,13 @@ class _Student(mlflow.pyfunc.PythonModel):
 def test_auto_reads_the_students_training_run_tag(tracking):
     explicit, _ = _evaluate({**CONFIG, "trained_transforms": list(SEEN), "bootstrap_samples": 0})
     with mlflow.start_run(tags={TRAINED_TRANSFORMS_TAG: ",".join(SEEN)}):
-        tagged = mlflow.pyfunc.log_model(name="s", python_model=_Student(), input_example=DATA[["func"]].head(2))
+        tagged = mlflow.pyfunc.log_model(
+            name="s", python_model=_Student(), input_example=DATA[["func"]].head(2), pip_requirements=[]
+        )
     with mlflow.start_run():
-        untagged = mlflow.pyfunc.log_model(name="s", python_model=_Student(), input_example=DATA[["func"]].head(2))
+        untagged = mlflow.pyfunc.log_model(
+            name="s", python_model=_Student(), input_example=DATA[["func"]].head(2), pip_requirements=[]
+        )
     auto, run_id = _evaluate({**CONFIG, "trained_transforms": "auto", "bootstrap_samples": 0}, tagged.model_uri)
     assert auto["any_violation_rate/metamorphic"] == explicit["any_violation_rate/metamorphic"]
     assert auto["any_violation_rate/metamorphic_seen"] == explicit["any_violation_rate/metamorphic_seen"]

@@ -64,7 +64,10 @@ def _log_model(weight: float, columns: list[str], calls: Path, example: pd.DataF
             return pd.DataFrame({"0": 1 - p, "1": p})
 
     info = mlflow.pyfunc.log_model(
-        name="m", python_model=HashClassifier(weight, columns, calls), input_example=example[columns].head(2)
+        name="m",
+        python_model=HashClassifier(weight, columns, calls),
+        input_example=example[columns].head(2),
+        pip_requirements=[],  # requirement inference (a subprocess per model, seconds) is not under test
     )
     calls.write_text("")  # forget the signature inference call
     return info.model_uri

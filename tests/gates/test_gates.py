@@ -39,7 +39,7 @@ def registry(tmp_path_factory):
         mlflow.set_tracking_uri(uri)
         mlflow.set_registry_uri(uri)
         with mlflow.start_run() as run:
-            info = mlflow.pyfunc.log_model(name="m", python_model=_Identity())
+            info = mlflow.pyfunc.log_model(name="m", python_model=_Identity(), pip_requirements=[])
         yield {"client": MlflowClient(uri, uri), "source": info.model_uri, "run_id": run.info.run_id}
     mlflow.set_tracking_uri(previous)
     mlflow.set_registry_uri(previous)

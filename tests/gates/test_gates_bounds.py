@@ -50,7 +50,7 @@ def _evaluation_run(df: pd.DataFrame, **extra) -> str:
 def registered(tracking):
     client = MlflowClient()
     with mlflow.start_run() as run:
-        info = mlflow.pyfunc.log_model(name="m", python_model=_Identity())
+        info = mlflow.pyfunc.log_model(name="m", python_model=_Identity(), pip_requirements=[])
     client.create_registered_model("student")
     client.create_model_version("student", info.model_uri, run_id=run.info.run_id)
     return client

@@ -38,8 +38,9 @@ os.environ.update(
 # a count the caller set is kept, and a one-process run (-n 0) leaves the default to the library.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
 if _WORKERS > 1:
-    _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _CORES // _WORKERS)))
+    from mlflow_metacompress.threads import available_cores  # standard library only at import
+
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, available_cores() // _WORKERS)))
 
 import numpy as np  # noqa: E402 - imported after HOME and the caches are redirected
 import pytest  # noqa: E402 - imported after HOME and the caches are redirected
@@ -67,7 +68,7 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 LONGEST_FILES = (
     "tests/evaluation/test_spark_engine.py",  # 100 s
     "tests/webhooks/test_webhooks.py",  # 93 s
-    "tests/core/test_cli.py",  # 71 s
+    "tests/core/test_cli.py",  # 71 s (before its models skipped requirement inference)
     "tests/gates/test_gates_race.py",  # 44 s
     "tests/study/test_triad_run.py",  # 42 s
     "tests/core/test_extensions.py",  # 27 s
